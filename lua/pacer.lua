@@ -1,0 +1,141 @@
+-- pacer.lua: decides a batch of pacer calls (DistributedPacer, PacerComposite) atomically.
+-- Mirrors src/core/pacer.rs `step` / `step_group` operation for operation (same doubles).
+--
+-- KEYS[k]   pacer state, a string "<watermark> <next_shot_us> <last_drip_us>" (%.17g each)
+-- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
+-- ARGV[2..] entries, each: <members> <mode>, then per member:
+--             <key index, 1-based into KEYS> <weight> <qps> <max_burst> <factor>
+--           mode: 1 pace, 0 rateLimit; +2 = also return the raw state before and after
+--           (single-member entries only; used to undo a cross-slot composite charge)
+-- Returns   flat array, per member in order: delay_us (integer), watermark_before in
+--           millionths of a weight unit (integer), admitted (1/0)
+--           [, raw state before or '', raw state written or '']  when mode has +2
+-- Notes     a key is read at most once and written at most once per call, with
+--           PX = time until its state no longer matters + 120 s. A refused rate-limit entry
+--           writes nothing; a rate-limit entry's members are charged all or none.
+--           All KEYS share one hash slot: the caller groups entries by slot.
+
+local nargs = #ARGV
+assert(nargs >= 2 and #KEYS >= 1, 'pacer: expected keys and entries')
+
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+local MARGIN_MS = 120000
+
+local sW, sN, sL, raw, loaded, ttl = {}, {}, {}, {}, {}, {}
+local out, nout = {}, 0
+
+local function load(k)
+  if not loaded[k] then
+    loaded[k] = true
+    local v = redis.call('GET', KEYS[k])
+    if v then
+      raw[k] = v
+      local a, b, c = string.match(v, '^(%S+) (%S+) (%S+)$')
+      local w, n, l = tonumber(a), tonumber(b), tonumber(c)
+      -- anything unparsable is treated as a fresh key: no value can leave a key unusable
+      if w and n and l then sW[k], sN[k], sL[k] = w, n, l end
+    end
+  end
+end
+
+-- one call; returns delay, watermark_before, admitted[, new watermark, tail, last drip, ttl]
+local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
+  if water == nil then water, stored_tail, last = 0, 0, now end
+  if stored_tail <= now then
+    local since = stored_tail
+    if last > stored_tail then since = last end
+    if since < now then
+      water = water - (now - since) * qps * factor / 1000000
+      if water < 0 then water = 0 end
+    end
+  end
+  local tail = now
+  if stored_tail > now then tail = stored_tail end
+  local before = water
+  if weight == 0 then
+    if water < burst or tail <= now then return 0, before, true end
+    return tail - now, before, false
+  end
+  water = water + weight
+  local shot, new_tail = now, tail
+  if water > burst then
+    shot, new_tail = tail, tail + math.ceil(weight * 1000000 / qps)
+    water = burst
+  end
+  if not (pace or shot <= now) then return shot - now, before, false end
+  local busy = new_tail - now
+  local drain = burst * 1000000 / (qps * factor)
+  if drain > busy then busy = drain end
+  return shot - now, before, true, water, new_tail, now, math.ceil(busy / 1000) + MARGIN_MS
+end
+
+local function emit(delay, before, admitted)
+  out[nout + 1] = delay
+  out[nout + 2] = math.floor(before * 1000000 + 0.5)
+  out[nout + 3] = admitted and 1 or 0
+  nout = nout + 3
+end
+
+local function state_string(k)
+  return string.format('%.17g %.17g %.17g', sW[k], sN[k], sL[k])
+end
+
+local i = 2
+while i <= nargs do
+  local count, mode = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  local pace, report = mode % 2 == 1, mode >= 2
+  assert(count and count >= 1 and nargs >= i + 1 + 5 * count, 'pacer: malformed entry')
+  i = i + 2
+  if count == 1 then
+    local k = tonumber(ARGV[i])
+    load(k)
+    local delay, before, admitted, w, n, l, t = step(sW[k], sN[k], sL[k],
+      tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), pace, tonumber(ARGV[i + 1]))
+    i = i + 5
+    local old = raw[k] or (sW[k] and state_string(k)) or ''
+    if w then
+      sW[k], sN[k], sL[k], ttl[k] = w, n, l, t
+      raw[k] = nil
+    end
+    emit(delay, before, admitted)
+    if report then
+      out[nout + 1] = old
+      out[nout + 2] = w and state_string(k) or ''
+      nout = nout + 2
+    end
+  else
+    -- a composite: decide every member on tentative state, commit only if all admitted
+    local tW, tN, tL, tT = {}, {}, {}, {}
+    local decided, all = {}, true
+    for m = 1, count do
+      local k = tonumber(ARGV[i])
+      load(k)
+      local w0, n0, l0 = sW[k], sN[k], sL[k]
+      if tT[k] then w0, n0, l0 = tW[k], tN[k], tL[k] end
+      local delay, before, admitted, w, n, l, t = step(w0, n0, l0,
+        tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), pace, tonumber(ARGV[i + 1]))
+      i = i + 5
+      if w then tW[k], tN[k], tL[k], tT[k] = w, n, l, t end
+      all = all and admitted
+      decided[2 * m - 1], decided[2 * m] = delay, before
+    end
+    if all then
+      for k, t in pairs(tT) do
+        sW[k], sN[k], sL[k], ttl[k] = tW[k], tN[k], tL[k], t
+        raw[k] = nil
+      end
+    end
+    for m = 1, count do emit(decided[2 * m - 1], decided[2 * m], all) end
+  end
+end
+
+for k, t in pairs(ttl) do
+  redis.call('SET', KEYS[k], state_string(k), 'PX', string.format('%.0f', t))
+end
+return out

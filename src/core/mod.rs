@@ -1,0 +1,6 @@
+//! Pure algorithms: one step function per algorithm. No napi, no I/O, no clock reads; the
+//! clock is an argument. Each step is the specification, the engine of the memory store and
+//! the oracle its Lua script is checked against.
+#![forbid(unsafe_code)]
+
+pub mod pacer;

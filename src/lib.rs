@@ -1,0 +1,14 @@
+//! sluice: distributed rate limiting and pacing for Node.js, with a Rust core.
+//!
+//! Layers, one way: `bindings` (napi, behind the default `napi` feature) -> `store` (memory or
+//! Redis) -> `core` (pure step functions). See DESIGN.md.
+#![deny(clippy::all)]
+
+pub mod core;
+pub mod error;
+pub mod store;
+
+#[cfg(feature = "napi")]
+mod bindings;
+
+pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,315 @@
+//! The Redis store: one fred pool (standalone or Redis Cluster), scripts by EVALSHA.
+//!
+//! - Every call has a deadline (`command_timeout`): a Redis that is down answers
+//!   `StoreUnavailable` at once when no connection is up, `Timeout` when a command is stuck.
+//!   Reconnection runs in the background forever, so the store recovers by itself.
+//! - Commands are never re-sent by fred (`max_command_attempts = 1`): a lost reply is an
+//!   error, never a double charge. The only retry is NOSCRIPT: the script is sent again with
+//!   EVAL to the node that answered (EVAL also caches it there).
+//! - On a cluster, a batch is split per hash slot: each slot's entries are one script call on
+//!   the node that owns it, all slots in flight at once.
+
+mod script;
+
+use super::{encode_decisions, PacerBatch, RESULT_FIELDS};
+use crate::core::pacer::{Decision, Mode};
+use crate::error::{Error, ErrorKind, Result};
+use fred::prelude::*;
+use fred::types::config::{Config as FredConfig, ReconnectPolicy, ServerConfig};
+use script::{Script, PACER, PACER_UNDO};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Options of [`RedisStore::connect`], validated there.
+#[derive(Clone, Debug)]
+pub struct RedisOptions {
+  /// `redis://` or `rediss://` URL of a standalone server.
+  pub url: String,
+  /// Seed node URLs of a Redis Cluster; when non-empty, `url` is ignored.
+  pub cluster: Vec<String>,
+  pub pool_size: usize,
+  pub command_timeout: Duration,
+  pub connect_timeout: Duration,
+}
+
+impl Default for RedisOptions {
+  fn default() -> Self {
+    RedisOptions {
+      url: "redis://127.0.0.1:6379".into(),
+      cluster: vec![],
+      pool_size: 2,
+      command_timeout: Duration::from_millis(2_000),
+      connect_timeout: Duration::from_millis(5_000),
+    }
+  }
+}
+
+/// A connected store.
+pub struct RedisStore {
+  pool: Pool,
+  cluster: bool,
+  command_timeout: Duration,
+  closed: AtomicBool,
+}
+
+fn config_from(options: &RedisOptions) -> Result<FredConfig> {
+  let parse = |url: &str| {
+    FredConfig::from_url(url).map_err(|e| Error::config(format!("invalid Redis URL {url:?}: {}", e.details())))
+  };
+  if options.cluster.is_empty() {
+    return parse(&options.url);
+  }
+  let mut config = parse(&options.cluster[0])?;
+  let mut hosts = vec![];
+  for seed in &options.cluster {
+    match parse(seed)?.server {
+      ServerConfig::Centralized { server } => hosts.push(server),
+      _ => return Err(Error::config(format!("cluster seed {seed:?} must be a redis:// URL"))),
+    }
+  }
+  config.server = ServerConfig::Clustered { hosts, policy: Default::default() };
+  Ok(config)
+}
+
+/// Maps a fred error onto our kinds.
+fn store_error(e: fred::error::Error) -> Error {
+  use fred::error::ErrorKind as K;
+  let details = e.details();
+  let kind = match e.kind() {
+    K::Timeout => ErrorKind::Timeout,
+    K::Config | K::Url => ErrorKind::InvalidConfig,
+    K::IO | K::Canceled | K::Cluster | K::Routing | K::Backpressure | K::Auth | K::Sentinel | K::Tls => {
+      ErrorKind::StoreUnavailable
+    }
+    _ if ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN"]
+      .iter()
+      .any(|p| details.starts_with(p)) =>
+    {
+      ErrorKind::StoreUnavailable
+    }
+    _ => ErrorKind::Script,
+  };
+  Error::new(kind, format!("redis: {details}"))
+}
+
+impl RedisStore {
+  /// Connects every pool connection (and, on a cluster, learns the slot map) before
+  /// returning, within `connect_timeout`.
+  pub async fn connect(options: RedisOptions) -> Result<RedisStore> {
+    if !(1..=64).contains(&options.pool_size) {
+      return Err(Error::config("poolSize must be an integer in [1, 64]"));
+    }
+    let config = config_from(&options)?;
+    let cluster = config.server.is_clustered();
+    let mut builder = Builder::from_config(config);
+    builder
+      .with_connection_config(|c| {
+        c.connection_timeout = options.connect_timeout;
+        c.internal_command_timeout = options.connect_timeout;
+        c.max_command_attempts = 1;
+        c.tcp.nodelay = Some(true);
+      })
+      .with_performance_config(|p| {
+        p.default_command_timeout = options.command_timeout;
+      })
+      .set_policy(ReconnectPolicy::new_linear(0, 1_000, 50));
+    let pool = builder.build_pool(options.pool_size).map_err(store_error)?;
+    match tokio::time::timeout(options.connect_timeout, pool.init()).await {
+      Ok(Ok(_)) => {}
+      outcome => {
+        let message = match outcome {
+          Ok(Err(e)) => format!("cannot connect to Redis: {}", e.details()),
+          _ => format!("cannot connect to Redis within {} ms", options.connect_timeout.as_millis()),
+        };
+        // Stop the reconnection tasks; quitting a client that never connected may not
+        // answer, so it is detached.
+        tokio::spawn(async move {
+          let _ = tokio::time::timeout(Duration::from_secs(1), pool.quit()).await;
+        });
+        return Err(Error::new(ErrorKind::StoreUnavailable, message));
+      }
+    }
+    Ok(RedisStore { pool, cluster, command_timeout: options.command_timeout, closed: AtomicBool::new(false) })
+  }
+
+  pub fn is_cluster(&self) -> bool {
+    self.cluster
+  }
+
+  pub async fn close(&self) {
+    if !self.closed.swap(true, Ordering::SeqCst) {
+      let _ = tokio::time::timeout(self.command_timeout, self.pool.quit()).await;
+    }
+  }
+
+  fn client(&self) -> Result<&Client> {
+    if self.closed.load(Ordering::Relaxed) {
+      return Err(Error::new(ErrorKind::Closed, "the store is closed"));
+    }
+    let client = self.pool.next_connected();
+    if !client.is_connected() {
+      return Err(Error::new(ErrorKind::StoreUnavailable, "no connection to Redis is up"));
+    }
+    Ok(client)
+  }
+
+  /// Runs a script with the deadline; NOSCRIPT is answered by one EVAL on the same node.
+  async fn run(&self, script: &Script, keys: Vec<String>, args: Vec<String>) -> Result<Vec<Value>> {
+    let client = self.client()?;
+    let call = async {
+      match client.evalsha::<Vec<Value>, _, _, _>(script.sha.as_str(), keys.clone(), args.clone()).await {
+        Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(script.lua, keys, args).await,
+        other => other,
+      }
+    };
+    match tokio::time::timeout(self.command_timeout, call).await {
+      Ok(result) => result.map_err(store_error),
+      Err(_) => Err(Error::new(ErrorKind::Timeout, "Redis did not answer within commandTimeoutMs")),
+    }
+  }
+
+  /// Decides a batch; results per member, in member order.
+  pub async fn pacer_batch(&self, batch: &PacerBatch, now_us: Option<f64>) -> Result<Vec<Decision>> {
+    let mut decisions = vec![Decision { delay_us: 0.0, watermark_before: 0.0, admitted: false }; batch.members.len()];
+    // Entries grouped by slot (one group on a standalone server), plus cross-slot composites.
+    let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    let mut cross_slot = vec![];
+    for (e, entry) in batch.entries.iter().enumerate() {
+      if !self.cluster {
+        groups.entry(0).or_default().push(e);
+        continue;
+      }
+      let slots: Vec<u16> = batch.members[entry.members.clone()]
+        .iter()
+        .map(|m| fred::util::redis_keyslot(batch.keys[m.key].as_bytes()))
+        .collect();
+      if slots.iter().all(|s| *s == slots[0]) {
+        groups.entry(slots[0]).or_default().push(e);
+      } else {
+        cross_slot.push(e);
+      }
+    }
+    let calls = groups.values().map(|entries| self.pacer_call(batch, entries, now_us));
+    let composites = cross_slot.iter().map(|e| self.cross_slot_entry(batch, *e, now_us));
+    let (results, composite_results) =
+      futures::future::join(futures::future::join_all(calls), futures::future::join_all(composites)).await;
+    for (entries, result) in groups.values().zip(results) {
+      let mut it = result?.into_iter();
+      for e in entries {
+        for m in batch.entries[*e].members.clone() {
+          decisions[m] = it.next().ok_or_else(|| Error::new(ErrorKind::Script, "short pacer reply"))?;
+        }
+      }
+    }
+    for (e, result) in cross_slot.iter().zip(composite_results) {
+      for (m, d) in batch.entries[*e].members.clone().zip(result?) {
+        decisions[m] = d;
+      }
+    }
+    Ok(decisions)
+  }
+
+  /// One script call for entries that share a slot.
+  async fn pacer_call(&self, batch: &PacerBatch, entries: &[usize], now_us: Option<f64>) -> Result<Vec<Decision>> {
+    let mut keys: Vec<String> = vec![];
+    let mut local: Vec<Option<usize>> = vec![None; batch.keys.len()];
+    let mut args = vec![now_arg(now_us)];
+    for e in entries {
+      let entry = &batch.entries[*e];
+      args.push(entry.members.len().to_string());
+      args.push(mode_arg(entry.mode, false));
+      for m in &batch.members[entry.members.clone()] {
+        let k = *local[m.key].get_or_insert_with(|| {
+          keys.push(batch.keys[m.key].clone());
+          keys.len()
+        });
+        push_member(&mut args, k, m);
+      }
+    }
+    let reply = self.run(&PACER, keys, args).await?;
+    if reply.len() % RESULT_FIELDS != 0 {
+      return Err(Error::new(ErrorKind::Script, "malformed pacer reply"));
+    }
+    reply.chunks(RESULT_FIELDS).map(|c| decision_from(&c[..RESULT_FIELDS])).collect()
+  }
+
+  /// A composite whose members live in different cluster slots: every member is charged on
+  /// its own node at once; if any refuses (rate-limit mode), the others' charges are taken
+  /// back by compare-and-set. Exact unless another call wrote the same key in between, in
+  /// which case that charge stays (it errs on admitting less, never more).
+  async fn cross_slot_entry(&self, batch: &PacerBatch, e: usize, now_us: Option<f64>) -> Result<Vec<Decision>> {
+    let entry = &batch.entries[e];
+    let members = &batch.members[entry.members.clone()];
+    let charges = members.iter().map(|m| {
+      let mut args = vec![now_arg(now_us), "1".to_string(), mode_arg(entry.mode, true)];
+      push_member(&mut args, 1, m);
+      self.run(&PACER, vec![batch.keys[m.key].clone()], args)
+    });
+    let replies = futures::future::join_all(charges).await;
+    let mut decisions = vec![];
+    let mut written = vec![];
+    let mut failure = None;
+    for (m, reply) in members.iter().zip(replies) {
+      match reply {
+        Ok(reply) if reply.len() == RESULT_FIELDS + 2 => {
+          decisions.push(decision_from(&reply[..RESULT_FIELDS])?);
+          let new = reply[RESULT_FIELDS + 1].as_string().unwrap_or_default();
+          if !new.is_empty() {
+            written.push((m, reply[RESULT_FIELDS].as_string().unwrap_or_default(), new));
+          }
+        }
+        Ok(_) => failure = Some(Error::new(ErrorKind::Script, "malformed pacer reply")),
+        Err(err) => failure = Some(err),
+      }
+    }
+    let all = failure.is_none() && decisions.iter().all(|d| d.admitted);
+    if entry.mode == Mode::RateLimit && !all {
+      let undo = written
+        .iter()
+        .map(|(m, old, new)| self.run(&PACER_UNDO, vec![batch.keys[m.key].clone()], vec![new.clone(), old.clone()]));
+      for result in futures::future::join_all(undo).await {
+        result?;
+      }
+      for d in &mut decisions {
+        d.admitted = false;
+      }
+    }
+    match failure {
+      Some(err) => Err(err),
+      None => Ok(decisions),
+    }
+  }
+}
+
+fn now_arg(now_us: Option<f64>) -> String {
+  now_us.map(|n| format!("{n:.0}")).unwrap_or_default()
+}
+
+fn mode_arg(mode: Mode, report: bool) -> String {
+  let m = if mode == Mode::Pace { 1 } else { 0 } + if report { 2 } else { 0 };
+  m.to_string()
+}
+
+fn push_member(args: &mut Vec<String>, key: usize, m: &super::Member) {
+  args.push(key.to_string());
+  // f64 Display is the shortest string that parses back to the same double.
+  args.push(m.weight.to_string());
+  args.push(m.params.qps.to_string());
+  args.push(m.params.max_burst.to_string());
+  args.push(m.params.factor.to_string());
+}
+
+fn decision_from(fields: &[Value]) -> Result<Decision> {
+  let int = |v: &Value| v.as_i64().ok_or_else(|| Error::new(ErrorKind::Script, "non-integer pacer reply"));
+  Ok(Decision {
+    delay_us: int(&fields[0])? as f64,
+    watermark_before: int(&fields[1])? as f64 / 1e6,
+    admitted: int(&fields[2])? == 1,
+  })
+}
+
+/// Convenience for bindings: decide and flatten.
+pub async fn pacer_batch_flat(store: &RedisStore, batch: &PacerBatch, now_us: Option<f64>) -> Result<Vec<f64>> {
+  Ok(encode_decisions(&store.pacer_batch(batch, now_us).await?))
+}

@@ -1,0 +1,19 @@
+//! The script registry: each Lua file embedded once, with its SHA1 for EVALSHA.
+
+use std::sync::LazyLock;
+
+/// A Lua script and its SHA1.
+pub struct Script {
+  pub lua: &'static str,
+  pub sha: String,
+}
+
+impl Script {
+  fn new(lua: &'static str) -> Script {
+    Script { lua, sha: fred::util::sha1_hash(lua) }
+  }
+}
+
+pub static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer.lua")));
+pub static PACER_UNDO: LazyLock<Script> =
+  LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_undo.lua")));
