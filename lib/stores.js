@@ -1,0 +1,228 @@
+'use strict'
+
+const native = require('../index.js')
+const { SluiceError, fromNative, invalidConfig } = require('./errors')
+const { ManualClock } = require('./clock')
+
+const PRIVATE = Symbol('sluice.private')
+/** Entries per script call: big enough to amortise the napi crossing and the round trip,
+ * small enough that Redis works on one chunk while Node handles the previous one. */
+const MAX_BATCH = 64
+
+function storeOptions(options, allowed) {
+  if (options === undefined || options === null) options = {}
+  if (typeof options !== 'object' || Array.isArray(options)) throw invalidConfig('store options must be an object')
+  for (const name of Object.keys(options)) {
+    if (!allowed.includes(name)) throw invalidConfig(`unknown store option ${JSON.stringify(name)}`)
+  }
+  const keyPrefix = options.keyPrefix === undefined ? 'sluice' : options.keyPrefix
+  if (typeof keyPrefix !== 'string' || keyPrefix.length === 0 || keyPrefix.length > 128 || /[{}\n]/.test(keyPrefix)) {
+    throw invalidConfig('keyPrefix must be a string of 1..128 characters without braces or newlines')
+  }
+  const clock = options.clock === undefined ? null : options.clock
+  if (clock !== null && !(clock instanceof ManualClock)) throw invalidConfig('clock must be a ManualClock')
+  return { keyPrefix, clock }
+}
+
+const closedError = () => new SluiceError('ERR_CLOSED', 'the store is closed')
+
+/**
+ * The embedded store: state in this process, decisions synchronous in native code (no thread
+ * hop), the same semantics as Redis. For tests, single-process apps and the demo.
+ */
+class MemoryStore {
+  constructor(options) {
+    const { keyPrefix, clock } = storeOptions(options, ['keyPrefix', 'clock'])
+    this.keyPrefix = keyPrefix
+    this.clock = clock
+    this._native = new native.NativeMemoryStore()
+    this._out = new Float64Array(3)
+    this._closed = false
+  }
+
+  /** @internal one pacer call; `finish(results, offset)` builds the outcome */
+  _pacer(key, weight, qps, maxBurst, factor, pace, finish) {
+    if (this._closed) return Promise.reject(closedError())
+    try {
+      this._native.pacerStep(key, weight, qps, maxBurst, factor, pace, this.clock ? this.clock._nowUs() : -1, this._out)
+    } catch (err) {
+      return Promise.reject(fromNative(err))
+    }
+    return Promise.resolve(finish(this._out, 0))
+  }
+
+  /** @internal one composite call: keys[i] with args of the flat batch encoding */
+  _pacerGroup(keys, args, finish) {
+    if (this._closed) return Promise.reject(closedError())
+    try {
+      const out = this._native.pacerBatch(keys.join('\n'), new Float64Array(args), this.clock ? this.clock._nowUs() : -1)
+      return Promise.resolve(finish(out, 0))
+    } catch (err) {
+      return Promise.reject(fromNative(err))
+    }
+  }
+
+  async close() {
+    this._closed = true
+  }
+}
+
+/**
+ * A Redis (or Redis Cluster) store over one native connection pool. Calls made in the same
+ * tick are decided together: one napi crossing and one script call per 64 of them (per hash
+ * slot on a cluster), so a busy process pays the round trip once per batch, not per call.
+ */
+class RedisStore {
+  constructor(token, nativeStore, keyPrefix, clock) {
+    if (token !== PRIVATE) throw invalidConfig('use `await RedisStore.connect(options)`')
+    this.keyPrefix = keyPrefix
+    this.clock = clock
+    this._native = nativeStore
+    this._closed = false
+    this._keys = []
+    this._args = []
+    this._finish = []
+    this._resolve = []
+    this._reject = []
+    this._members = []
+    this._scheduled = false
+    this._flushBound = () => this._flush()
+  }
+
+  /**
+   * Connects a pool and waits until every connection is up (and, on a cluster, the slot map
+   * is known). Accepts a URL string or options.
+   */
+  static async connect(options) {
+    if (typeof options === 'string') options = { url: options }
+    const names = ['keyPrefix', 'clock', 'url', 'cluster', 'poolSize', 'commandTimeoutMs', 'connectTimeoutMs']
+    const { keyPrefix, clock } = storeOptions(options, names)
+    const o = options || {}
+    if (o.url !== undefined && typeof o.url !== 'string') throw invalidConfig('url must be a string')
+    if (o.cluster !== undefined) {
+      if (!Array.isArray(o.cluster) || o.cluster.length === 0 || !o.cluster.every((u) => typeof u === 'string')) {
+        throw invalidConfig('cluster must be a non-empty array of redis:// URLs')
+      }
+    }
+    for (const name of ['poolSize', 'commandTimeoutMs', 'connectTimeoutMs']) {
+      if (o[name] !== undefined && typeof o[name] !== 'number') throw invalidConfig(`${name} must be a number`)
+    }
+    let nativeStore
+    try {
+      nativeStore = await native.connectRedis({
+        url: o.url,
+        cluster: o.cluster,
+        poolSize: o.poolSize,
+        commandTimeoutMs: o.commandTimeoutMs,
+        connectTimeoutMs: o.connectTimeoutMs,
+      })
+    } catch (err) {
+      throw fromNative(err)
+    }
+    return new RedisStore(PRIVATE, nativeStore, keyPrefix, clock)
+  }
+
+  /** Whether this store talks to a Redis Cluster. */
+  get isCluster() {
+    return this._native.isCluster
+  }
+
+  _enqueue(keyCount, finish, resolve, reject) {
+    this._finish.push(finish)
+    this._resolve.push(resolve)
+    this._reject.push(reject)
+    this._members.push(keyCount)
+    if (!this._scheduled) {
+      this._scheduled = true
+      process.nextTick(this._flushBound)
+    }
+  }
+
+  /** @internal */
+  _pacer(key, weight, qps, maxBurst, factor, pace, finish) {
+    if (this._closed) return Promise.reject(closedError())
+    return new Promise((resolve, reject) => {
+      this._keys.push(key)
+      this._args.push(1, pace ? 1 : 0, weight, qps, maxBurst, factor)
+      this._enqueue(1, finish, resolve, reject)
+    })
+  }
+
+  /** @internal */
+  _pacerGroup(keys, args, finish) {
+    if (this._closed) return Promise.reject(closedError())
+    return new Promise((resolve, reject) => {
+      for (const k of keys) this._keys.push(k)
+      for (const a of args) this._args.push(a)
+      this._enqueue(keys.length, finish, resolve, reject)
+    })
+  }
+
+  _flush() {
+    this._scheduled = false
+    const keys = this._keys
+    const args = this._args
+    const finish = this._finish
+    const resolve = this._resolve
+    const reject = this._reject
+    const members = this._members
+    this._keys = []
+    this._args = []
+    this._finish = []
+    this._resolve = []
+    this._reject = []
+    this._members = []
+    const nowUs = this.clock ? this.clock._nowUs() : -1
+    let entry = 0
+    let key = 0
+    let arg = 0
+    while (entry < finish.length) {
+      const end = Math.min(entry + MAX_BATCH, finish.length)
+      let keyEnd = key
+      for (let e = entry; e < end; e++) keyEnd += members[e]
+      const argEnd = arg + 2 * (end - entry) + 4 * (keyEnd - key)
+      this._send(
+        keys.slice(key, keyEnd).join('\n'),
+        new Float64Array(args.slice(arg, argEnd)),
+        nowUs,
+        entry,
+        end,
+        finish,
+        resolve,
+        reject,
+        members,
+      )
+      entry = end
+      key = keyEnd
+      arg = argEnd
+    }
+  }
+
+  _send(keys, args, nowUs, start, end, finish, resolve, reject, members) {
+    const fail = (err) => {
+      const error = fromNative(err)
+      for (let e = start; e < end; e++) reject[e](error)
+    }
+    if (this._closed) return fail(closedError())
+    this._native.pacerBatch(keys, args, nowUs).then((out) => {
+      let offset = 0
+      for (let e = start; e < end; e++) {
+        resolve[e](finish[e](out, offset))
+        offset += 3 * members[e]
+      }
+    }, fail)
+  }
+
+  /** Closes the pool. Calls made afterwards reject with ERR_CLOSED. */
+  async close() {
+    if (this._closed) return
+    this._closed = true
+    try {
+      await this._native.close()
+    } catch (err) {
+      throw fromNative(err)
+    }
+  }
+}
+
+module.exports = { MemoryStore, RedisStore }

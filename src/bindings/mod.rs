@@ -1,0 +1,183 @@
+//! The only napi code: converts types and errors, holds store handles. No limiter logic.
+//!
+//! These classes are the native layer under `lib/` (the public JS API); users do not call
+//! them directly. Errors cross as `Error` whose message starts with the stable code
+//! (`ERR_TIMEOUT: ...`); `lib/errors.js` turns them into `SluiceError` instances.
+
+use crate::core::pacer::Mode;
+use crate::error::{Error, ErrorKind};
+use crate::store::memory::{system_now_us, MemoryStore};
+use crate::store::redis::{pacer_batch_flat, RedisOptions, RedisStore};
+use crate::store::{encode_decisions, validate_key, validate_params, validate_weight, PacerBatch, RESULT_FIELDS};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn js_error(e: Error) -> napi::Error {
+  napi::Error::new(Status::GenericFailure, e.to_string())
+}
+
+/// `now_us` from JS: a negative value means "use the store's clock".
+fn explicit_now(now_us: f64) -> std::result::Result<Option<f64>, Error> {
+  if now_us < 0.0 {
+    return Ok(None);
+  }
+  if now_us.is_finite() && now_us.fract() == 0.0 && now_us < 9e15 {
+    Ok(Some(now_us))
+  } else {
+    Err(Error::argument(format!("clock time must be whole microseconds, got {now_us}")))
+  }
+}
+
+/// A JS `Float64Array` written in place (a path type, so napi converts it by value).
+type OutBuffer<'a> = &'a mut [f64];
+
+/// The embedded store's engine. Synchronous: no tokio hop.
+#[napi]
+pub struct NativeMemoryStore {
+  inner: Arc<MemoryStore>,
+}
+
+#[napi]
+impl NativeMemoryStore {
+  #[napi(constructor)]
+  pub fn new() -> Self {
+    NativeMemoryStore { inner: Arc::new(MemoryStore::new()) }
+  }
+
+  /// One pacer call. Writes `[delayUs, watermarkBefore, admitted]` into `out`.
+  #[napi(catch_unwind)]
+  #[allow(clippy::too_many_arguments)]
+  pub fn pacer_step(
+    &self,
+    key: String,
+    weight: f64,
+    qps: f64,
+    max_burst: f64,
+    factor: f64,
+    pace: bool,
+    now_us: f64,
+    #[napi(ts_arg_type = "Float64Array")] out: OutBuffer,
+  ) -> Result<()> {
+    let mode = if pace { Mode::Pace } else { Mode::RateLimit };
+    let checked = validate_key(&key)
+      .and_then(|_| validate_weight(weight))
+      .and_then(|_| validate_params(qps, max_burst, factor, mode))
+      .and_then(|params| Ok((params, explicit_now(now_us)?)));
+    let (params, now) = checked.map_err(js_error)?;
+    if out.len() < RESULT_FIELDS {
+      return Err(js_error(Error::new(ErrorKind::Internal, "result buffer too small")));
+    }
+    let d = self.inner.pacer_step(&key, &params, weight, now.unwrap_or_else(system_now_us));
+    out[0] = d.delay_us;
+    out[1] = d.watermark_before;
+    out[2] = if d.admitted { 1.0 } else { 0.0 };
+    Ok(())
+  }
+
+  /// A batch in the flat encoding of `PacerBatch::decode`; results per member.
+  #[napi(catch_unwind)]
+  pub fn pacer_batch(&self, keys: String, args: Float64Array, now_us: f64) -> Result<Float64Array> {
+    let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
+    let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
+    Ok(Float64Array::new(encode_decisions(&self.inner.pacer_batch(&batch, now))))
+  }
+
+  /// Live pacer keys (keys whose TTL has not passed).
+  #[napi(catch_unwind)]
+  pub fn size(&self, now_us: f64) -> Result<u32> {
+    let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
+    Ok(self.inner.len(now) as u32)
+  }
+}
+
+impl Default for NativeMemoryStore {
+  fn default() -> Self {
+    Self::new()
+  }
+}
+
+/// Options of `connectRedis`; numbers arrive as doubles and are checked here (a napi `u32`
+/// would silently wrap a negative).
+#[napi(object)]
+pub struct NativeRedisOptions {
+  pub url: Option<String>,
+  pub cluster: Option<Vec<String>>,
+  pub pool_size: Option<f64>,
+  pub command_timeout_ms: Option<f64>,
+  pub connect_timeout_ms: Option<f64>,
+}
+
+fn millis(name: &str, value: Option<f64>, default: Duration) -> std::result::Result<Duration, Error> {
+  match value {
+    None => Ok(default),
+    Some(ms) if ms.is_finite() && ms >= 1.0 && ms <= 3_600_000.0 && ms.fract() == 0.0 => {
+      Ok(Duration::from_millis(ms as u64))
+    }
+    Some(ms) => Err(Error::config(format!("{name} must be an integer in [1, 3600000], got {ms}"))),
+  }
+}
+
+fn redis_options(o: NativeRedisOptions) -> std::result::Result<RedisOptions, Error> {
+  let defaults = RedisOptions::default();
+  let pool_size = match o.pool_size {
+    None => defaults.pool_size,
+    Some(n) if n.fract() == 0.0 && (1.0..=64.0).contains(&n) => n as usize,
+    Some(n) => return Err(Error::config(format!("poolSize must be an integer in [1, 64], got {n}"))),
+  };
+  let url = o.url.unwrap_or(defaults.url);
+  let cluster = o.cluster.unwrap_or_default();
+  for u in std::iter::once(&url).chain(cluster.iter()) {
+    if !(u.starts_with("redis://") || u.starts_with("rediss://")) {
+      return Err(Error::config(format!("Redis URLs must start with redis:// or rediss://, got {u:?}")));
+    }
+  }
+  Ok(RedisOptions {
+    url,
+    cluster,
+    pool_size,
+    command_timeout: millis("commandTimeoutMs", o.command_timeout_ms, defaults.command_timeout)?,
+    connect_timeout: millis("connectTimeoutMs", o.connect_timeout_ms, defaults.connect_timeout)?,
+  })
+}
+
+/// Connects a pool (every connection up, cluster slots known) or fails within the connect
+/// timeout.
+#[napi(catch_unwind)]
+pub async fn connect_redis(options: NativeRedisOptions) -> Result<NativeRedisStore> {
+  let options = redis_options(options).map_err(js_error)?;
+  let store = RedisStore::connect(options).await.map_err(js_error)?;
+  Ok(NativeRedisStore { inner: Arc::new(store) })
+}
+
+/// A connected Redis store.
+#[napi]
+pub struct NativeRedisStore {
+  inner: Arc<RedisStore>,
+}
+
+#[napi]
+impl NativeRedisStore {
+  /// Whether this store talks to a Redis Cluster.
+  #[napi(getter)]
+  pub fn is_cluster(&self) -> bool {
+    self.inner.is_cluster()
+  }
+
+  /// A batch in the flat encoding of `PacerBatch::decode`, in one script call per slot.
+  #[napi(catch_unwind)]
+  pub async fn pacer_batch(&self, keys: String, args: Float64Array, now_us: f64) -> Result<Float64Array> {
+    let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
+    let now = explicit_now(now_us).map_err(js_error)?;
+    let out = pacer_batch_flat(&self.inner, &batch, now).await.map_err(js_error)?;
+    Ok(Float64Array::new(out))
+  }
+
+  /// Closes the pool; later calls fail with `ERR_CLOSED`.
+  #[napi(catch_unwind)]
+  pub async fn close(&self) -> Result<()> {
+    self.inner.close().await;
+    Ok(())
+  }
+}
