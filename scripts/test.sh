@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole test suite, on real servers: installs redis-server if missing, builds the addon,
+# starts a standalone Redis and a 3-node Redis Cluster on free loopback ports, runs the Rust
+# suite (unit, property, conformance against the Lua) and the JS suite, stops the servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+  echo "== installing redis-server (apt-get)"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
+
+if [ ! -x node_modules/.bin/napi ] || [ ! -x node_modules/.bin/vitest ]; then
+  echo "== npm install"
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+fi
+
+echo "== building the addon (debug)"
+npx napi build --platform --js index.js --dts index.d.ts
+if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- index.js index.d.ts 2>/dev/null)" ]; then
+  echo "generated index.js / index.d.ts differ from the committed ones: run npm run build:debug and commit" >&2
+  git --no-pager diff --stat -- index.js index.d.ts >&2
+  exit 1
+fi
+
+echo "== starting Redis (standalone + cluster)"
+eval "$(node scripts/redis-servers.js start)"
+trap 'node scripts/redis-servers.js stop' EXIT
+echo "standalone: $SLUICE_REDIS_URL"
+echo "cluster:    $SLUICE_REDIS_CLUSTER"
+
+echo "== Rust suite"
+cargo test --no-default-features
+
+echo "== JS suite"
+npx vitest run
