@@ -1,0 +1,153 @@
+// Bad input gets a typed error with a stable code before anything touches the store.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  DistributedPacer,
+  ErrorCodes,
+  ManualClock,
+  MemoryStore,
+  OverLimitError,
+  PacerComposite,
+  RedisStore,
+  SluiceError,
+  type Store,
+} from '../lib/index.js'
+import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn()
+  } catch (err) {
+    expect(err).toBeInstanceOf(SluiceError)
+    return (err as SluiceError).code
+  }
+  return undefined
+}
+
+const BAD_NUMBERS: unknown[] = [NaN, Infinity, -Infinity, '10', null, {}, 1e12, -1]
+
+describe.each(STORE_KINDS)('input validation on %s', (kind) => {
+  let store: Store
+  let prefix: string
+  const raw = kind === 'memory' ? null : rawClient(kind)
+  beforeAll(async () => {
+    prefix = freshPrefix()
+    store = await makeStore(kind, { keyPrefix: prefix, clock: new ManualClock(1_800_000_000_000) })
+  })
+  afterAll(async () => {
+    await store.close()
+    raw?.disconnect()
+  })
+
+  const make = (options: unknown) => () => new DistributedPacer(store, options as never)
+
+  it('rejects bad pacer options with ERR_INVALID_CONFIG, synchronously', () => {
+    for (const qps of [0, ...BAD_NUMBERS, undefined]) {
+      expect(codeOf(make({ key: 'k', qps }))).toBe('ERR_INVALID_CONFIG')
+    }
+    for (const maxBurst of BAD_NUMBERS) {
+      expect(codeOf(make({ key: 'k', qps: 1, maxBurst }))).toBe('ERR_INVALID_CONFIG')
+    }
+    for (const burstAllowanceFactor of [0, 1.5, ...BAD_NUMBERS]) {
+      expect(codeOf(make({ key: 'k', qps: 1, burstAllowanceFactor }))).toBe('ERR_INVALID_CONFIG')
+    }
+    for (const key of ['', 5, null, undefined, {}, 'x'.repeat(513)]) {
+      expect(codeOf(make({ key, qps: 1 }))).toBe('ERR_INVALID_CONFIG')
+    }
+    expect(codeOf(make({ key: 'k', qps: 1, qpss: 2 }))).toBe('ERR_INVALID_CONFIG')
+    expect(codeOf(make(null))).toBe('ERR_INVALID_CONFIG')
+    expect(codeOf(make('k'))).toBe('ERR_INVALID_CONFIG')
+    expect(codeOf(() => new DistributedPacer({} as never, { key: 'k', qps: 1 }))).toBe('ERR_INVALID_CONFIG')
+    expect(codeOf(() => new PacerComposite('x' as never))).toBe('ERR_INVALID_CONFIG')
+    expect(codeOf(() => new PacerComposite([{} as never]))).toBe('ERR_INVALID_CONFIG')
+  })
+
+  it('accepts the edges of every range', async () => {
+    const p = new DistributedPacer(store, { key: 'edges', qps: 1e9, maxBurst: 1e9, burstAllowanceFactor: 1 })
+    expect((await p.rateLimit(1e9)).delayMs).toBe(0)
+    expect((await p.rateLimit(0)).delayMs).toBe(0)
+    const tiny = new DistributedPacer(store, { key: 'tiny', qps: 1e-6, maxBurst: 0, burstAllowanceFactor: 1e-9 })
+    expect((await tiny.rateLimit(1e-9)).delayMs).toBe(0)
+  })
+
+  it('rejects bad weights with ERR_INVALID_ARGUMENT and writes nothing', async () => {
+    const p = new DistributedPacer(store, { key: 'weights', qps: 1 })
+    const c = new PacerComposite([p])
+    const calls = [(w: never) => p.pace(w), (w: never) => p.rateLimit(w), (w: never) => c.pace(w), (w: never) => c.rateLimit(w)]
+    for (const weight of [...BAD_NUMBERS, -0.5, true]) {
+      for (const call of calls) {
+        const promise = call(weight as never)
+        await expect(promise).rejects.toBeInstanceOf(SluiceError)
+        await expect(promise).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
+      }
+    }
+    if (raw) expect((await keysUnder(raw, prefix)).filter((k) => k.includes("{weights}"))).toEqual([])
+  })
+
+  it('undefined weight means 1', async () => {
+    const p = new DistributedPacer(store, { key: 'default-weight', qps: 1, maxBurst: 1 })
+    expect((await p.rateLimit(undefined)).reason).toContain('weight=1,')
+  })
+
+  it('no input leaves a key unusable', async () => {
+    const p = new DistributedPacer(store, { key: 'sturdy', qps: 1 })
+    for (const weight of [NaN, Infinity, -1, 1e12]) await p.rateLimit(weight).catch(() => undefined)
+    expect(codeOf(() => new DistributedPacer(store, { key: 'sturdy', qps: 0 }))).toBe('ERR_INVALID_CONFIG')
+    expect((await p.rateLimit()).delayMs).toBe(0)
+    expect((await p.rateLimit()).delayMs).toBe(1000)
+  })
+})
+
+describe('store options', () => {
+  it('rejects bad store options with ERR_INVALID_CONFIG', async () => {
+    for (const options of [{ keyPrefix: '' }, { keyPrefix: 'a{b' }, { keyPrefix: 5 }, { clock: {} }, { nope: 1 }, 'x']) {
+      expect(codeOf(() => new MemoryStore(options as never))).toBe('ERR_INVALID_CONFIG')
+    }
+    const bad = [
+      { url: 'http://localhost' },
+      { url: 5 },
+      { cluster: [] },
+      { cluster: ['redis://127.0.0.1:1', 5] },
+      { poolSize: 0 },
+      { poolSize: -1 },
+      { poolSize: 65 },
+      { poolSize: 1.5 },
+      { commandTimeoutMs: -5 },
+      { commandTimeoutMs: NaN },
+      { connectTimeoutMs: 0 },
+      { connectTimeoutMs: '100' },
+      { keyPrefix: 'a}b' },
+      { url: 'redis://[bad' },
+    ]
+    for (const options of bad) {
+      await expect(RedisStore.connect(options as never)).rejects.toMatchObject({ code: 'ERR_INVALID_CONFIG' })
+    }
+  })
+
+  it('ManualClock validates its input', () => {
+    expect(codeOf(() => new ManualClock(NaN))).toBe('ERR_INVALID_ARGUMENT')
+    expect(codeOf(() => new ManualClock(-1))).toBe('ERR_INVALID_ARGUMENT')
+    const clock = new ManualClock(5)
+    expect(codeOf(() => clock.advance(-1))).toBe('ERR_INVALID_ARGUMENT')
+    expect(codeOf(() => clock.set(Infinity))).toBe('ERR_INVALID_ARGUMENT')
+    clock.advance(10)
+    expect(clock.now()).toBe(15)
+    clock.set(3)
+    expect(clock.now()).toBe(3)
+  })
+
+  it('error classes carry their codes and work with instanceof', () => {
+    const e = new OverLimitError('over', { limiter: 'api', retryAfterMs: 10 })
+    expect(e).toBeInstanceOf(SluiceError)
+    expect(e).toBeInstanceOf(Error)
+    expect(e.code).toBe('ERR_OVER_LIMIT')
+    expect(e.limiter).toBe('api')
+    expect(ErrorCodes).toContain('ERR_STORE_UNAVAILABLE')
+  })
+
+  it('a closed store rejects with ERR_CLOSED', async () => {
+    const store = new MemoryStore()
+    const p = new DistributedPacer(store, { key: 'k', qps: 1 })
+    await store.close()
+    await expect(p.pace()).rejects.toMatchObject({ code: 'ERR_CLOSED' })
+  })
+})
