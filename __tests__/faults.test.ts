@@ -1,0 +1,165 @@
+// Store failures: every call has a deadline, errors carry their codes, and the store
+// recovers by itself. These tests start and stop their own redis-server processes.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { DistributedPacer, ManualClock, RedisStore, SluiceError } from '../lib/index.js'
+import { freshPrefix, makeStore, rawClient } from './helpers/stores.js'
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+const dirs: string[] = []
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+
+async function startRedis(port: number): Promise<ChildProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-fault-'))
+  dirs.push(dir)
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+  await new Promise<void>((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (chunk) => {
+      out += chunk
+      if (out.includes('Ready to accept connections')) resolve()
+    })
+    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
+  })
+  return child
+}
+
+function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once('exit', () => resolve())
+    child.kill(signal)
+  })
+}
+
+async function timed<T>(promise: Promise<T>): Promise<{ ms: number; error: unknown }> {
+  const start = performance.now()
+  try {
+    await promise
+    return { ms: performance.now() - start, error: null }
+  } catch (error) {
+    return { ms: performance.now() - start, error }
+  }
+}
+
+async function eventually(fn: () => Promise<unknown>, withinMs: number): Promise<number> {
+  const start = performance.now()
+  for (;;) {
+    try {
+      await fn()
+      return performance.now() - start
+    } catch (err) {
+      if (performance.now() - start > withinMs) throw err
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+}
+
+describe('store failures', () => {
+  it('a dead port fails to connect with ERR_STORE_UNAVAILABLE within connectTimeoutMs', async () => {
+    const port = await freePort()
+    const { ms, error } = await timed(RedisStore.connect({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 500 }))
+    expect(error).toBeInstanceOf(SluiceError)
+    expect((error as SluiceError).code).toBe('ERR_STORE_UNAVAILABLE')
+    expect(ms).toBeLessThan(2000)
+  })
+
+  it('a cluster seed on a dead port fails with ERR_STORE_UNAVAILABLE', async () => {
+    const port = await freePort()
+    const { error } = await timed(RedisStore.connect({ cluster: [`redis://127.0.0.1:${port}`], connectTimeoutMs: 500 }))
+    expect((error as SluiceError).code).toBe('ERR_STORE_UNAVAILABLE')
+  })
+
+  it('Redis killed mid-run: calls fail within commandTimeoutMs, then the store recovers', async () => {
+    const port = await freePort()
+    let server = await startRedis(port)
+    const store = await RedisStore.connect({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300 })
+    try {
+      const pacer = new DistributedPacer(store, { key: 'k', qps: 1000 })
+      expect((await pacer.pace()).delayMs).toBe(0)
+      await stop(server)
+      for (let i = 0; i < 5; i++) {
+        const { ms, error } = await timed(pacer.pace())
+        expect(error).toBeInstanceOf(SluiceError)
+        expect(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT']).toContain((error as SluiceError).code)
+        expect(ms).toBeLessThan(300 + 250)
+      }
+      server = await startRedis(port)
+      const recoveredIn = await eventually(() => pacer.pace(), 10_000)
+      expect(recoveredIn).toBeLessThan(10_000)
+    } finally {
+      await store.close()
+      await stop(server)
+    }
+  })
+
+  it('a hung Redis (SIGSTOP) gives ERR_TIMEOUT within commandTimeoutMs; SIGCONT recovers', async () => {
+    const port = await freePort()
+    const server = await startRedis(port)
+    const store = await RedisStore.connect({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300 })
+    try {
+      const pacer = new DistributedPacer(store, { key: 'k', qps: 1000 })
+      await pacer.pace()
+      server.kill('SIGSTOP')
+      const results = await Promise.all([timed(pacer.pace()), timed(pacer.rateLimit())])
+      for (const { ms, error } of results) {
+        expect((error as SluiceError).code).toBe('ERR_TIMEOUT')
+        expect(ms).toBeGreaterThanOrEqual(250)
+        expect(ms).toBeLessThan(300 + 250)
+      }
+      server.kill('SIGCONT')
+      await eventually(() => pacer.pace(), 10_000)
+    } finally {
+      server.kill('SIGCONT')
+      await store.close()
+      await stop(server)
+    }
+  })
+
+  it('close() rejects later calls with ERR_CLOSED', async () => {
+    const store = await makeStore('redis')
+    const pacer = new DistributedPacer(store, { key: 'k', qps: 10 })
+    await pacer.pace()
+    await store.close()
+    await expect(pacer.pace()).rejects.toMatchObject({ code: 'ERR_CLOSED' })
+    await store.close() // idempotent
+  })
+})
+
+describe.each(['redis', 'cluster'] as const)('SCRIPT FLUSH on %s', (kind) => {
+  it('reloads the script on the node that answered and keeps the state', async () => {
+    const clock = new ManualClock(1_800_000_000_000)
+    const store = await makeStore(kind, { clock, keyPrefix: freshPrefix() })
+    const raw = rawClient(kind)
+    try {
+      const pacers = Array.from({ length: 20 }, (_, i) => new DistributedPacer(store, { key: `p${i}`, qps: 1 }))
+      for (const p of pacers) expect((await p.rateLimit()).delayMs).toBe(0)
+      const nodes = 'nodes' in raw ? raw.nodes('master') : [raw]
+      await Promise.all(nodes.map((n) => n.script('FLUSH')))
+      // many calls in flight at once, across slots, right after the flush
+      const outcomes = await Promise.all(pacers.flatMap((p) => [p.rateLimit(), p.rateLimit()]))
+      expect(outcomes.every((o) => o.delayMs === 1000)).toBe(true)
+      clock.advance(1000)
+      for (const p of pacers) expect((await p.rateLimit()).delayMs).toBe(0)
+    } finally {
+      await store.close()
+      raw.disconnect()
+    }
+  })
+})
