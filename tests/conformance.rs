@@ -1,0 +1,105 @@
+//! Conformance: random sequences of pacer batches decided by the Rust model (the memory
+//! store) and by `lua/pacer.lua` on a real Redis, with the same clock; every decision must be
+//! identical (delay, admitted, watermark to the millionth). Standalone and cluster.
+//!
+//! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER` (comma-separated seeds), which
+//! `npm test` sets after starting its servers.
+
+use sluice::core::pacer::Decision;
+use sluice::store::memory::MemoryStore;
+use sluice::store::redis::{RedisOptions, RedisStore};
+use sluice::store::PacerBatch;
+use std::time::Duration;
+
+fn env(name: &str) -> String {
+  std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run the suite with `npm test`"))
+}
+
+/// xorshift64*: deterministic sequences, reproducible from the seed in a failure message.
+struct Rng(u64);
+impl Rng {
+  fn next(&mut self) -> u64 {
+    self.0 ^= self.0 >> 12;
+    self.0 ^= self.0 << 25;
+    self.0 ^= self.0 >> 27;
+    self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+  }
+  fn below(&mut self, n: u64) -> u64 {
+    self.next() % n
+  }
+  fn pick(&mut self, options: &[f64]) -> f64 {
+    options[self.below(options.len() as u64) as usize]
+  }
+}
+
+/// One random batch in the JS flat encoding.
+fn random_batch(rng: &mut Rng, keys: &[String]) -> (String, Vec<f64>) {
+  let mut batch_keys = vec![];
+  let mut args = vec![];
+  for _ in 0..1 + rng.below(6) {
+    let members = if rng.below(4) == 0 { 2 + rng.below(2) } else { 1 };
+    args.push(members as f64);
+    args.push(rng.below(2) as f64);
+    for _ in 0..members {
+      batch_keys.push(keys[rng.below(keys.len() as u64) as usize].clone());
+      args.push(rng.pick(&[0.0, 0.5, 1.0, 1.0, 1.0, 2.0, 3.7, 10.0]));
+      args.push(rng.pick(&[0.3, 1.0, 3.0, 10.0, 33.3, 100.0, 1000.0]));
+      args.push(rng.pick(&[0.0, 0.0, 1.0, 2.5, 5.0, 20.0]));
+      args.push(rng.pick(&[0.1, 0.5, 0.5, 1.0, 1.0]));
+    }
+  }
+  (batch_keys.join("\n"), args)
+}
+
+fn same(a: &Decision, b: &Decision) -> bool {
+  a.delay_us == b.delay_us
+    && a.admitted == b.admitted
+    && (a.watermark_before * 1e6 + 0.5).floor() == (b.watermark_before * 1e6).round()
+}
+
+async fn conform(options: RedisOptions, label: &str) {
+  let store = RedisStore::connect(options).await.expect("connect");
+  let run = format!("conf{}", std::process::id());
+  let mut decisions = 0;
+  for seed in 1..=40u64 {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let model = MemoryStore::new();
+    // one hash tag per sequence: on a cluster every key of a sequence shares a slot
+    let keys: Vec<String> = (0..4).map(|k| format!("{run}:pacer:{{{label}{seed}}}:{k}")).collect();
+    let mut now: f64 = 1_800_000_000_000_000.0 + (seed as f64) * 1e9;
+    for step in 0..120 {
+      match rng.below(10) {
+        0 => {}
+        1 => now -= rng.below(50_000) as f64, // a clock that steps back
+        2 => now += rng.below(3_000_000) as f64,
+        _ => now += rng.below(120_000) as f64,
+      }
+      let (batch_keys, args) = random_batch(&mut rng, &keys);
+      let batch = PacerBatch::decode(&batch_keys, &args).expect("valid batch");
+      let expected = model.pacer_batch(&batch, now);
+      let actual = store.pacer_batch(&batch, Some(now)).await.expect("redis decision");
+      assert_eq!(expected.len(), actual.len());
+      for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
+        assert!(same(e, a), "{label} seed {seed} step {step} member {i}: model {e:?} != lua {a:?}\nbatch {batch:?}");
+      }
+      decisions += expected.len();
+    }
+  }
+  assert!(decisions > 10_000, "only {decisions} decisions compared");
+  store.close().await;
+}
+
+fn options() -> RedisOptions {
+  RedisOptions { command_timeout: Duration::from_secs(5), ..RedisOptions::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_matches_the_model_on_standalone() {
+  conform(RedisOptions { url: env("SLUICE_REDIS_URL"), ..options() }, "s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_matches_the_model_on_cluster() {
+  let cluster = env("SLUICE_REDIS_CLUSTER").split(',').map(str::to_owned).collect();
+  conform(RedisOptions { cluster, ..options() }, "c").await;
+}
