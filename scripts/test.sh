@@ -12,13 +12,7 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 
-if [ ! -x node_modules/.bin/napi ] || [ ! -x node_modules/.bin/vitest ]; then
-  echo "== npm install"
-  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
-fi
-
-echo "== building the addon (debug)"
-npx napi build --platform --js index.js --dts index.d.ts
+bash scripts/setup.sh
 if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- index.js index.d.ts 2>/dev/null)" ]; then
   echo "generated index.js / index.d.ts differ from the committed ones: run npm run build:debug and commit" >&2
   git --no-pager diff --stat -- index.js index.d.ts >&2

@@ -1,0 +1,45 @@
+// The built package loads through `require` and `import`, and its types check.
+import { execFileSync } from 'node:child_process'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const root = join(__dirname, '..')
+const node = (args: string[]) => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' }).trim()
+
+const PROGRAM = `
+  const clock = new s.ManualClock(0)
+  const p = new s.DistributedPacer(new s.MemoryStore({ clock }), { key: 'k', qps: 10 })
+  p.pace().then(() => p.pace()).then((o) => {
+    let code
+    try { new s.DistributedPacer(new s.MemoryStore(), { key: '', qps: 1 }) } catch (e) { code = (e instanceof s.SluiceError) + ':' + e.code }
+    console.log(o.delayMs + ' ' + code)
+  })
+`
+
+describe('package', () => {
+  it('loads with require', () => {
+    expect(node(['-e', `const s = require('sluice'); ${PROGRAM}`])).toBe('100 true:ERR_INVALID_CONFIG')
+  })
+
+  it('loads with import, sharing the same classes', () => {
+    const program = `import * as s from 'sluice'; import { createRequire } from 'node:module';
+      const cjs = createRequire(import.meta.url)('sluice');
+      if (cjs.SluiceError !== s.SluiceError) throw new Error('two copies');
+      ${PROGRAM}`
+    expect(node(['--input-type=module', '-e', program])).toBe('100 true:ERR_INVALID_CONFIG')
+  })
+
+  it('type-checks a consumer against index.d.ts', () => {
+    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
+      cwd: root,
+      stdio: 'pipe',
+    })
+  })
+
+  it('native errors from async calls become SluiceError instances', async () => {
+    const s = await import('../lib/index.js')
+    const err = await s.RedisStore.connect({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 200 }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(s.SluiceError)
+    expect((err as InstanceType<typeof s.SluiceError>).code).toBe('ERR_STORE_UNAVAILABLE')
+  })
+})

@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+'use strict'
+// Several workers share one DistributedPacer on the embedded store and call a fake API as
+// fast as the pacer lets them. Prints the target rate next to the achieved one.
+//   npm run demo            (or: node examples/demo.js [seconds] [qps] [workers])
+const { MemoryStore, DistributedPacer } = require('../lib/index.js')
+
+const seconds = Number(process.argv[2] || 5)
+const qps = Number(process.argv[3] || 40)
+const workers = Number(process.argv[4] || 8)
+const maxBurst = 10
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+// The "third-party API": remembers when each call arrived and its weight.
+const api = { calls: [], call: async (weight) => api.calls.push({ at: Date.now(), weight }) }
+
+async function worker(id, pacer, until) {
+  let done = 0
+  while (Date.now() < until) {
+    const weight = 1 + (done++ % 2) // alternate weights 1 and 2
+    const { delayMs } = await pacer.pace(weight)
+    await sleep(delayMs)
+    await api.call(weight)
+  }
+  return done
+}
+
+async function main() {
+  const store = new MemoryStore()
+  const pacer = new DistributedPacer(store, { key: 'fake-api', qps, maxBurst })
+  console.log(`sluice demo: ${workers} workers, one pacer (qps=${qps} weight/s, maxBurst=${maxBurst}), ${seconds} s, embedded store`)
+  const start = Date.now()
+  const until = start + seconds * 1000
+  const report = setInterval(() => {
+    const t = Date.now()
+    const lastSecond = api.calls.filter((c) => c.at > t - 1000).reduce((s, c) => s + c.weight, 0)
+    console.log(`  t=${((t - start) / 1000).toFixed(0)}s  target ${qps}/s  achieved in the last second ${lastSecond}/s`)
+  }, 1000)
+  const counts = await Promise.all(Array.from({ length: workers }, (_, i) => worker(i, pacer, until)))
+  clearInterval(report)
+  const calls = api.calls
+  const total = calls.reduce((s, c) => s + c.weight, 0)
+  // Steady state: everything after the initial burst, over the time it took.
+  const steady = calls.slice(maxBurst + 1)
+  const steadyWeight = steady.reduce((s, c) => s + c.weight, 0) - steady[0].weight
+  const steadyRate = steadyWeight / ((steady[steady.length - 1].at - steady[0].at) / 1000)
+  console.log(`calls per worker: ${counts.join(' ')}`)
+  console.log(`total weight ${total} in ${((calls[calls.length - 1].at - start) / 1000).toFixed(2)} s`)
+  console.log(`target ${qps.toFixed(2)}/s, achieved after the burst ${steadyRate.toFixed(2)}/s ` +
+    `(${((100 * (steadyRate - qps)) / qps).toFixed(2)}%)`)
+  await store.close()
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
