@@ -13,7 +13,7 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class NativeMemoryStore {
   constructor()
   /** One pacer call. Writes `[delayUs, watermarkBefore, admitted]` into `out`. */
-  pacerStep(key: string, weight: number, qps: number, maxBurst: number, factor: number, pace: boolean, nowUs: number, out: OutBuffer): void
+  pacerStep(key: string, weight: number, qps: number, maxBurst: number, factor: number, pace: boolean, nowUs: number, out: Float64Array): void
   /** A batch in the flat encoding of `PacerBatch::decode`; results per member. */
   pacerBatch(keys: string, args: Float64Array, nowUs: number): Float64Array
   /** Live pacer keys (keys whose TTL has not passed). */

@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+'use strict'
+// npm run bench: sluice pace() side by side with the reference algorithm in ioredis + Lua and
+// with rate-limiter-flexible's RateLimiterRedis.consume(), on one local Redis, in the same
+// run. Each scenario runs in a fresh process; rounds are interleaved and the median is kept.
+// Redis CPU per decision comes from INFO cpu around each run.
+const { execFileSync, fork, spawn } = require('node:child_process')
+const fs = require('node:fs')
+const net = require('node:net')
+const os = require('node:os')
+const path = require('node:path')
+const Redis = require('ioredis')
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)
+const IMPLS = ['sluice', 'reference', 'rate-limiter-flexible']
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+async function startRedis() {
+  if (process.env.SLUICE_REDIS_URL) return { url: process.env.SLUICE_REDIS_URL, stop: () => {} }
+  const port = await freePort()
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'))
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] })
+  await new Promise((resolve) => child.stdout.on('data', (d) => String(d).includes('Ready to accept') && resolve()))
+  return { url: `redis://127.0.0.1:${port}`, stop: () => { child.kill(); fs.rmSync(dir, { recursive: true, force: true }) } }
+}
+
+async function redisCpuUs(client) {
+  const info = await client.info('cpu')
+  const get = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)[1])
+  return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
+}
+
+async function runOne(client, cfg) {
+  const before = await redisCpuUs(client)
+  const result = await new Promise((resolve, reject) => {
+    const child = fork(path.join(__dirname, 'scenario.js'), [JSON.stringify(cfg)])
+    child.once('message', resolve)
+    child.once('exit', (code) => code !== 0 && reject(new Error(`${cfg.impl} exited with ${code}`)))
+  })
+  const after = await redisCpuUs(client)
+  // the warm-up also ran on Redis; count it in the denominator
+  const warmup = Math.min(2000, cfg.count / 10)
+  return { ...result, rps: result.decisions / result.seconds, redisCpuUs: (after - before) / (result.decisions + warmup) }
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const fmt = (n, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
+
+async function main() {
+  if (!process.env.SLUICE_BENCH_NO_BUILD) {
+    console.error('building the addon (release)...')
+    execFileSync('npx', ['napi', 'build', '--platform', '--release', '--js', 'index.js', '--dts', 'index.d.ts'], {
+      cwd: path.join(__dirname, '..'),
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
+  }
+  const redis = await startRedis()
+  const client = new Redis(redis.url)
+  const scenarios = []
+  for (const keys of [1, 10000]) for (const inflight of [1, 256]) scenarios.push({ keys, inflight })
+  const results = {}
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of scenarios) {
+        for (const impl of IMPLS) {
+          const count = s.inflight === 1 ? 20000 : 200000
+          const r = await runOne(client, { impl, ...s, count, url: redis.url, prefix: `bench${round}${impl}` })
+          ;(results[`${impl}|${s.keys}|${s.inflight}`] ??= []).push(r)
+          process.stderr.write(`round ${round + 1} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`)
+        }
+      }
+      for (const inflight of [1, 256]) {
+        const r = await runOne(client, { impl: 'sluice-memory', keys: 10000, inflight, count: 2000000, url: redis.url, prefix: 'mem' })
+        ;(results[`sluice-memory|10000|${inflight}`] ??= []).push(r)
+        process.stderr.write(`round ${round + 1} sluice-memory inflight=${inflight}: ${fmt(r.rps)}/s\n`)
+      }
+    }
+  } finally {
+    client.disconnect()
+    redis.stop()
+  }
+
+  const summary = (key) => {
+    const runs = results[key]
+    return {
+      rps: median(runs.map((r) => r.rps)),
+      min: Math.min(...runs.map((r) => r.rps)),
+      max: Math.max(...runs.map((r) => r.rps)),
+      p50Us: median(runs.map((r) => r.p50Us)),
+      p99Us: median(runs.map((r) => r.p99Us)),
+      redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
+      nodeCpuUs: median(runs.map((r) => r.nodeCpuUs)),
+    }
+  }
+  const lines = []
+  lines.push(`| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision |`)
+  lines.push(`| --- | --- | --- | --- | --- | --- | --- | --- | --- |`)
+  for (const s of scenarios) {
+    const ref = summary(`reference|${s.keys}|${s.inflight}`)
+    const rlf = summary(`rate-limiter-flexible|${s.keys}|${s.inflight}`)
+    for (const impl of IMPLS) {
+      const m = summary(`${impl}|${s.keys}|${s.inflight}`)
+      lines.push(`| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`)
+    }
+  }
+  for (const inflight of [1, 256]) {
+    const m = summary(`sluice-memory|10000|${inflight}`)
+    lines.push(`| 10k keys, ${inflight} in flight | sluice MemoryStore | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} |`)
+  }
+  const table = lines.join('\n')
+  console.log(`\nsluice benchmark, ${ROUNDS} interleaved rounds, ${os.cpus().length} cores, Node ${process.version}\n`)
+  console.log(table)
+  fs.mkdirSync(path.join(__dirname, 'results'), { recursive: true })
+  fs.writeFileSync(path.join(__dirname, 'results', 'latest.md'), table + '\n')
+  fs.writeFileSync(path.join(__dirname, 'results', 'latest.json'), JSON.stringify(results, null, 1))
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
