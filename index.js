@@ -835,6 +835,9 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.NativeMemoryStore = nativeBinding.NativeMemoryStore
 module.exports.NativeRedisStore = nativeBinding.NativeRedisStore
 module.exports.connectRedis = nativeBinding.connectRedis
+module.exports.memoryPacerBatch = nativeBinding.memoryPacerBatch
+module.exports.memoryPacerStep = nativeBinding.memoryPacerStep
+module.exports.memoryStoreNew = nativeBinding.memoryStoreNew
+module.exports.memoryStoreSize = nativeBinding.memoryStoreSize

@@ -183,6 +183,11 @@ describe.each(STORE_KINDS)('DistributedPacer on %s', (kind) => {
       await raw!.set(`${prefix}:pacer:{${p.key}}`, 'garbage', 'PX', 60000)
       expect((await p.rateLimit()).delayMs).toBe(0)
       expect((await p.rateLimit()).delayMs).toBe(1000)
+      // the right length, but NaNs: still a fresh key, never a poisoned one
+      const q = pacer({ qps: 1 })
+      await raw!.set(`${prefix}:pacer:{${q.key}}`, Buffer.alloc(24, 0xff), 'PX', 60000)
+      expect((await q.rateLimit()).delayMs).toBe(0)
+      expect((await q.rateLimit()).delayMs).toBe(1000)
     })
 
     it('a key of another type is a script error, and other keys still work', async () => {

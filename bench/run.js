@@ -12,7 +12,8 @@ const path = require('node:path')
 const Redis = require('ioredis')
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)
-const IMPLS = ['sluice', 'reference', 'rate-limiter-flexible']
+const IMPLS = (process.env.BENCH_IMPLS || 'sluice,reference,rate-limiter-flexible').split(',')
+const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',') : null // e.g. 1x256,10000x1
 
 function freePort() {
   return new Promise((resolve) => {
@@ -65,7 +66,9 @@ async function main() {
   const redis = await startRedis()
   const client = new Redis(redis.url)
   const scenarios = []
-  for (const keys of [1, 10000]) for (const inflight of [1, 256]) scenarios.push({ keys, inflight })
+  for (const keys of [1, 10000]) {
+    for (const inflight of [1, 256]) if (!ONLY || ONLY.includes(`${keys}x${inflight}`)) scenarios.push({ keys, inflight })
+  }
   const results = {}
   try {
     for (let round = 0; round < ROUNDS; round++) {
@@ -104,8 +107,8 @@ async function main() {
   lines.push(`| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision |`)
   lines.push(`| --- | --- | --- | --- | --- | --- | --- | --- | --- |`)
   for (const s of scenarios) {
-    const ref = summary(`reference|${s.keys}|${s.inflight}`)
-    const rlf = summary(`rate-limiter-flexible|${s.keys}|${s.inflight}`)
+    const ref = results[`reference|${s.keys}|${s.inflight}`] ? summary(`reference|${s.keys}|${s.inflight}`) : { rps: NaN }
+    const rlf = results[`rate-limiter-flexible|${s.keys}|${s.inflight}`] ? summary(`rate-limiter-flexible|${s.keys}|${s.inflight}`) : { rps: NaN }
     for (const impl of IMPLS) {
       const m = summary(`${impl}|${s.keys}|${s.inflight}`)
       lines.push(`| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`)

@@ -33,12 +33,8 @@ function checkNumber(name, value, { min, minExclusive = false, max }) {
   return value
 }
 
-function checkWeight(weight) {
-  if (typeof weight !== 'number' || !(weight >= 0 && weight <= MAX_NUMBER)) {
-    return invalidArgument(`weight must be a finite number in [0, ${MAX_NUMBER}], got ${String(weight)}`)
-  }
-  return null
-}
+const badWeight = (weight) =>
+  invalidArgument(`weight must be a finite number in [0, ${MAX_NUMBER}], got ${String(weight)}`)
 
 /** `delayMs` of a decision: whole ms, rounded up so nobody starts before their slot. */
 const delayMsOf = (delayUs) => (delayUs > 0 ? Math.ceil(delayUs / 1000) : 0)
@@ -95,14 +91,23 @@ class DistributedPacer {
   }
 
   _call(weight, pace) {
-    const bad = checkWeight(weight)
-    if (bad) return Promise.reject(bad)
-    const maxBurst = this._maxBurst
+    if (typeof weight !== 'number' || !(weight >= 0 && weight <= MAX_NUMBER)) return Promise.reject(badWeight(weight))
     const factor = this._factor === undefined ? (pace ? 0.5 : 1) : this._factor
-    return this._store._pacer(this._storeKey, weight, this._qps, maxBurst, factor, pace, (out, i) => {
-      const delayMs = delayMsOf(out[i])
-      return { delayMs, reason: `watermark=${out[i + 1].toFixed(2)}/${maxBurst} + weight=${weight}, delayMs=${delayMs}` }
-    })
+    const store = this._store
+    if (!store._sync) return store._pacer(this, this._storeKey, weight, this._qps, this._maxBurst, factor, pace)
+    let out
+    try {
+      out = store._step(this._storeKey, weight, this._qps, this._maxBurst, factor, pace)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return Promise.resolve(this._outcome(out, 0, weight))
+  }
+
+  /** @internal the outcome of this pacer's decision at `out[i..i+3]` */
+  _outcome(out, i, weight) {
+    const delayMs = delayMsOf(out[i])
+    return { delayMs, reason: `watermark=${out[i + 1].toFixed(2)}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}` }
   }
 
   /** @internal the members this pacer contributes to a composite */
@@ -160,8 +165,7 @@ class PacerComposite {
   }
 
   _call(weight, pace) {
-    const bad = checkWeight(weight)
-    if (bad) return Promise.reject(bad)
+    if (typeof weight !== 'number' || !(weight >= 0 && weight <= MAX_NUMBER)) return Promise.reject(badWeight(weight))
     if (this._leaves.length === 0) return Promise.resolve({ delayMs: 0, reason: 'no pacers', pacer: null })
     const keys = []
     const args = [this._leaves.length, pace ? 1 : 0]
@@ -170,7 +174,13 @@ class PacerComposite {
       const factor = leaf._factor === undefined ? (pace ? 0.5 : 1) : leaf._factor
       args.push(weight, leaf._qps, leaf._maxBurst, factor)
     }
-    return this._store._pacerGroup(keys, args, (out, offset) => this._outcome(out, offset, weight))
+    const store = this._store
+    if (!store._sync) return store._pacerGroup(this, weight, keys, args)
+    try {
+      return Promise.resolve(this._outcome(store._group(keys, args), 0, weight))
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   _outcome(out, offset, weight) {

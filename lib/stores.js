@@ -35,30 +35,30 @@ class MemoryStore {
     const { keyPrefix, clock } = storeOptions(options, ['keyPrefix', 'clock'])
     this.keyPrefix = keyPrefix
     this.clock = clock
-    this._native = new native.NativeMemoryStore()
+    this._handle = native.memoryStoreNew()
     this._out = new Float64Array(3)
     this._closed = false
+    this._sync = true
   }
 
-  /** @internal one pacer call; `finish(results, offset)` builds the outcome */
-  _pacer(key, weight, qps, maxBurst, factor, pace, finish) {
-    if (this._closed) return Promise.reject(closedError())
+  /** @internal one pacer call, synchronous; returns the shared result buffer */
+  _step(key, weight, qps, maxBurst, factor, pace) {
+    if (this._closed) throw closedError()
     try {
-      this._native.pacerStep(key, weight, qps, maxBurst, factor, pace, this.clock ? this.clock._nowUs() : -1, this._out)
+      native.memoryPacerStep(this._handle, key, weight, qps, maxBurst, factor, pace, this.clock ? this.clock._nowUs() : -1, this._out)
     } catch (err) {
-      return Promise.reject(fromNative(err))
+      throw fromNative(err)
     }
-    return Promise.resolve(finish(this._out, 0))
+    return this._out
   }
 
   /** @internal one composite call: keys[i] with args of the flat batch encoding */
-  _pacerGroup(keys, args, finish) {
-    if (this._closed) return Promise.reject(closedError())
+  _group(keys, args) {
+    if (this._closed) throw closedError()
     try {
-      const out = this._native.pacerBatch(keys.join('\n'), new Float64Array(args), this.clock ? this.clock._nowUs() : -1)
-      return Promise.resolve(finish(out, 0))
+      return native.memoryPacerBatch(this._handle, keys.join('\n'), new Float64Array(args), this.clock ? this.clock._nowUs() : -1)
     } catch (err) {
-      return Promise.reject(fromNative(err))
+      throw fromNative(err)
     }
   }
 
@@ -79,9 +79,11 @@ class RedisStore {
     this.clock = clock
     this._native = nativeStore
     this._closed = false
+    this._sync = false
     this._keys = []
     this._args = []
-    this._finish = []
+    this._owners = [] // the pacer or composite that builds each entry's outcome
+    this._weights = []
     this._resolve = []
     this._reject = []
     this._members = []
@@ -127,8 +129,9 @@ class RedisStore {
     return this._native.isCluster
   }
 
-  _enqueue(keyCount, finish, resolve, reject) {
-    this._finish.push(finish)
+  _enqueue(owner, weight, keyCount, resolve, reject) {
+    this._owners.push(owner)
+    this._weights.push(weight)
     this._resolve.push(resolve)
     this._reject.push(reject)
     this._members.push(keyCount)
@@ -138,67 +141,54 @@ class RedisStore {
     }
   }
 
-  /** @internal */
-  _pacer(key, weight, qps, maxBurst, factor, pace, finish) {
+  /** @internal one pacer call, decided with the other calls of this tick */
+  _pacer(owner, key, weight, qps, maxBurst, factor, pace) {
     if (this._closed) return Promise.reject(closedError())
     return new Promise((resolve, reject) => {
       this._keys.push(key)
       this._args.push(1, pace ? 1 : 0, weight, qps, maxBurst, factor)
-      this._enqueue(1, finish, resolve, reject)
+      this._enqueue(owner, weight, 1, resolve, reject)
     })
   }
 
-  /** @internal */
-  _pacerGroup(keys, args, finish) {
+  /** @internal one composite call */
+  _pacerGroup(owner, weight, keys, args) {
     if (this._closed) return Promise.reject(closedError())
     return new Promise((resolve, reject) => {
       for (const k of keys) this._keys.push(k)
       for (const a of args) this._args.push(a)
-      this._enqueue(keys.length, finish, resolve, reject)
+      this._enqueue(owner, weight, keys.length, resolve, reject)
     })
   }
 
   _flush() {
     this._scheduled = false
-    const keys = this._keys
-    const args = this._args
-    const finish = this._finish
-    const resolve = this._resolve
-    const reject = this._reject
-    const members = this._members
+    const { _keys: keys, _args: args, _owners: owners, _weights: weights, _resolve: resolve, _reject: reject, _members: members } = this
     this._keys = []
     this._args = []
-    this._finish = []
+    this._owners = []
+    this._weights = []
     this._resolve = []
     this._reject = []
     this._members = []
     const nowUs = this.clock ? this.clock._nowUs() : -1
+    const batch = { owners, weights, resolve, reject, members }
     let entry = 0
     let key = 0
     let arg = 0
-    while (entry < finish.length) {
-      const end = Math.min(entry + MAX_BATCH, finish.length)
+    while (entry < owners.length) {
+      const end = Math.min(entry + MAX_BATCH, owners.length)
       let keyEnd = key
       for (let e = entry; e < end; e++) keyEnd += members[e]
       const argEnd = arg + 2 * (end - entry) + 4 * (keyEnd - key)
-      this._send(
-        keys.slice(key, keyEnd).join('\n'),
-        new Float64Array(args.slice(arg, argEnd)),
-        nowUs,
-        entry,
-        end,
-        finish,
-        resolve,
-        reject,
-        members,
-      )
+      this._send(keys.slice(key, keyEnd).join('\n'), new Float64Array(args.slice(arg, argEnd)), nowUs, entry, end, batch)
       entry = end
       key = keyEnd
       arg = argEnd
     }
   }
 
-  _send(keys, args, nowUs, start, end, finish, resolve, reject, members) {
+  _send(keys, args, nowUs, start, end, { owners, weights, resolve, reject, members }) {
     const fail = (err) => {
       const error = fromNative(err)
       for (let e = start; e < end; e++) reject[e](error)
@@ -207,7 +197,7 @@ class RedisStore {
     this._native.pacerBatch(keys, args, nowUs).then((out) => {
       let offset = 0
       for (let e = start; e < end; e++) {
-        resolve[e](finish[e](out, offset))
+        resolve[e](owners[e]._outcome(out, offset, weights[e]))
         offset += 3 * members[e]
       }
     }, fail)

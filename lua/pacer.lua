@@ -1,10 +1,11 @@
 -- pacer.lua: decides a batch of pacer calls (DistributedPacer, PacerComposite) atomically.
 -- Mirrors src/core/pacer.rs `step` / `step_group` operation for operation (same doubles).
 --
--- KEYS[k]   pacer state, a string "<watermark> <next_shot_us> <last_drip_us>" (%.17g each)
+-- KEYS[k]   pacer state: 24 bytes, struct '<ddd' = watermark, next_shot_us, last_drip_us
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
--- ARGV[2..] entries, each: <members> <mode>, then per member:
---             <key index, 1-based into KEYS> <weight> <qps> <max_burst> <factor>
+-- ARGV[2]   P, the number of parameter sets, then P triples <qps> <max_burst> <factor>
+-- then      entries, each: <members * 4 + mode>, then per member:
+--             <key index, 1-based into KEYS> <weight> <parameter set, 1-based>
 --           mode: 1 pace, 0 rateLimit; +2 = also return the raw state before and after
 --           (single-member entries only; used to undo a cross-slot composite charge)
 -- Returns   flat array, per member in order: delay_us (integer), watermark_before in
@@ -16,7 +17,7 @@
 --           All KEYS share one hash slot: the caller groups entries by slot.
 
 local nargs = #ARGV
-assert(nargs >= 2 and #KEYS >= 1, 'pacer: expected keys and entries')
+assert(nargs >= 3 and #KEYS >= 1, 'pacer: expected keys and entries')
 
 local now
 if ARGV[1] == '' then
@@ -27,6 +28,13 @@ else
 end
 local MARGIN_MS = 120000
 
+local nparams = tonumber(ARGV[2])
+assert(nparams and nparams >= 1 and nargs >= 2 + 3 * nparams, 'pacer: malformed parameter sets')
+local pQ, pB, pF = {}, {}, {}
+for p = 1, nparams do
+  pQ[p], pB[p], pF[p] = tonumber(ARGV[3 * p]), tonumber(ARGV[3 * p + 1]), tonumber(ARGV[3 * p + 2])
+end
+
 local sW, sN, sL, raw, loaded, ttl = {}, {}, {}, {}, {}, {}
 local out, nout = {}, 0
 
@@ -36,10 +44,14 @@ local function load(k)
     local v = redis.call('GET', KEYS[k])
     if v then
       raw[k] = v
-      local a, b, c = string.match(v, '^(%S+) (%S+) (%S+)$')
-      local w, n, l = tonumber(a), tonumber(b), tonumber(c)
-      -- anything unparsable is treated as a fresh key: no value can leave a key unusable
-      if w and n and l then sW[k], sN[k], sL[k] = w, n, l end
+      -- anything else is treated as a fresh key: no value can leave a key unusable
+      if #v == 24 then
+        local w, n, l = struct.unpack('<ddd', v)
+        if w == w and n == n and l == l and w < math.huge and n < math.huge and l < math.huge
+          and w > -math.huge and n > -math.huge and l > -math.huge then
+          sW[k], sN[k], sL[k] = w, n, l
+        end
+      end
     end
   end
 end
@@ -83,21 +95,23 @@ local function emit(delay, before, admitted)
 end
 
 local function state_string(k)
-  return string.format('%.17g %.17g %.17g', sW[k], sN[k], sL[k])
+  return struct.pack('<ddd', sW[k], sN[k], sL[k])
 end
 
-local i = 2
+local i = 3 + 3 * nparams
 while i <= nargs do
-  local count, mode = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  local header = tonumber(ARGV[i])
+  local mode = header % 4
+  local count = (header - mode) / 4
   local pace, report = mode % 2 == 1, mode >= 2
-  assert(count and count >= 1 and nargs >= i + 1 + 5 * count, 'pacer: malformed entry')
-  i = i + 2
+  assert(count >= 1 and nargs >= i + 3 * count, 'pacer: malformed entry')
+  i = i + 1
   if count == 1 then
-    local k = tonumber(ARGV[i])
+    local k, p = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
     load(k)
     local delay, before, admitted, w, n, l, t = step(sW[k], sN[k], sL[k],
-      tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), pace, tonumber(ARGV[i + 1]))
-    i = i + 5
+      pQ[p], pB[p], pF[p], pace, tonumber(ARGV[i + 1]))
+    i = i + 3
     local old = raw[k] or (sW[k] and state_string(k)) or ''
     if w then
       sW[k], sN[k], sL[k], ttl[k] = w, n, l, t
@@ -114,13 +128,13 @@ while i <= nargs do
     local tW, tN, tL, tT = {}, {}, {}, {}
     local decided, all = {}, true
     for m = 1, count do
-      local k = tonumber(ARGV[i])
+      local k, p = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
       load(k)
       local w0, n0, l0 = sW[k], sN[k], sL[k]
       if tT[k] then w0, n0, l0 = tW[k], tN[k], tL[k] end
       local delay, before, admitted, w, n, l, t = step(w0, n0, l0,
-        tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), pace, tonumber(ARGV[i + 1]))
-      i = i + 5
+        pQ[p], pB[p], pF[p], pace, tonumber(ARGV[i + 1]))
+      i = i + 3
       if w then tW[k], tN[k], tL[k], tT[k] = w, n, l, t end
       all = all and admitted
       decided[2 * m - 1], decided[2 * m] = delay, before

@@ -33,69 +33,66 @@ fn explicit_now(now_us: f64) -> std::result::Result<Option<f64>, Error> {
 /// A JS `Float64Array` written in place (a path type, so napi converts it by value).
 type OutBuffer<'a> = &'a mut [f64];
 
-/// The embedded store's engine. Synchronous: no tokio hop.
-#[napi]
-pub struct NativeMemoryStore {
-  inner: Arc<MemoryStore>,
+// The embedded store is driven through plain functions on an `External` handle: on this
+// machine a napi class method costs ~260 ns per call, a function with an External ~130 ns,
+// and the memory store's whole decision is cheaper than either.
+
+/// Creates the embedded store's engine (synchronous: no tokio hop).
+#[napi(ts_return_type = "ExternalObject<'MemoryStore'>")]
+pub fn memory_store_new() -> External<MemoryStore> {
+  External::new(MemoryStore::new())
 }
 
-#[napi]
-impl NativeMemoryStore {
-  #[napi(constructor)]
-  pub fn new() -> Self {
-    NativeMemoryStore { inner: Arc::new(MemoryStore::new()) }
+/// One pacer call on the embedded store. Writes `[delayUs, watermarkBefore, admitted]` into
+/// `out`.
+#[napi(catch_unwind)]
+#[allow(clippy::too_many_arguments)]
+pub fn memory_pacer_step(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
+  key: String,
+  weight: f64,
+  qps: f64,
+  max_burst: f64,
+  factor: f64,
+  pace: bool,
+  now_us: f64,
+  #[napi(ts_arg_type = "Float64Array")] out: OutBuffer,
+) -> Result<()> {
+  let mode = if pace { Mode::Pace } else { Mode::RateLimit };
+  let checked = validate_key(&key)
+    .and_then(|_| validate_weight(weight))
+    .and_then(|_| validate_params(qps, max_burst, factor, mode))
+    .and_then(|params| Ok((params, explicit_now(now_us)?)));
+  let (params, now) = checked.map_err(js_error)?;
+  if out.len() < RESULT_FIELDS {
+    return Err(js_error(Error::new(ErrorKind::Internal, "result buffer too small")));
   }
-
-  /// One pacer call. Writes `[delayUs, watermarkBefore, admitted]` into `out`.
-  #[napi(catch_unwind)]
-  #[allow(clippy::too_many_arguments)]
-  pub fn pacer_step(
-    &self,
-    key: String,
-    weight: f64,
-    qps: f64,
-    max_burst: f64,
-    factor: f64,
-    pace: bool,
-    now_us: f64,
-    #[napi(ts_arg_type = "Float64Array")] out: OutBuffer,
-  ) -> Result<()> {
-    let mode = if pace { Mode::Pace } else { Mode::RateLimit };
-    let checked = validate_key(&key)
-      .and_then(|_| validate_weight(weight))
-      .and_then(|_| validate_params(qps, max_burst, factor, mode))
-      .and_then(|params| Ok((params, explicit_now(now_us)?)));
-    let (params, now) = checked.map_err(js_error)?;
-    if out.len() < RESULT_FIELDS {
-      return Err(js_error(Error::new(ErrorKind::Internal, "result buffer too small")));
-    }
-    let d = self.inner.pacer_step(&key, &params, weight, now.unwrap_or_else(system_now_us));
-    out[0] = d.delay_us;
-    out[1] = d.watermark_before;
-    out[2] = if d.admitted { 1.0 } else { 0.0 };
-    Ok(())
-  }
-
-  /// A batch in the flat encoding of `PacerBatch::decode`; results per member.
-  #[napi(catch_unwind)]
-  pub fn pacer_batch(&self, keys: String, args: Float64Array, now_us: f64) -> Result<Float64Array> {
-    let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
-    let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
-    Ok(Float64Array::new(encode_decisions(&self.inner.pacer_batch(&batch, now))))
-  }
-
-  /// Live pacer keys (keys whose TTL has not passed).
-  #[napi(catch_unwind)]
-  pub fn size(&self, now_us: f64) -> Result<u32> {
-    let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
-    Ok(self.inner.len(now) as u32)
-  }
+  let d = store.pacer_step(&key, &params, weight, now.unwrap_or_else(system_now_us));
+  out[0] = d.delay_us;
+  out[1] = d.watermark_before;
+  out[2] = if d.admitted { 1.0 } else { 0.0 };
+  Ok(())
 }
 
-impl Default for NativeMemoryStore {
-  fn default() -> Self {
-    Self::new()
-  }
+/// A batch on the embedded store, in the flat encoding of `PacerBatch::decode`; results per
+/// member.
+#[napi(catch_unwind)]
+pub fn memory_pacer_batch(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
+  keys: String,
+  args: Float64Array,
+  now_us: f64,
+) -> Result<Float64Array> {
+  let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
+  let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
+  Ok(Float64Array::new(encode_decisions(&store.pacer_batch(&batch, now))))
+}
+
+/// Live pacer keys of the embedded store (keys whose TTL has not passed).
+#[napi(catch_unwind)]
+pub fn memory_store_size(#[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>, now_us: f64) -> Result<u32> {
+  let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
+  Ok(store.len(now) as u32)
 }
 
 /// Options of `connectRedis`; numbers arrive as doubles and are checked here (a napi `u32`

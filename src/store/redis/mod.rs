@@ -155,7 +155,7 @@ impl RedisStore {
   }
 
   /// Runs a script with the deadline; NOSCRIPT is answered by one EVAL on the same node.
-  async fn run(&self, script: &Script, keys: Vec<String>, args: Vec<String>) -> Result<Vec<Value>> {
+  async fn run(&self, script: &Script, keys: Vec<String>, args: Vec<Value>) -> Result<Vec<Value>> {
     let client = self.client()?;
     let call = async {
       match client.evalsha::<Vec<Value>, _, _, _>(script.sha.as_str(), keys.clone(), args.clone()).await {
@@ -212,21 +212,15 @@ impl RedisStore {
 
   /// One script call for entries that share a slot.
   async fn pacer_call(&self, batch: &PacerBatch, entries: &[usize], now_us: Option<f64>) -> Result<Vec<Decision>> {
-    let mut keys: Vec<String> = vec![];
-    let mut local: Vec<Option<usize>> = vec![None; batch.keys.len()];
-    let mut args = vec![now_arg(now_us)];
+    let mut args = ScriptArgs::new(now_us);
     for e in entries {
       let entry = &batch.entries[*e];
-      args.push(entry.members.len().to_string());
-      args.push(mode_arg(entry.mode, false));
+      args.entry(entry.members.len(), entry.mode, false);
       for m in &batch.members[entry.members.clone()] {
-        let k = *local[m.key].get_or_insert_with(|| {
-          keys.push(batch.keys[m.key].clone());
-          keys.len()
-        });
-        push_member(&mut args, k, m);
+        args.member(&batch.keys[m.key], m.key, m);
       }
     }
+    let (keys, args) = args.finish();
     let reply = self.run(&PACER, keys, args).await?;
     if reply.len() % RESULT_FIELDS != 0 {
       return Err(Error::new(ErrorKind::Script, "malformed pacer reply"));
@@ -242,9 +236,11 @@ impl RedisStore {
     let entry = &batch.entries[e];
     let members = &batch.members[entry.members.clone()];
     let charges = members.iter().map(|m| {
-      let mut args = vec![now_arg(now_us), "1".to_string(), mode_arg(entry.mode, true)];
-      push_member(&mut args, 1, m);
-      self.run(&PACER, vec![batch.keys[m.key].clone()], args)
+      let mut args = ScriptArgs::new(now_us);
+      args.entry(1, entry.mode, true);
+      args.member(&batch.keys[m.key], m.key, m);
+      let (keys, args) = args.finish();
+      self.run(&PACER, keys, args)
     });
     let replies = futures::future::join_all(charges).await;
     let mut decisions = vec![];
@@ -254,9 +250,10 @@ impl RedisStore {
       match reply {
         Ok(reply) if reply.len() == RESULT_FIELDS + 2 => {
           decisions.push(decision_from(&reply[..RESULT_FIELDS])?);
-          let new = reply[RESULT_FIELDS + 1].as_string().unwrap_or_default();
+          let new = reply[RESULT_FIELDS + 1].as_bytes().map(|b| b.to_vec()).unwrap_or_default();
           if !new.is_empty() {
-            written.push((m, reply[RESULT_FIELDS].as_string().unwrap_or_default(), new));
+            let old = reply[RESULT_FIELDS].as_bytes().map(|b| b.to_vec()).unwrap_or_default();
+            written.push((m, old, new));
           }
         }
         Ok(_) => failure = Some(Error::new(ErrorKind::Script, "malformed pacer reply")),
@@ -267,7 +264,10 @@ impl RedisStore {
     if entry.mode == Mode::RateLimit && !all {
       let undo = written
         .iter()
-        .map(|(m, old, new)| self.run(&PACER_UNDO, vec![batch.keys[m.key].clone()], vec![new.clone(), old.clone()]));
+        .map(|(m, old, new)| {
+          let args = vec![Value::Bytes(new.clone().into()), Value::Bytes(old.clone().into())];
+          self.run(&PACER_UNDO, vec![batch.keys[m.key].clone()], args)
+        });
       for result in futures::future::join_all(undo).await {
         result?;
       }
@@ -282,22 +282,67 @@ impl RedisStore {
   }
 }
 
-fn now_arg(now_us: Option<f64>) -> String {
-  now_us.map(|n| format!("{n:.0}")).unwrap_or_default()
+/// Builds the ARGV of `lua/pacer.lua`: keys and parameter sets deduplicated, numbers as
+/// their shortest exact decimal strings (Lua's `tonumber` reads back the same double).
+struct ScriptArgs {
+  keys: Vec<String>,
+  key_index: std::collections::HashMap<usize, usize>,
+  params: Vec<Value>,
+  param_index: std::collections::HashMap<[u64; 3], usize>,
+  entries: Vec<Value>,
+  now: Value,
 }
 
-fn mode_arg(mode: Mode, report: bool) -> String {
-  let m = if mode == Mode::Pace { 1 } else { 0 } + if report { 2 } else { 0 };
-  m.to_string()
+impl ScriptArgs {
+  fn new(now_us: Option<f64>) -> Self {
+    ScriptArgs {
+      keys: vec![],
+      key_index: Default::default(),
+      params: vec![],
+      param_index: Default::default(),
+      entries: vec![],
+      now: Value::String(now_us.map(|n| format!("{n:.0}")).unwrap_or_default().into()),
+    }
+  }
+
+  fn entry(&mut self, members: usize, mode: Mode, report: bool) {
+    let mode = if mode == Mode::Pace { 1 } else { 0 } + if report { 2 } else { 0 };
+    self.entries.push(Value::Integer((members * 4 + mode) as i64));
+  }
+
+  fn member(&mut self, key: &str, batch_key: usize, m: &super::Member) {
+    let next = self.keys.len() + 1;
+    let k = *self.key_index.entry(batch_key).or_insert_with(|| {
+      self.keys.push(key.to_owned());
+      next
+    });
+    let p = &m.params;
+    let next = self.params.len() / 3 + 1;
+    let params = &mut self.params;
+    let index = *self.param_index.entry([p.qps.to_bits(), p.max_burst.to_bits(), p.factor.to_bits()]).or_insert_with(|| {
+      params.extend([number(p.qps), number(p.max_burst), number(p.factor)]);
+      next
+    });
+    self.entries.extend([Value::Integer(k as i64), number(m.weight), Value::Integer(index as i64)]);
+  }
+
+  fn finish(self) -> (Vec<String>, Vec<Value>) {
+    let mut args = Vec::with_capacity(2 + self.params.len() + self.entries.len());
+    args.push(self.now);
+    args.push(Value::Integer((self.params.len() / 3) as i64));
+    args.extend(self.params);
+    args.extend(self.entries);
+    (self.keys, args)
+  }
 }
 
-fn push_member(args: &mut Vec<String>, key: usize, m: &super::Member) {
-  args.push(key.to_string());
-  // f64 Display is the shortest string that parses back to the same double.
-  args.push(m.weight.to_string());
-  args.push(m.params.qps.to_string());
-  args.push(m.params.max_burst.to_string());
-  args.push(m.params.factor.to_string());
+/// f64 Display is the shortest string that parses back to the same double.
+fn number(x: f64) -> Value {
+  if x.fract() == 0.0 && x.abs() < 1e15 {
+    Value::Integer(x as i64)
+  } else {
+    Value::String(x.to_string().into())
+  }
 }
 
 fn decision_from(fields: &[Value]) -> Result<Decision> {
