@@ -3,6 +3,7 @@
 // Starts (or stops) the Redis servers the test suite runs on: one standalone server and a
 // 3-master Redis Cluster, on free loopback ports, persistence off, state under .redis-test/.
 //   node scripts/redis-servers.js start   -> prints shell exports, writes .redis-test/servers.json
+//   node scripts/redis-servers.js env     -> the same exports, for servers already running
 //   node scripts/redis-servers.js stop
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -74,6 +75,12 @@ async function start() {
   execFileSync('redis-cli', ['--cluster', 'create', ...cluster.map((p) => `127.0.0.1:${p}`),
     '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' })
   await waitFor(() => cluster.every((p) => /cluster_state:ok/.test(cli(p, 'CLUSTER', 'INFO'))), 'cluster state ok')
+  printEnv()
+}
+
+/** The shell exports that point the suites at the running servers. */
+function printEnv() {
+  const { standalone, cluster } = JSON.parse(fs.readFileSync(stateFile, 'utf8'))
   console.log(`export SLUICE_REDIS_URL=redis://127.0.0.1:${standalone}`)
   console.log(`export SLUICE_REDIS_CLUSTER=${cluster.map((p) => `redis://127.0.0.1:${p}`).join(',')}`)
 }
@@ -96,9 +103,11 @@ if (process.argv[2] === 'start') {
     stop()
     process.exit(1)
   })
+} else if (process.argv[2] === 'env') {
+  printEnv()
 } else if (process.argv[2] === 'stop') {
   stop()
 } else {
-  console.error('usage: redis-servers.js start|stop')
+  console.error('usage: redis-servers.js start|env|stop')
   process.exit(2)
 }
