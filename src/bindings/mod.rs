@@ -178,3 +178,12 @@ impl NativeRedisStore {
     Ok(())
   }
 }
+
+/// One tokio worker: the Redis path is I/O-bound and its batches are already coalesced, and
+/// on a small machine every cross-thread hand-off between two workers costs a wake-up.
+#[napi_derive::module_init]
+fn init_runtime() {
+  if let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
+    napi::bindgen_prelude::create_custom_tokio_runtime(rt);
+  }
+}
