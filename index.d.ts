@@ -33,22 +33,34 @@ export declare class NativeRedisStore {
 export declare function connectRedis(options: NativeRedisOptions): Promise<NativeRedisStore>
 
 /**
+ * Interns a key of the embedded store: the id to pass to `memoryPacerStep`, valid until a
+ * `memorySweep` that returns true.
+ */
+export declare function memoryIntern(store: ExternalObject<'MemoryStore'>, key: string): number
+
+/**
  * A batch on the embedded store, in the flat encoding of `PacerBatch::decode`; results per
  * member.
  */
 export declare function memoryPacerBatch(store: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Float64Array
 
 /**
- * One pacer call on the embedded store. Writes `[delayUs, watermarkBefore, admitted]` into
- * `out`.
+ * One pacer call on the embedded store, on an interned key. Writes
+ * `[delayUs, watermarkBefore, admitted]` into `out`.
  */
-export declare function memoryPacerStep(store: ExternalObject<'MemoryStore'>, key: string, weight: number, qps: number, maxBurst: number, factor: number, pace: boolean, nowUs: number, out: Float64Array): void
+export declare function memoryPacerStep(store: ExternalObject<'MemoryStore'>, id: number, weight: number, qps: number, maxBurst: number, factor: number, pace: boolean, nowUs: number, out: Float64Array): void
 
 /** Creates the embedded store's engine (synchronous: no tokio hop). */
 export declare function memoryStoreNew(): ExternalObject<'MemoryStore'>
 
 /** Live pacer keys of the embedded store (keys whose TTL has not passed). */
 export declare function memoryStoreSize(store: ExternalObject<'MemoryStore'>, nowUs: number): number
+
+/**
+ * Drops expired keys of the embedded store once enough have accumulated; true = ids were
+ * freed and every id handed out before is invalid.
+ */
+export declare function memorySweep(store: ExternalObject<'MemoryStore'>, nowUs: number): boolean
 
 /**
  * Options of `connectRedis`; numbers arrive as doubles and are checked here (a napi `u32`

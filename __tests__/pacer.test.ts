@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   DistributedPacer,
   ManualClock,
+  MemoryStore,
   PacerComposite,
   SluiceError,
   type Store,
@@ -275,6 +276,25 @@ describe.each(STORE_KINDS)('PacerComposite on %s', (kind) => {
       for (let i = 0; i < 3; i++) expect((await m.rateLimit()).delayMs).toBe(0)
       expect((await m.rateLimit()).delayMs).toBe(1000)
     }
+  })
+})
+
+describe('MemoryStore housekeeping', () => {
+  it('drops expired keys as new ones arrive, and pacers keep working across sweeps', async () => {
+    const clock = new ManualClock(T0)
+    const store = new MemoryStore({ clock })
+    const live = new DistributedPacer(store, { key: 'live', qps: 0.001 }) // a 1000 s queue slot
+    expect((await live.rateLimit()).delayMs).toBe(0)
+    const old = new DistributedPacer(store, { key: 'old', qps: 1 })
+    expect((await old.rateLimit()).delayMs).toBe(0)
+    for (let i = 0; i < 5000; i++) await new DistributedPacer(store, { key: `a${i}`, qps: 1 }).rateLimit()
+    clock.advance(200_000) // past every TTL of qps 1 (1 s + 120 s), inside live's
+    for (let i = 0; i < 20000; i++) await new DistributedPacer(store, { key: `b${i}`, qps: 1 }).rateLimit()
+    // sweeps ran (ids were freed and reused); state survived only where the TTL had not passed
+    expect((await live.rateLimit()).delayMs).toBe(800_000)
+    expect((await old.rateLimit()).delayMs).toBe(0)
+    expect((await old.rateLimit()).delayMs).toBe(1000)
+    expect((await new DistributedPacer(store, { key: 'b19999', qps: 1 }).rateLimit()).delayMs).toBe(1000)
   })
 })
 

@@ -80,10 +80,12 @@ async function main() {
           process.stderr.write(`round ${round + 1} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`)
         }
       }
-      for (const inflight of [1, 256]) {
-        const r = await runOne(client, { impl: 'sluice-memory', keys: 10000, inflight, count: 2000000, url: redis.url, prefix: 'mem' })
-        ;(results[`sluice-memory|10000|${inflight}`] ??= []).push(r)
-        process.stderr.write(`round ${round + 1} sluice-memory inflight=${inflight}: ${fmt(r.rps)}/s\n`)
+      for (const impl of ['sluice-memory', 'noop']) {
+        for (const inflight of [1, 256]) {
+          const r = await runOne(client, { impl, keys: 10000, inflight, count: 2000000, url: redis.url, prefix: 'mem' })
+          ;(results[`${impl}|10000|${inflight}`] ??= []).push(r)
+          process.stderr.write(`round ${round + 1} ${impl} inflight=${inflight}: ${fmt(r.rps)}/s\n`)
+        }
       }
     }
   } finally {
@@ -114,9 +116,11 @@ async function main() {
       lines.push(`| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`)
     }
   }
-  for (const inflight of [1, 256]) {
-    const m = summary(`sluice-memory|10000|${inflight}`)
-    lines.push(`| 10k keys, ${inflight} in flight | sluice MemoryStore | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} |`)
+  for (const [impl, label] of [['sluice-memory', 'sluice MemoryStore'], ['noop', 'no-op (harness ceiling)']]) {
+    for (const inflight of [1, 256]) {
+      const m = summary(`${impl}|10000|${inflight}`)
+      lines.push(`| 10k keys, ${inflight} in flight | ${label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} |`)
+    }
   }
   const table = lines.join('\n')
   console.log(`\nsluice benchmark, ${ROUNDS} interleaved rounds, ${os.cpus().length} cores, Node ${process.version}\n`)

@@ -18,6 +18,7 @@ async function makeDecide() {
       close: () => store.close(),
     }
   }
+  if (cfg.impl === 'noop') return { decide: async () => ({ delayMs: 0, reason: '' }), close: () => {} }
   const Redis = require('ioredis')
   const redis = new Redis(cfg.url)
   if (cfg.impl === 'reference') {

@@ -8,6 +8,8 @@ const PRIVATE = Symbol('sluice.private')
 /** Entries per script call: big enough to amortise the napi crossing and the round trip,
  * small enough that Redis works on one chunk while Node handles the previous one. */
 const MAX_BATCH = 64
+/** New keys between two checks whether the memory store should drop expired keys. */
+const SWEEP_EVERY = 4096
 
 function storeOptions(options, allowed) {
   if (options === undefined || options === null) options = {}
@@ -36,6 +38,8 @@ class MemoryStore {
     this.keyPrefix = keyPrefix
     this.clock = clock
     this._handle = native.memoryStoreNew()
+    this._ids = new Map() // store key -> interned id; cleared whenever a sweep frees ids
+    this._untilSweep = SWEEP_EVERY
     this._out = new Float64Array(3)
     this._closed = false
     this._sync = true
@@ -44,18 +48,31 @@ class MemoryStore {
   /** @internal one pacer call, synchronous; returns the shared result buffer */
   _step(key, weight, qps, maxBurst, factor, pace) {
     if (this._closed) throw closedError()
+    const nowUs = this.clock ? this.clock._nowUs() : -1
     try {
-      native.memoryPacerStep(this._handle, key, weight, qps, maxBurst, factor, pace, this.clock ? this.clock._nowUs() : -1, this._out)
+      let id = this._ids.get(key)
+      if (id === undefined) {
+        if (--this._untilSweep <= 0) this._sweep(nowUs)
+        id = native.memoryIntern(this._handle, key)
+        this._ids.set(key, id)
+      }
+      native.memoryPacerStep(this._handle, id, weight, qps, maxBurst, factor, pace, nowUs, this._out)
     } catch (err) {
       throw fromNative(err)
     }
     return this._out
   }
 
+  _sweep(nowUs) {
+    this._untilSweep = SWEEP_EVERY
+    if (native.memorySweep(this._handle, nowUs)) this._ids.clear()
+  }
+
   /** @internal one composite call: keys[i] with args of the flat batch encoding */
   _group(keys, args) {
     if (this._closed) throw closedError()
     try {
+      if ((this._untilSweep -= keys.length) <= 0) this._sweep(this.clock ? this.clock._nowUs() : -1)
       return native.memoryPacerBatch(this._handle, keys.join('\n'), new Float64Array(args), this.clock ? this.clock._nowUs() : -1)
     } catch (err) {
       throw fromNative(err)

@@ -43,13 +43,21 @@ pub fn memory_store_new() -> External<MemoryStore> {
   External::new(MemoryStore::new())
 }
 
-/// One pacer call on the embedded store. Writes `[delayUs, watermarkBefore, admitted]` into
-/// `out`.
+/// Interns a key of the embedded store: the id to pass to `memoryPacerStep`, valid until a
+/// `memorySweep` that returns true.
+#[napi(catch_unwind)]
+pub fn memory_intern(#[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>, key: String) -> Result<u32> {
+  validate_key(&key).map_err(js_error)?;
+  u32::try_from(store.intern(&key)).map_err(|_| js_error(Error::new(ErrorKind::Internal, "too many keys")))
+}
+
+/// One pacer call on the embedded store, on an interned key. Writes
+/// `[delayUs, watermarkBefore, admitted]` into `out`.
 #[napi(catch_unwind)]
 #[allow(clippy::too_many_arguments)]
 pub fn memory_pacer_step(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
-  key: String,
+  id: u32,
   weight: f64,
   qps: f64,
   max_burst: f64,
@@ -59,19 +67,26 @@ pub fn memory_pacer_step(
   #[napi(ts_arg_type = "Float64Array")] out: OutBuffer,
 ) -> Result<()> {
   let mode = if pace { Mode::Pace } else { Mode::RateLimit };
-  let checked = validate_key(&key)
-    .and_then(|_| validate_weight(weight))
+  let checked = validate_weight(weight)
     .and_then(|_| validate_params(qps, max_burst, factor, mode))
     .and_then(|params| Ok((params, explicit_now(now_us)?)));
   let (params, now) = checked.map_err(js_error)?;
   if out.len() < RESULT_FIELDS {
     return Err(js_error(Error::new(ErrorKind::Internal, "result buffer too small")));
   }
-  let d = store.pacer_step(&key, &params, weight, now.unwrap_or_else(system_now_us));
+  let d = store.pacer_step_id(id as usize, &params, weight, now.unwrap_or_else(system_now_us)).map_err(js_error)?;
   out[0] = d.delay_us;
   out[1] = d.watermark_before;
   out[2] = if d.admitted { 1.0 } else { 0.0 };
   Ok(())
+}
+
+/// Drops expired keys of the embedded store once enough have accumulated; true = ids were
+/// freed and every id handed out before is invalid.
+#[napi(catch_unwind)]
+pub fn memory_sweep(#[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>, now_us: f64) -> Result<bool> {
+  let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
+  Ok(store.sweep(now))
 }
 
 /// A batch on the embedded store, in the flat encoding of `PacerBatch::decode`; results per

@@ -1,22 +1,30 @@
 //! The embedded store: runs the core steps under one lock, in process. Same semantics as
 //! Redis (atomic decisions, TTL on every key), no network, no tokio: calls are synchronous.
+//!
+//! Keys are interned: a key string maps to a small integer id once, and the hot path
+//! ([`MemoryStore::pacer_step_id`]) then indexes a vector instead of hashing a string. Ids
+//! live until [`MemoryStore::sweep`] drops the keys whose TTL has passed; whoever caches ids
+//! (the JS layer) must forget them whenever a sweep reports that it freed some.
 
 use super::{Entry, PacerBatch};
 use crate::core::pacer::{self, Decision, Params, State};
+use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 struct Slot {
-  state: State,
-  expires_us: f64,
+  key: String,
+  /// The state and when it expires, µs; `None` until first saved.
+  state: Option<(State, f64)>,
 }
 
 #[derive(Default)]
 struct Inner {
-  pacers: HashMap<String, Slot>,
-  /// Size of the map after the last sweep of expired keys; the next sweep runs when the map
-  /// has doubled, so sweeping costs O(1) amortised per write.
+  ids: HashMap<String, usize>,
+  slots: Vec<Slot>,
+  free: Vec<usize>,
+  /// Interned keys after the last sweep; a sweep frees ids only once this has doubled.
   swept_len: usize,
 }
 
@@ -33,22 +41,42 @@ pub fn system_now_us() -> f64 {
 }
 
 impl Inner {
-  fn load(&self, key: &str, now_us: f64) -> Option<State> {
-    self.pacers.get(key).filter(|s| s.expires_us > now_us).map(|s| s.state)
+  fn intern(&mut self, key: &str) -> usize {
+    if let Some(id) = self.ids.get(key) {
+      return *id;
+    }
+    let slot = Slot { key: key.to_owned(), state: None };
+    let id = match self.free.pop() {
+      Some(id) => {
+        self.slots[id] = slot;
+        id
+      }
+      None => {
+        self.slots.push(slot);
+        self.slots.len() - 1
+      }
+    };
+    self.ids.insert(key.to_owned(), id);
+    id
   }
 
-  fn save(&mut self, key: &str, state: State, ttl_ms: f64, now_us: f64) {
-    let expires_us = now_us + ttl_ms * 1000.0;
-    match self.pacers.get_mut(key) {
-      Some(slot) => *slot = Slot { state, expires_us },
-      None => {
-        self.pacers.insert(key.to_owned(), Slot { state, expires_us });
-        if self.pacers.len() >= 2 * self.swept_len.max(512) {
-          self.pacers.retain(|_, s| s.expires_us > now_us);
-          self.swept_len = self.pacers.len();
-        }
-      }
+  fn load(&self, id: usize, now_us: f64) -> Option<State> {
+    match self.slots[id].state {
+      Some((state, expires_us)) if expires_us > now_us => Some(state),
+      _ => None,
     }
+  }
+
+  fn save(&mut self, id: usize, state: State, ttl_ms: f64, now_us: f64) {
+    self.slots[id].state = Some((state, now_us + ttl_ms * 1000.0));
+  }
+
+  fn step(&mut self, id: usize, params: &Params, weight: f64, now_us: f64) -> Decision {
+    let outcome = pacer::step(self.load(id, now_us), params, weight, now_us);
+    if let Some((state, ttl_ms)) = outcome.save {
+      self.save(id, state, ttl_ms, now_us);
+    }
+    outcome.decision
   }
 }
 
@@ -57,19 +85,31 @@ impl MemoryStore {
     Self::default()
   }
 
+  /// The id of a key, valid until a [`sweep`](Self::sweep) that returns true.
+  pub fn intern(&self, key: &str) -> usize {
+    self.inner.lock().intern(key)
+  }
+
+  /// One pacer call on an interned key.
+  pub fn pacer_step_id(&self, id: usize, params: &Params, weight: f64, now_us: f64) -> Result<Decision> {
+    let mut inner = self.inner.lock();
+    if id >= inner.slots.len() {
+      return Err(Error::argument(format!("unknown key id {id}")));
+    }
+    Ok(inner.step(id, params, weight, now_us))
+  }
+
   /// One pacer call.
   pub fn pacer_step(&self, key: &str, params: &Params, weight: f64, now_us: f64) -> Decision {
     let mut inner = self.inner.lock();
-    let outcome = pacer::step(inner.load(key, now_us), params, weight, now_us);
-    if let Some((state, ttl_ms)) = outcome.save {
-      inner.save(key, state, ttl_ms, now_us);
-    }
-    outcome.decision
+    let id = inner.intern(key);
+    inner.step(id, params, weight, now_us)
   }
 
   /// Several entries, in order, under one lock acquisition.
   pub fn pacer_batch(&self, batch: &PacerBatch, now_us: f64) -> Vec<Decision> {
     let mut inner = self.inner.lock();
+    let ids: Vec<usize> = batch.keys.iter().map(|k| inner.intern(k)).collect();
     let mut decisions = Vec::with_capacity(batch.members.len());
     for Entry { members, .. } in &batch.entries {
       let members = &batch.members[members.clone()];
@@ -85,8 +125,7 @@ impl MemoryStore {
           (slot, m.params, m.weight)
         })
         .collect();
-      let mut states: Vec<Option<State>> =
-        local.iter().map(|k| inner.load(&batch.keys[*k], now_us)).collect();
+      let mut states: Vec<Option<State>> = local.iter().map(|k| inner.load(ids[*k], now_us)).collect();
       let outcomes = pacer::step_group(&mut states, &group, now_us);
       // Save each key once, with the TTL of its last saving member.
       for (i, key) in local.iter().enumerate() {
@@ -97,7 +136,7 @@ impl MemoryStore {
           .find(|((slot, _, _), o)| *slot == i && o.save.is_some())
           .and_then(|(_, o)| o.save.map(|(_, ttl)| ttl));
         if let (Some(state), Some(ttl)) = (states[i], ttl) {
-          inner.save(&batch.keys[*key], state, ttl, now_us);
+          inner.save(ids[*key], state, ttl, now_us);
         }
       }
       decisions.extend(outcomes.iter().map(|o| o.decision));
@@ -105,9 +144,31 @@ impl MemoryStore {
     decisions
   }
 
+  /// Drops keys whose TTL has passed, once the number of interned keys has doubled since the
+  /// last sweep (so sweeping is O(1) amortised). Returns true when ids were freed: every id
+  /// handed out before is then invalid.
+  pub fn sweep(&self, now_us: f64) -> bool {
+    let mut inner = self.inner.lock();
+    if inner.ids.len() < 2 * inner.swept_len.max(512) {
+      return false;
+    }
+    let Inner { ids, slots, free, .. } = &mut *inner;
+    for (id, slot) in slots.iter_mut().enumerate() {
+      let live = matches!(slot.state, Some((_, expires_us)) if expires_us > now_us);
+      if !live && ids.remove(&slot.key).is_some() {
+        slot.state = None;
+        slot.key = String::new();
+        free.push(id);
+      }
+    }
+    inner.swept_len = inner.ids.len();
+    true
+  }
+
   /// Number of live pacer keys (for tests and introspection).
   pub fn len(&self, now_us: f64) -> usize {
-    self.inner.lock().pacers.values().filter(|s| s.expires_us > now_us).count()
+    let inner = self.inner.lock();
+    inner.slots.iter().filter(|s| matches!(s.state, Some((_, e)) if e > now_us)).count()
   }
 
   pub fn is_empty(&self, now_us: f64) -> bool {
@@ -120,14 +181,43 @@ mod tests {
   use super::*;
   use crate::core::pacer::Mode;
 
+  const P: Params = Params { qps: 1.0, max_burst: 0.0, factor: 1.0, mode: Mode::RateLimit };
+
   #[test]
   fn expired_keys_start_fresh() {
     let store = MemoryStore::new();
-    let p = Params { qps: 1.0, max_burst: 0.0, factor: 1.0, mode: Mode::RateLimit };
-    assert!(store.pacer_step("k", &p, 1.0, 0.0).admitted);
-    assert!(!store.pacer_step("k", &p, 1.0, 1.0).admitted);
+    assert!(store.pacer_step("k", &P, 1.0, 0.0).admitted);
+    assert!(!store.pacer_step("k", &P, 1.0, 1.0).admitted);
     assert_eq!(store.len(1.0), 1);
     let after_ttl = (1_000.0 + pacer::TTL_MARGIN_MS) * 1000.0 + 1.0;
     assert_eq!(store.len(after_ttl), 0);
+    assert!(store.pacer_step("k", &P, 1.0, after_ttl).admitted);
+  }
+
+  #[test]
+  fn interned_ids_share_state_with_string_keys() {
+    let store = MemoryStore::new();
+    let id = store.intern("k");
+    assert!(store.pacer_step_id(id, &P, 1.0, 0.0).unwrap().admitted);
+    assert!(!store.pacer_step("k", &P, 1.0, 1.0).admitted);
+    assert!(store.pacer_step_id(id + 1, &P, 1.0, 0.0).is_err());
+  }
+
+  #[test]
+  fn sweep_frees_only_expired_keys_and_is_amortised() {
+    let store = MemoryStore::new();
+    for i in 0..1500 {
+      store.pacer_step(&format!("k{i}"), &P, 1.0, 0.0);
+    }
+    let keep = store.intern("k7");
+    assert!(!store.pacer_step_id(keep, &P, 1.0, 10.0).unwrap().admitted);
+    let later = (1_000.0 + pacer::TTL_MARGIN_MS) * 1000.0 + 1.0;
+    // k7's state (saved at 0) expired too; refresh one key so it stays live
+    store.pacer_step("live", &P, 1.0, later);
+    assert!(store.sweep(later));
+    assert_eq!(store.inner.lock().ids.len(), 1);
+    assert!(!store.sweep(later), "the next sweep waits until the keys have doubled");
+    let id = store.intern("live");
+    assert!(!store.pacer_step_id(id, &P, 1.0, later + 1.0).unwrap().admitted);
   }
 }
