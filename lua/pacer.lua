@@ -5,12 +5,13 @@
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- ARGV[2]   P, the number of parameter sets, then P triples <qps> <max_burst> <factor>
 -- then      entries, each: <members * 4 + mode>, then per member:
---             <key index, 1-based into KEYS> <weight> <parameter set, 1-based>
+--             <key index * 1048576 + parameter set (both 1-based)> <weight>
 --           mode: 1 pace, 0 rateLimit; +2 = also return the raw state before and after
 --           (single-member entries only; used to undo a cross-slot composite charge)
 -- Returns   flat array, per member in order: delay_us (integer), watermark_before in
---           millionths of a weight unit (integer), admitted (1/0)
+--           millionths of a weight unit (integer)
 --           [, raw state before or '', raw state written or '']  when mode has +2
+--           (admitted is implied: pace always; rate limit iff every delay of the entry is 0)
 -- Notes     a key is read at most once and written at most once per call, with
 --           PX = time until its state no longer matters + 120 s. A refused rate-limit entry
 --           writes nothing; a rate-limit entry's members are charged all or none.
@@ -72,7 +73,7 @@ local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
   local before = water
   if weight == 0 then
     if water < burst or tail <= now then return 0, before, true end
-    return tail - now, before, false
+    return tail - now, before, pace
   end
   water = water + weight
   local shot, new_tail = now, tail
@@ -87,12 +88,6 @@ local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
   return shot - now, before, true, water, new_tail, now, math.ceil(busy / 1000) + MARGIN_MS
 end
 
-local function emit(delay, before, admitted)
-  out[nout + 1] = delay
-  out[nout + 2] = math.floor(before * 1000000 + 0.5)
-  out[nout + 3] = admitted and 1 or 0
-  nout = nout + 3
-end
 
 local function state_string(k)
   return struct.pack('<ddd', sW[k], sN[k], sL[k])
@@ -104,20 +99,25 @@ while i <= nargs do
   local mode = header % 4
   local count = (header - mode) / 4
   local pace, report = mode % 2 == 1, mode >= 2
-  assert(count >= 1 and nargs >= i + 3 * count, 'pacer: malformed entry')
+  assert(count >= 1 and nargs >= i + 2 * count, 'pacer: malformed entry')
   i = i + 1
   if count == 1 then
-    local k, p = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
+    local kp = tonumber(ARGV[i])
+    local p = kp % 1048576
+    local k = (kp - p) / 1048576
     load(k)
     local delay, before, admitted, w, n, l, t = step(sW[k], sN[k], sL[k],
       pQ[p], pB[p], pF[p], pace, tonumber(ARGV[i + 1]))
-    i = i + 3
-    local old = raw[k] or (sW[k] and state_string(k)) or ''
+    i = i + 2
+    local old
+    if report then old = raw[k] or (sW[k] and state_string(k)) or '' end
     if w then
       sW[k], sN[k], sL[k], ttl[k] = w, n, l, t
       raw[k] = nil
     end
-    emit(delay, before, admitted)
+    out[nout + 1] = delay
+    out[nout + 2] = math.floor(before * 1000000 + 0.5)
+    nout = nout + 2
     if report then
       out[nout + 1] = old
       out[nout + 2] = w and state_string(k) or ''
@@ -128,13 +128,15 @@ while i <= nargs do
     local tW, tN, tL, tT = {}, {}, {}, {}
     local decided, all = {}, true
     for m = 1, count do
-      local k, p = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
+      local kp = tonumber(ARGV[i])
+      local p = kp % 1048576
+      local k = (kp - p) / 1048576
       load(k)
       local w0, n0, l0 = sW[k], sN[k], sL[k]
       if tT[k] then w0, n0, l0 = tW[k], tN[k], tL[k] end
       local delay, before, admitted, w, n, l, t = step(w0, n0, l0,
         pQ[p], pB[p], pF[p], pace, tonumber(ARGV[i + 1]))
-      i = i + 3
+      i = i + 2
       if w then tW[k], tN[k], tL[k], tT[k] = w, n, l, t end
       all = all and admitted
       decided[2 * m - 1], decided[2 * m] = delay, before
@@ -145,11 +147,15 @@ while i <= nargs do
         raw[k] = nil
       end
     end
-    for m = 1, count do emit(decided[2 * m - 1], decided[2 * m], all) end
+    for m = 1, 2 * count, 2 do
+      out[nout + 1] = decided[m]
+      out[nout + 2] = math.floor(decided[m + 1] * 1000000 + 0.5)
+      nout = nout + 2
+    end
   end
 end
 
 for k, t in pairs(ttl) do
-  redis.call('SET', KEYS[k], state_string(k), 'PX', string.format('%.0f', t))
+  redis.call('SET', KEYS[k], state_string(k), 'PX', t)
 end
 return out

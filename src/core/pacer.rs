@@ -66,7 +66,8 @@ pub struct Decision {
   pub delay_us: f64,
   /// Bucket level after the leak and before this call's weight (for the `reason` string).
   pub watermark_before: f64,
-  /// `pace`: always true. `rate_limit`: the call was admitted and charged.
+  /// `pace`: always true. `rate_limit`: the call was admitted (and, unless weight 0, charged),
+  /// which is exactly when `delay_us == 0`.
   pub admitted: bool,
 }
 
@@ -102,7 +103,9 @@ pub fn step(state: Option<State>, params: &Params, weight: f64, now_us: f64) -> 
 
   if weight == 0.0 {
     let delay_us = if watermark < max_burst || tail <= now_us { 0.0 } else { tail - now_us };
-    let decision = Decision { delay_us, watermark_before, admitted: delay_us == 0.0 };
+    // A pace probe reserves nothing, so it never holds back the members of its composite.
+    let admitted = mode == Mode::Pace || delay_us == 0.0;
+    let decision = Decision { delay_us, watermark_before, admitted };
     return Outcome { decision, save: None };
   }
 

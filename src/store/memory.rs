@@ -153,6 +153,7 @@ impl MemoryStore {
       return false;
     }
     let Inner { ids, slots, free, .. } = &mut *inner;
+    let before = free.len();
     for (id, slot) in slots.iter_mut().enumerate() {
       let live = matches!(slot.state, Some((_, expires_us)) if expires_us > now_us);
       if !live && ids.remove(&slot.key).is_some() {
@@ -161,8 +162,9 @@ impl MemoryStore {
         free.push(id);
       }
     }
+    let freed = free.len() > before;
     inner.swept_len = inner.ids.len();
-    true
+    freed
   }
 
   /// Number of live pacer keys (for tests and introspection).

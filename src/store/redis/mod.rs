@@ -11,7 +11,7 @@
 
 mod script;
 
-use super::{encode_decisions, PacerBatch, RESULT_FIELDS};
+use super::{encode_decisions, PacerBatch};
 use crate::core::pacer::{Decision, Mode};
 use crate::error::{Error, ErrorKind, Result};
 use fred::prelude::*;
@@ -222,10 +222,21 @@ impl RedisStore {
     }
     let (keys, args) = args.finish();
     let reply = self.run(&PACER, keys, args).await?;
-    if reply.len() % RESULT_FIELDS != 0 {
+    let members: usize = entries.iter().map(|e| batch.entries[*e].members.len()).sum();
+    if reply.len() != members * REPLY_FIELDS {
       return Err(Error::new(ErrorKind::Script, "malformed pacer reply"));
     }
-    reply.chunks(RESULT_FIELDS).map(|c| decision_from(&c[..RESULT_FIELDS])).collect()
+    let mut decisions = Vec::with_capacity(members);
+    let mut fields = reply.chunks(REPLY_FIELDS);
+    for e in entries {
+      let entry = &batch.entries[*e];
+      let start = decisions.len();
+      for _ in entry.members.clone() {
+        decisions.push(decision_from(fields.next().unwrap_or_default())?);
+      }
+      settle_admission(&mut decisions[start..], entry.mode);
+    }
+    Ok(decisions)
   }
 
   /// A composite whose members live in different cluster slots: every member is charged on
@@ -248,11 +259,13 @@ impl RedisStore {
     let mut failure = None;
     for (m, reply) in members.iter().zip(replies) {
       match reply {
-        Ok(reply) if reply.len() == RESULT_FIELDS + 2 => {
-          decisions.push(decision_from(&reply[..RESULT_FIELDS])?);
-          let new = reply[RESULT_FIELDS + 1].as_bytes().map(|b| b.to_vec()).unwrap_or_default();
+        Ok(reply) if reply.len() == REPLY_FIELDS + 2 => {
+          let mut d = decision_from(&reply[..REPLY_FIELDS])?;
+          settle_admission(std::slice::from_mut(&mut d), entry.mode);
+          decisions.push(d);
+          let new = reply[REPLY_FIELDS + 1].as_bytes().map(|b| b.to_vec()).unwrap_or_default();
           if !new.is_empty() {
-            let old = reply[RESULT_FIELDS].as_bytes().map(|b| b.to_vec()).unwrap_or_default();
+            let old = reply[REPLY_FIELDS].as_bytes().map(|b| b.to_vec()).unwrap_or_default();
             written.push((m, old, new));
           }
         }
@@ -323,7 +336,7 @@ impl ScriptArgs {
       params.extend([number(p.qps), number(p.max_burst), number(p.factor)]);
       next
     });
-    self.entries.extend([Value::Integer(k as i64), number(m.weight), Value::Integer(index as i64)]);
+    self.entries.extend([Value::Integer((k * KEY_SHIFT + index) as i64), number(m.weight)]);
   }
 
   fn finish(self) -> (Vec<String>, Vec<Value>) {
@@ -345,13 +358,25 @@ fn number(x: f64) -> Value {
   }
 }
 
+/// Fields per member in the script's reply: delay_us, watermark_before in millionths.
+const REPLY_FIELDS: usize = 2;
+/// A member's argument packs its key index and parameter set: `key * KEY_SHIFT + set`.
+const KEY_SHIFT: usize = 1 << 20;
+
 fn decision_from(fields: &[Value]) -> Result<Decision> {
-  let int = |v: &Value| v.as_i64().ok_or_else(|| Error::new(ErrorKind::Script, "non-integer pacer reply"));
-  Ok(Decision {
-    delay_us: int(&fields[0])? as f64,
-    watermark_before: int(&fields[1])? as f64 / 1e6,
-    admitted: int(&fields[2])? == 1,
-  })
+  let int = |i: usize| {
+    fields.get(i).and_then(Value::as_i64).ok_or_else(|| Error::new(ErrorKind::Script, "malformed pacer reply"))
+  };
+  Ok(Decision { delay_us: int(0)? as f64, watermark_before: int(1)? as f64 / 1e6, admitted: false })
+}
+
+/// The script does not return admission: a pace call always is; a rate-limit entry is when
+/// every member's delay is 0 (then all were charged, otherwise none).
+fn settle_admission(members: &mut [Decision], mode: Mode) {
+  let admitted = mode == Mode::Pace || members.iter().all(|d| d.delay_us == 0.0);
+  for d in members {
+    d.admitted = admitted;
+  }
 }
 
 /// Convenience for bindings: decide and flatten.
