@@ -20,8 +20,6 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class NativeRedisStore {
   /** Whether this store talks to a Redis Cluster. */
   get isCluster(): boolean
-  /** A batch in the flat encoding of `PacerBatch::decode`, in one script call per slot. */
-  pacerBatch(keys: string, args: Float64Array, nowUs: number): Promise<Float64Array>
   /** Closes the pool; later calls fail with `ERR_CLOSED`. */
   close(): Promise<void>
 }
@@ -73,3 +71,10 @@ export interface NativeRedisOptions {
   commandTimeoutMs?: number
   connectTimeoutMs?: number
 }
+
+/**
+ * A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
+ * call per slot. A function rather than an async method: a method keeps a reference to
+ * `this` per call, and releasing it costs a second wake-up of the JS thread.
+ */
+export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): Promise<Float64Array>

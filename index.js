@@ -843,3 +843,4 @@ module.exports.memoryPacerStep = nativeBinding.memoryPacerStep
 module.exports.memoryStoreNew = nativeBinding.memoryStoreNew
 module.exports.memoryStoreSize = nativeBinding.memoryStoreSize
 module.exports.memorySweep = nativeBinding.memorySweep
+module.exports.redisPacerBatch = nativeBinding.redisPacerBatch

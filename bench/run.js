@@ -103,23 +103,24 @@ async function main() {
       p99Us: median(runs.map((r) => r.p99Us)),
       redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
       nodeCpuUs: median(runs.map((r) => r.nodeCpuUs)),
+      switches: median(runs.map((r) => r.switchesPerDecision)),
     }
   }
   const lines = []
-  lines.push(`| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision |`)
-  lines.push(`| --- | --- | --- | --- | --- | --- | --- | --- | --- |`)
+  lines.push(`| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision | Node context switches/decision |`)
+  lines.push(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`)
   for (const s of scenarios) {
     const ref = results[`reference|${s.keys}|${s.inflight}`] ? summary(`reference|${s.keys}|${s.inflight}`) : { rps: NaN }
     const rlf = results[`rate-limiter-flexible|${s.keys}|${s.inflight}`] ? summary(`rate-limiter-flexible|${s.keys}|${s.inflight}`) : { rps: NaN }
     for (const impl of IMPLS) {
       const m = summary(`${impl}|${s.keys}|${s.inflight}`)
-      lines.push(`| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`)
+      lines.push(`| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`)
     }
   }
   for (const [impl, label] of [['sluice-memory', 'sluice MemoryStore'], ['noop', 'no-op (harness ceiling)']]) {
     for (const inflight of [1, 256]) {
       const m = summary(`${impl}|10000|${inflight}`)
-      lines.push(`| 10k keys, ${inflight} in flight | ${label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} |`)
+      lines.push(`| 10k keys, ${inflight} in flight | ${label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`)
     }
   }
   const table = lines.join('\n')

@@ -44,6 +44,21 @@ async function makeDecide() {
   throw new Error(`unknown impl ${cfg.impl}`)
 }
 
+/** Context switches of every thread of this process so far (Linux /proc). */
+function contextSwitches() {
+  let total = 0
+  try {
+    for (const task of fs.readdirSync('/proc/self/task')) {
+      const status = fs.readFileSync(`/proc/self/task/${task}/status`, 'utf8')
+      total += Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)[1])
+      total += Number(/nonvoluntary_ctxt_switches:\s+(\d+)/.exec(status)[1])
+    }
+  } catch {
+    return NaN
+  }
+  return total
+}
+
 async function main() {
   const { decide, close } = await makeDecide()
   const keyOf = cfg.keys === 1 ? () => 'hot' : (i) => `k${(i * 7919) % cfg.keys}`
@@ -51,6 +66,7 @@ async function main() {
   for (let i = 0; i < Math.min(2000, cfg.count / 10); i++) await decide(keyOf(i))
   const latencies = new Float64Array(cfg.count)
   let next = 0
+  const switches0 = contextSwitches()
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   async function loop() {
@@ -65,6 +81,7 @@ async function main() {
   await Promise.all(Array.from({ length: cfg.inflight }, loop))
   const seconds = (performance.now() - t0) / 1000
   const cpu = process.cpuUsage(cpu0)
+  const switches = contextSwitches() - switches0
   latencies.sort()
   await close()
   process.send({
@@ -73,6 +90,7 @@ async function main() {
     p50Us: latencies[Math.floor(cfg.count * 0.5)] * 1000,
     p99Us: latencies[Math.floor(cfg.count * 0.99)] * 1000,
     nodeCpuUs: (cpu.user + cpu.system) / cfg.count,
+    switchesPerDecision: switches / cfg.count,
   })
 }
 

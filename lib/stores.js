@@ -211,7 +211,13 @@ class RedisStore {
       for (let e = start; e < end; e++) reject[e](error)
     }
     if (this._closed) return fail(closedError())
-    this._native.pacerBatch(keys, args, nowUs).then((out) => {
+    let pending
+    try {
+      pending = native.redisPacerBatch(this._native, keys, args, nowUs)
+    } catch (err) {
+      return fail(err)
+    }
+    pending.then((out) => {
       let offset = 0
       for (let e = start; e < end; e++) {
         resolve[e](owners[e]._outcome(out, offset, weights[e]))

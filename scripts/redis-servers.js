@@ -85,16 +85,31 @@ function printEnv() {
   console.log(`export SLUICE_REDIS_CLUSTER=${cluster.map((p) => `redis://127.0.0.1:${p}`).join(',')}`)
 }
 
+function alive(pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Stops the servers of the last start (if any), waits until they exit, removes their files. */
 function stop() {
   if (!fs.existsSync(stateFile)) return
   const { standalone, cluster } = JSON.parse(fs.readFileSync(stateFile, 'utf8'))
+  const pids = []
   for (const p of [standalone, ...cluster]) {
-    const pidFile = path.join(root, String(p), 'redis.pid')
     try {
-      process.kill(Number(fs.readFileSync(pidFile, 'utf8')), 'SIGTERM')
+      const pid = Number(fs.readFileSync(path.join(root, String(p), 'redis.pid'), 'utf8'))
+      process.kill(pid, 'SIGTERM')
+      pids.push(pid)
     } catch {}
   }
-  fs.rmSync(root, { recursive: true, force: true })
+  const until = Date.now() + 10000
+  while (pids.some(alive) && Date.now() < until) execFileSync('sleep', ['0.05'])
+  for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL')
+  fs.rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
 }
 
 if (process.argv[2] === 'start') {

@@ -163,6 +163,26 @@ pub async fn connect_redis(options: NativeRedisOptions) -> Result<NativeRedisSto
   Ok(NativeRedisStore { inner: Arc::new(store) })
 }
 
+/// A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
+/// call per slot. A function rather than an async method: a method keeps a reference to
+/// `this` per call, and releasing it costs a second wake-up of the JS thread.
+#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+pub fn redis_pacer_batch<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  keys: String,
+  args: Float64Array,
+  now_us: f64,
+) -> Result<PromiseRaw<'env, Float64Array>> {
+  let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
+  let now = explicit_now(now_us).map_err(js_error)?;
+  let inner = store.inner.clone();
+  env.spawn_future(async move {
+    let out = pacer_batch_flat(&inner, &batch, now).await.map_err(js_error)?;
+    Ok(Float64Array::new(out))
+  })
+}
+
 /// A connected Redis store.
 #[napi]
 pub struct NativeRedisStore {
@@ -175,15 +195,6 @@ impl NativeRedisStore {
   #[napi(getter)]
   pub fn is_cluster(&self) -> bool {
     self.inner.is_cluster()
-  }
-
-  /// A batch in the flat encoding of `PacerBatch::decode`, in one script call per slot.
-  #[napi(catch_unwind)]
-  pub async fn pacer_batch(&self, keys: String, args: Float64Array, now_us: f64) -> Result<Float64Array> {
-    let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
-    let now = explicit_now(now_us).map_err(js_error)?;
-    let out = pacer_batch_flat(&self.inner, &batch, now).await.map_err(js_error)?;
-    Ok(Float64Array::new(out))
   }
 
   /// Closes the pool; later calls fail with `ERR_CLOSED`.

@@ -19,6 +19,7 @@ use fred::types::config::{Config as FredConfig, ReconnectPolicy, ServerConfig};
 use script::{Script, PACER, PACER_UNDO};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Options of [`RedisStore::connect`], validated there.
@@ -50,7 +51,7 @@ pub struct RedisStore {
   pool: Pool,
   cluster: bool,
   command_timeout: Duration,
-  closed: AtomicBool,
+  closed: Arc<AtomicBool>,
 }
 
 fn config_from(options: &RedisOptions) -> Result<FredConfig> {
@@ -130,7 +131,24 @@ impl RedisStore {
         return Err(Error::new(ErrorKind::StoreUnavailable, message));
       }
     }
-    Ok(RedisStore { pool, cluster, command_timeout: options.command_timeout, closed: AtomicBool::new(false) })
+    let store = RedisStore { pool, cluster, command_timeout: options.command_timeout, closed: Arc::new(AtomicBool::new(false)) };
+    store.keep_timer_armed();
+    Ok(store)
+  }
+
+  /// Every call arms a deadline timer. When the runtime's timer driver has nothing due
+  /// sooner, arming one makes it wake itself to re-park with the new deadline, which on a
+  /// small VM tripled the latency of a sequential call (237 µs vs 80 µs, measured). A
+  /// sentinel timer that always fires before any new deadline removes that wake-up; it costs
+  /// a few idle wake-ups per second.
+  fn keep_timer_armed(&self) {
+    let period = (self.command_timeout / 2).clamp(Duration::from_millis(1), Duration::from_millis(250));
+    let closed = self.closed.clone();
+    tokio::spawn(async move {
+      while !closed.load(Ordering::Relaxed) {
+        tokio::time::sleep(period).await;
+      }
+    });
   }
 
   pub fn is_cluster(&self) -> bool {
@@ -154,19 +172,15 @@ impl RedisStore {
     Ok(client)
   }
 
-  /// Runs a script with the deadline; NOSCRIPT is answered by one EVAL on the same node.
+  /// Runs a script; NOSCRIPT is answered by one EVAL on the same node. The deadline is
+  /// fred's per-command timeout (`command_timeout`, one timer per round trip).
   async fn run(&self, script: &Script, keys: Vec<String>, args: Vec<Value>) -> Result<Vec<Value>> {
     let client = self.client()?;
-    let call = async {
-      match client.evalsha::<Vec<Value>, _, _, _>(script.sha.as_str(), keys.clone(), args.clone()).await {
-        Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(script.lua, keys, args).await,
-        other => other,
-      }
+    let result = match client.evalsha::<Vec<Value>, _, _, _>(script.sha.as_str(), keys.clone(), args.clone()).await {
+      Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(script.lua, keys, args).await,
+      other => other,
     };
-    match tokio::time::timeout(self.command_timeout, call).await {
-      Ok(result) => result.map_err(store_error),
-      Err(_) => Err(Error::new(ErrorKind::Timeout, "Redis did not answer within commandTimeoutMs")),
-    }
+    result.map_err(store_error)
   }
 
   /// Decides a batch; results per member, in member order.
