@@ -43,10 +43,12 @@ export declare function memoryIntern(store: ExternalObject<'MemoryStore'>, key: 
 export declare function memoryPacerBatch(store: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Float64Array
 
 /**
- * One pacer call on the embedded store, on an interned key. Writes
- * `[delayUs, watermarkBefore, admitted]` into `out`.
+ * One pacer call on the embedded store, on an interned key. `io` carries the numbers both
+ * ways, so the call converts three arguments instead of nine: in, `[weight, qps, maxBurst,
+ * factor, pace (1/0), nowUs (-1 = system clock)]`; out, `[delayUs, watermarkBefore,
+ * admitted (1/0)]` in its first three slots.
  */
-export declare function memoryPacerStep(store: ExternalObject<'MemoryStore'>, id: number, weight: number, qps: number, maxBurst: number, factor: number, pace: boolean, nowUs: number, out: Float64Array): void
+export declare function memoryPacerStep(store: ExternalObject<'MemoryStore'>, id: number, io: Float64Array): void
 
 /** Creates the embedded store's engine (synchronous: no tokio hop). */
 export declare function memoryStoreNew(): ExternalObject<'MemoryStore'>

@@ -80,7 +80,7 @@ async function main() {
           process.stderr.write(`round ${round + 1} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`)
         }
       }
-      for (const impl of ['sluice-memory', 'noop']) {
+      for (const impl of ['sluice-memory', 'sluice-memory-reused', 'noop']) {
         for (const inflight of [1, 256]) {
           const r = await runOne(client, { impl, keys: 10000, inflight, count: 2000000, url: redis.url, prefix: 'mem' })
           ;(results[`${impl}|10000|${inflight}`] ??= []).push(r)
@@ -117,7 +117,11 @@ async function main() {
       lines.push(`| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`)
     }
   }
-  for (const [impl, label] of [['sluice-memory', 'sluice MemoryStore'], ['noop', 'no-op (harness ceiling)']]) {
+  for (const [impl, label] of [
+    ['sluice-memory', 'sluice MemoryStore, a pacer per decision'],
+    ['sluice-memory-reused', 'sluice MemoryStore, a pacer per key'],
+    ['noop', 'no-op (harness ceiling)'],
+  ]) {
     for (const inflight of [1, 256]) {
       const m = summary(`${impl}|10000|${inflight}`)
       lines.push(`| 10k keys, ${inflight} in flight | ${label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`)

@@ -10,6 +10,18 @@ const QPS = 1e6
 const BURST = 1000
 
 async function makeDecide() {
+  if (cfg.impl === 'sluice-memory-reused') {
+    // long-lived pacers (one per key, created up front) instead of one per decision
+    const { MemoryStore, DistributedPacer } = require('../lib/index.js')
+    const store = new MemoryStore()
+    const pacers = new Map()
+    const pacer = (key) => {
+      let p = pacers.get(key)
+      if (!p) pacers.set(key, (p = new DistributedPacer(store, { key, qps: QPS, maxBurst: BURST })))
+      return p
+    }
+    return { decide: (key) => pacer(key).pace(), close: () => store.close() }
+  }
   if (cfg.impl === 'sluice' || cfg.impl === 'sluice-memory') {
     const { RedisStore, MemoryStore, DistributedPacer } = require('../lib/index.js')
     const store = cfg.impl === 'sluice' ? await RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix }) : new MemoryStore()

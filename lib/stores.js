@@ -40,7 +40,7 @@ class MemoryStore {
     this._handle = native.memoryStoreNew()
     this._ids = new Map() // store key -> interned id; cleared whenever a sweep frees ids
     this._untilSweep = SWEEP_EVERY
-    this._out = new Float64Array(3)
+    this._io = new Float64Array(6) // numbers in, decision out (see memoryPacerStep)
     this._closed = false
     this._sync = true
   }
@@ -56,11 +56,18 @@ class MemoryStore {
         id = native.memoryIntern(this._handle, key)
         this._ids.set(key, id)
       }
-      native.memoryPacerStep(this._handle, id, weight, qps, maxBurst, factor, pace, nowUs, this._out)
+      const io = this._io
+      io[0] = weight
+      io[1] = qps
+      io[2] = maxBurst
+      io[3] = factor
+      io[4] = pace ? 1 : 0
+      io[5] = nowUs
+      native.memoryPacerStep(this._handle, id, io)
     } catch (err) {
       throw fromNative(err)
     }
-    return this._out
+    return this._io
   }
 
   _sweep(nowUs) {

@@ -8,7 +8,7 @@ use crate::core::pacer::Mode;
 use crate::error::{Error, ErrorKind};
 use crate::store::memory::{system_now_us, MemoryStore};
 use crate::store::redis::{pacer_batch_flat, RedisOptions, RedisStore};
-use crate::store::{encode_decisions, validate_key, validate_params, validate_weight, PacerBatch, RESULT_FIELDS};
+use crate::store::{encode_decisions, validate_key, validate_params, validate_weight, PacerBatch};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::sync::Arc;
@@ -51,33 +51,29 @@ pub fn memory_intern(#[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] stor
   u32::try_from(store.intern(&key)).map_err(|_| js_error(Error::new(ErrorKind::Internal, "too many keys")))
 }
 
-/// One pacer call on the embedded store, on an interned key. Writes
-/// `[delayUs, watermarkBefore, admitted]` into `out`.
+/// One pacer call on the embedded store, on an interned key. `io` carries the numbers both
+/// ways, so the call converts three arguments instead of nine: in, `[weight, qps, maxBurst,
+/// factor, pace (1/0), nowUs (-1 = system clock)]`; out, `[delayUs, watermarkBefore,
+/// admitted (1/0)]` in its first three slots.
 #[napi(catch_unwind)]
-#[allow(clippy::too_many_arguments)]
 pub fn memory_pacer_step(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
   id: u32,
-  weight: f64,
-  qps: f64,
-  max_burst: f64,
-  factor: f64,
-  pace: bool,
-  now_us: f64,
-  #[napi(ts_arg_type = "Float64Array")] out: OutBuffer,
+  #[napi(ts_arg_type = "Float64Array")] io: OutBuffer,
 ) -> Result<()> {
-  let mode = if pace { Mode::Pace } else { Mode::RateLimit };
-  let checked = validate_weight(weight)
-    .and_then(|_| validate_params(qps, max_burst, factor, mode))
-    .and_then(|params| Ok((params, explicit_now(now_us)?)));
-  let (params, now) = checked.map_err(js_error)?;
-  if out.len() < RESULT_FIELDS {
-    return Err(js_error(Error::new(ErrorKind::Internal, "result buffer too small")));
+  if io.len() < 6 {
+    return Err(js_error(Error::new(ErrorKind::Internal, "io buffer too small")));
   }
+  let (weight, pace) = (io[0], io[4]);
+  let mode = if pace == 1.0 { Mode::Pace } else { Mode::RateLimit };
+  let checked = validate_weight(weight)
+    .and_then(|_| validate_params(io[1], io[2], io[3], mode))
+    .and_then(|params| Ok((params, explicit_now(io[5])?)));
+  let (params, now) = checked.map_err(js_error)?;
   let d = store.pacer_step_id(id as usize, &params, weight, now.unwrap_or_else(system_now_us)).map_err(js_error)?;
-  out[0] = d.delay_us;
-  out[1] = d.watermark_before;
-  out[2] = if d.admitted { 1.0 } else { 0.0 };
+  io[0] = d.delay_us;
+  io[1] = d.watermark_before;
+  io[2] = if d.admitted { 1.0 } else { 0.0 };
   Ok(())
 }
 
