@@ -26,9 +26,13 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 async function startRedis(port: number): Promise<ChildProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-fault-'))
   dirs.push(dir)
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  })
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  )
   await new Promise<void>((resolve, reject) => {
     let out = ''
     child.stdout!.on('data', (chunk) => {

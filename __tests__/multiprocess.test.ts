@@ -22,7 +22,9 @@ function runWorkers(config: Record<string, unknown>): Promise<WorkerResult[]> {
   const startAt = Date.now() + 1500 // time for every process to load and connect
   return Promise.all(
     Array.from({ length: PROCESSES }, (_, i) => {
-      const child = fork(join(__dirname, 'helpers', 'worker.js'), [JSON.stringify({ ...config, startAt, seed: 17 + i })])
+      const child = fork(join(__dirname, 'helpers', 'worker.js'), [
+        JSON.stringify({ ...config, startAt, seed: 17 + i }),
+      ])
       return new Promise<WorkerResult>((resolve, reject) => {
         child.once('message', (m) => resolve(m as WorkerResult))
         child.once('exit', (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)))
@@ -38,8 +40,15 @@ describe.each(['redis', 'cluster'] as const)(`${PROCESSES} processes on %s`, (ki
     const qps = 400
     const maxBurst = 50
     const results = await runWorkers({
-      ...target, prefix: freshPrefix(), key: 'hammered', mode: 'rateLimit',
-      qps, maxBurst, durationMs: 2000, inflight: 32, maxRandomWeight: 3,
+      ...target,
+      prefix: freshPrefix(),
+      key: 'hammered',
+      mode: 'rateLimit',
+      qps,
+      maxBurst,
+      durationMs: 2000,
+      inflight: 32,
+      maxRandomWeight: 3,
     })
     for (const r of results) expect(r.error).toBeUndefined()
     const admitted = results.reduce((s, r) => s + r.admittedWeight, 0)
@@ -47,7 +56,9 @@ describe.each(['redis', 'cluster'] as const)(`${PROCESSES} processes on %s`, (ki
     const spanS = (Math.max(...results.map((r) => r.lastReceive)) - Math.min(...results.map((r) => r.firstSend))) / 1000
     const maxWeight = Math.max(...results.map((r) => r.maxWeight))
     const bound = maxBurst + qps * spanS + maxWeight
-    console.info(`${kind}: admitted weight ${admitted} (bound ${bound.toFixed(1)} over ${spanS.toFixed(3)} s), refused ${refused}`)
+    console.info(
+      `${kind}: admitted weight ${admitted} (bound ${bound.toFixed(1)} over ${spanS.toFixed(3)} s), refused ${refused}`,
+    )
     // every decision was made inside [first send, last receive]
     expect(admitted).toBeLessThanOrEqual(maxBurst + qps * spanS + maxWeight)
     // and the limit is used, not just enforced: the run spans ~2 s of refusals
@@ -58,8 +69,15 @@ describe.each(['redis', 'cluster'] as const)(`${PROCESSES} processes on %s`, (ki
   it('pace keeps the achieved rate within 1% of qps', async () => {
     const qps = 200
     const results = await runWorkers({
-      ...target, prefix: freshPrefix(), key: 'paced', mode: 'pace',
-      qps, maxBurst: 0, durationMs: 3000, inflight: 8, maxRandomWeight: 1,
+      ...target,
+      prefix: freshPrefix(),
+      key: 'paced',
+      mode: 'pace',
+      qps,
+      maxBurst: 0,
+      durationMs: 3000,
+      inflight: 8,
+      maxRandomWeight: 1,
     })
     for (const r of results) expect(r.error).toBeUndefined()
     const executions = results.flatMap((r) => r.executions).sort((a, b) => a - b)

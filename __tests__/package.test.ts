@@ -38,7 +38,9 @@ describe('package', () => {
 
   it('native errors from async calls become SluiceError instances', async () => {
     const s = await import('../lib/index.js')
-    const err = await s.RedisStore.connect({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 200 }).catch((e: unknown) => e)
+    const err = await s.RedisStore.connect({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 200 }).catch(
+      (e: unknown) => e,
+    )
     expect(err).toBeInstanceOf(s.SluiceError)
     expect((err as InstanceType<typeof s.SluiceError>).code).toBe('ERR_STORE_UNAVAILABLE')
   })

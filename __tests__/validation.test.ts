@@ -72,7 +72,12 @@ describe.each(STORE_KINDS)('input validation on %s', (kind) => {
   it('rejects bad weights with ERR_INVALID_ARGUMENT and writes nothing', async () => {
     const p = new DistributedPacer(store, { key: 'weights', qps: 1 })
     const c = new PacerComposite([p])
-    const calls = [(w: never) => p.pace(w), (w: never) => p.rateLimit(w), (w: never) => c.pace(w), (w: never) => c.rateLimit(w)]
+    const calls = [
+      (w: never) => p.pace(w),
+      (w: never) => p.rateLimit(w),
+      (w: never) => c.pace(w),
+      (w: never) => c.rateLimit(w),
+    ]
     for (const weight of [...BAD_NUMBERS, -0.5, true]) {
       for (const call of calls) {
         const promise = call(weight as never)
@@ -80,7 +85,7 @@ describe.each(STORE_KINDS)('input validation on %s', (kind) => {
         await expect(promise).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
       }
     }
-    if (raw) expect((await keysUnder(raw, prefix)).filter((k) => k.includes("{weights}"))).toEqual([])
+    if (raw) expect((await keysUnder(raw, prefix)).filter((k) => k.includes('{weights}'))).toEqual([])
   })
 
   it('undefined weight means 1', async () => {
@@ -99,7 +104,14 @@ describe.each(STORE_KINDS)('input validation on %s', (kind) => {
 
 describe('store options', () => {
   it('rejects bad store options with ERR_INVALID_CONFIG', async () => {
-    for (const options of [{ keyPrefix: '' }, { keyPrefix: 'a{b' }, { keyPrefix: 5 }, { clock: {} }, { nope: 1 }, 'x']) {
+    for (const options of [
+      { keyPrefix: '' },
+      { keyPrefix: 'a{b' },
+      { keyPrefix: 5 },
+      { clock: {} },
+      { nope: 1 },
+      'x',
+    ]) {
       expect(codeOf(() => new MemoryStore(options as never))).toBe('ERR_INVALID_CONFIG')
     }
     const bad = [

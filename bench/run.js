@@ -28,9 +28,19 @@ async function startRedis() {
   if (process.env.SLUICE_REDIS_URL) return { url: process.env.SLUICE_REDIS_URL, stop: () => {} }
   const port = await freePort()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'))
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] })
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  )
   await new Promise((resolve) => child.stdout.on('data', (d) => String(d).includes('Ready to accept') && resolve()))
-  return { url: `redis://127.0.0.1:${port}`, stop: () => { child.kill(); fs.rmSync(dir, { recursive: true, force: true }) } }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => {
+      child.kill()
+      fs.rmSync(dir, { recursive: true, force: true })
+    },
+  }
 }
 
 async function redisCpuUs(client) {
@@ -49,7 +59,11 @@ async function runOne(client, cfg) {
   const after = await redisCpuUs(client)
   // the warm-up also ran on Redis; count it in the denominator
   const warmup = Math.min(2000, cfg.count / 10)
-  return { ...result, rps: result.decisions / result.seconds, redisCpuUs: (after - before) / (result.decisions + warmup) }
+  return {
+    ...result,
+    rps: result.decisions / result.seconds,
+    redisCpuUs: (after - before) / (result.decisions + warmup),
+  }
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
@@ -67,7 +81,8 @@ async function main() {
   const client = new Redis(redis.url)
   const scenarios = []
   for (const keys of [1, 10000]) {
-    for (const inflight of [1, 256]) if (!ONLY || ONLY.includes(`${keys}x${inflight}`)) scenarios.push({ keys, inflight })
+    for (const inflight of [1, 256])
+      if (!ONLY || ONLY.includes(`${keys}x${inflight}`)) scenarios.push({ keys, inflight })
   }
   const results = {}
   try {
@@ -107,14 +122,22 @@ async function main() {
     }
   }
   const lines = []
-  lines.push(`| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision | Node context switches/decision |`)
+  lines.push(
+    `| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision | Node context switches/decision |`,
+  )
   lines.push(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`)
   for (const s of scenarios) {
-    const ref = results[`reference|${s.keys}|${s.inflight}`] ? summary(`reference|${s.keys}|${s.inflight}`) : { rps: NaN }
-    const rlf = results[`rate-limiter-flexible|${s.keys}|${s.inflight}`] ? summary(`rate-limiter-flexible|${s.keys}|${s.inflight}`) : { rps: NaN }
+    const ref = results[`reference|${s.keys}|${s.inflight}`]
+      ? summary(`reference|${s.keys}|${s.inflight}`)
+      : { rps: NaN }
+    const rlf = results[`rate-limiter-flexible|${s.keys}|${s.inflight}`]
+      ? summary(`rate-limiter-flexible|${s.keys}|${s.inflight}`)
+      : { rps: NaN }
     for (const impl of IMPLS) {
       const m = summary(`${impl}|${s.keys}|${s.inflight}`)
-      lines.push(`| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`)
+      lines.push(
+        `| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`,
+      )
     }
   }
   for (const [impl, label] of [
@@ -124,7 +147,9 @@ async function main() {
   ]) {
     for (const inflight of [1, 256]) {
       const m = summary(`${impl}|10000|${inflight}`)
-      lines.push(`| 10k keys, ${inflight} in flight | ${label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`)
+      lines.push(
+        `| 10k keys, ${inflight} in flight | ${label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`,
+      )
     }
   }
   const table = lines.join('\n')

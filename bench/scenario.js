@@ -24,7 +24,8 @@ async function makeDecide() {
   }
   if (cfg.impl === 'sluice' || cfg.impl === 'sluice-memory') {
     const { RedisStore, MemoryStore, DistributedPacer } = require('../lib/index.js')
-    const store = cfg.impl === 'sluice' ? await RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix }) : new MemoryStore()
+    const store =
+      cfg.impl === 'sluice' ? await RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix }) : new MemoryStore()
     return {
       decide: (key) => new DistributedPacer(store, { key, qps: QPS, maxBurst: BURST }).pace(),
       close: () => store.close(),

@@ -29,7 +29,9 @@ async function worker(id, pacer, until) {
 async function main() {
   const store = new MemoryStore()
   const pacer = new DistributedPacer(store, { key: 'fake-api', qps, maxBurst })
-  console.log(`sluice demo: ${workers} workers, one pacer (qps=${qps} weight/s, maxBurst=${maxBurst}), ${seconds} s, embedded store`)
+  console.log(
+    `sluice demo: ${workers} workers, one pacer (qps=${qps} weight/s, maxBurst=${maxBurst}), ${seconds} s, embedded store`,
+  )
   const start = Date.now()
   const until = start + seconds * 1000
   const report = setInterval(() => {
@@ -47,8 +49,10 @@ async function main() {
   const steadyRate = steadyWeight / ((steady[steady.length - 1].at - steady[0].at) / 1000)
   console.log(`calls per worker: ${counts.join(' ')}`)
   console.log(`total weight ${total} in ${((calls[calls.length - 1].at - start) / 1000).toFixed(2)} s`)
-  console.log(`target ${qps.toFixed(2)}/s, achieved after the burst ${steadyRate.toFixed(2)}/s ` +
-    `(${((100 * (steadyRate - qps)) / qps).toFixed(2)}%)`)
+  console.log(
+    `target ${qps.toFixed(2)}/s, achieved after the burst ${steadyRate.toFixed(2)}/s ` +
+      `(${((100 * (steadyRate - qps)) / qps).toFixed(2)}%)`,
+  )
   await store.close()
 }
 

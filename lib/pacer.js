@@ -115,7 +115,10 @@ class DistributedPacer {
   /** @internal the outcome of this pacer's decision at `out[i..i+3]` */
   _outcome(out, i, weight) {
     const delayMs = delayMsOf(out[i])
-    return { delayMs, reason: `watermark=${fixed2(out[i + 1])}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}` }
+    return {
+      delayMs,
+      reason: `watermark=${fixed2(out[i + 1])}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}`,
+    }
   }
 
   /** @internal the members this pacer contributes to a composite */

@@ -80,7 +80,12 @@ class MemoryStore {
     if (this._closed) throw closedError()
     try {
       if ((this._untilSweep -= keys.length) <= 0) this._sweep(this.clock ? this.clock._nowUs() : -1)
-      return native.memoryPacerBatch(this._handle, keys.join('\n'), new Float64Array(args), this.clock ? this.clock._nowUs() : -1)
+      return native.memoryPacerBatch(
+        this._handle,
+        keys.join('\n'),
+        new Float64Array(args),
+        this.clock ? this.clock._nowUs() : -1,
+      )
     } catch (err) {
       throw fromNative(err)
     }
@@ -187,7 +192,15 @@ class RedisStore {
 
   _flush() {
     this._scheduled = false
-    const { _keys: keys, _args: args, _owners: owners, _weights: weights, _resolve: resolve, _reject: reject, _members: members } = this
+    const {
+      _keys: keys,
+      _args: args,
+      _owners: owners,
+      _weights: weights,
+      _resolve: resolve,
+      _reject: reject,
+      _members: members,
+    } = this
     this._keys = []
     this._args = []
     this._owners = []
@@ -205,7 +218,14 @@ class RedisStore {
       let keyEnd = key
       for (let e = entry; e < end; e++) keyEnd += members[e]
       const argEnd = arg + 2 * (end - entry) + 4 * (keyEnd - key)
-      this._send(keys.slice(key, keyEnd).join('\n'), new Float64Array(args.slice(arg, argEnd)), nowUs, entry, end, batch)
+      this._send(
+        keys.slice(key, keyEnd).join('\n'),
+        new Float64Array(args.slice(arg, argEnd)),
+        nowUs,
+        entry,
+        end,
+        batch,
+      )
       entry = end
       key = keyEnd
       arg = argEnd

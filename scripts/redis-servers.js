@@ -53,9 +53,23 @@ async function waitFor(check, what, ms = 10000) {
 function startServer(port, dir, extra) {
   fs.mkdirSync(dir, { recursive: true })
   execFileSync('redis-server', [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--daemonize', 'yes', '--dir', dir, '--pidfile', path.join(dir, 'redis.pid'),
-    '--logfile', path.join(dir, 'redis.log'), ...extra,
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'yes',
+    '--dir',
+    dir,
+    '--pidfile',
+    path.join(dir, 'redis.pid'),
+    '--logfile',
+    path.join(dir, 'redis.log'),
+    ...extra,
   ])
 }
 
@@ -67,13 +81,21 @@ async function start() {
   startServer(standalone, path.join(root, String(standalone)), [])
   for (const p of cluster) {
     startServer(p, path.join(root, String(p)), [
-      '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${p}.conf`, '--cluster-node-timeout', '5000',
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      `nodes-${p}.conf`,
+      '--cluster-node-timeout',
+      '5000',
     ])
   }
   fs.writeFileSync(stateFile, JSON.stringify({ standalone, cluster }))
   for (const p of [standalone, ...cluster]) await waitFor(() => cli(p, 'PING') === 'PONG', `redis on ${p}`)
-  execFileSync('redis-cli', ['--cluster', 'create', ...cluster.map((p) => `127.0.0.1:${p}`),
-    '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' })
+  execFileSync(
+    'redis-cli',
+    ['--cluster', 'create', ...cluster.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+    { stdio: 'ignore' },
+  )
   await waitFor(() => cluster.every((p) => /cluster_state:ok/.test(cli(p, 'CLUSTER', 'INFO'))), 'cluster state ok')
   printEnv()
 }

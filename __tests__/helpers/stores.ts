@@ -36,10 +36,12 @@ export async function makeStore(
 /** A plain client to look at what the store wrote (never used to decide anything). */
 export function rawClient(kind: 'redis' | 'cluster'): Redis | Cluster {
   if (kind === 'redis') return new Redis(redisUrl(), { lazyConnect: false })
-  return new Cluster(clusterNodes().map((u) => {
-    const { hostname, port } = new URL(u)
-    return { host: hostname, port: Number(port) }
-  }))
+  return new Cluster(
+    clusterNodes().map((u) => {
+      const { hostname, port } = new URL(u)
+      return { host: hostname, port: Number(port) }
+    }),
+  )
 }
 
 /** All keys under a prefix, on every node. */

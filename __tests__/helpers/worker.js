@@ -7,7 +7,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 async function main() {
   const cfg = JSON.parse(process.argv[2])
-  const store = await RedisStore.connect(cfg.cluster ? { cluster: cfg.cluster, keyPrefix: cfg.prefix } : { url: cfg.url, keyPrefix: cfg.prefix })
+  const store = await RedisStore.connect(
+    cfg.cluster ? { cluster: cfg.cluster, keyPrefix: cfg.prefix } : { url: cfg.url, keyPrefix: cfg.prefix },
+  )
   const pacer = new DistributedPacer(store, { key: cfg.key, qps: cfg.qps, maxBurst: cfg.maxBurst })
   await sleep(Math.max(0, cfg.startAt - Date.now()))
   const firstSend = Date.now()

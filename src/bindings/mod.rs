@@ -3,6 +3,8 @@
 //! These classes are the native layer under `lib/` (the public JS API); users do not call
 //! them directly. Errors cross as `Error` whose message starts with the stable code
 //! (`ERR_TIMEOUT: ...`); `lib/errors.js` turns them into `SluiceError` instances.
+// napi-derive registers exports only outside `cfg(test)`, so a test build sees them unused.
+#![cfg_attr(test, allow(dead_code))]
 
 use crate::core::pacer::Mode;
 use crate::error::{Error, ErrorKind};
@@ -46,7 +48,10 @@ pub fn memory_store_new() -> External<MemoryStore> {
 /// Interns a key of the embedded store: the id to pass to `memoryPacerStep`, valid until a
 /// `memorySweep` that returns true.
 #[napi(catch_unwind)]
-pub fn memory_intern(#[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>, key: String) -> Result<u32> {
+pub fn memory_intern(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
+  key: String,
+) -> Result<u32> {
   validate_key(&key).map_err(js_error)?;
   u32::try_from(store.intern(&key)).map_err(|_| js_error(Error::new(ErrorKind::Internal, "too many keys")))
 }
@@ -80,7 +85,10 @@ pub fn memory_pacer_step(
 /// Drops expired keys of the embedded store once enough have accumulated; true = ids were
 /// freed and every id handed out before is invalid.
 #[napi(catch_unwind)]
-pub fn memory_sweep(#[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>, now_us: f64) -> Result<bool> {
+pub fn memory_sweep(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
+  now_us: f64,
+) -> Result<bool> {
   let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
   Ok(store.sweep(now))
 }
@@ -101,7 +109,10 @@ pub fn memory_pacer_batch(
 
 /// Live pacer keys of the embedded store (keys whose TTL has not passed).
 #[napi(catch_unwind)]
-pub fn memory_store_size(#[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>, now_us: f64) -> Result<u32> {
+pub fn memory_store_size(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
+  now_us: f64,
+) -> Result<u32> {
   let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
   Ok(store.len(now) as u32)
 }
@@ -120,7 +131,7 @@ pub struct NativeRedisOptions {
 fn millis(name: &str, value: Option<f64>, default: Duration) -> std::result::Result<Duration, Error> {
   match value {
     None => Ok(default),
-    Some(ms) if ms.is_finite() && ms >= 1.0 && ms <= 3_600_000.0 && ms.fract() == 0.0 => {
+    Some(ms) if (1.0..=3_600_000.0).contains(&ms) && ms.fract() == 0.0 => {
       Ok(Duration::from_millis(ms as u64))
     }
     Some(ms) => Err(Error::config(format!("{name} must be an integer in [1, 3600000], got {ms}"))),

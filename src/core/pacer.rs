@@ -110,11 +110,8 @@ pub fn step(state: Option<State>, params: &Params, weight: f64, now_us: f64) -> 
   }
 
   watermark += weight;
-  let (shot, new_tail) = if watermark <= max_burst {
-    (now_us, tail)
-  } else {
-    (tail, tail + (weight * 1e6 / qps).ceil())
-  };
+  let (shot, new_tail) =
+    if watermark <= max_burst { (now_us, tail) } else { (tail, tail + (weight * 1e6 / qps).ceil()) };
   if watermark > max_burst {
     watermark = max_burst;
   }
@@ -138,11 +135,7 @@ pub fn ttl_ms(state: &State, params: &Params, now_us: f64) -> f64 {
 
 /// The result of a group of calls decided together (a `PacerComposite` call): in rate-limit
 /// mode either every member is charged or none is.
-pub fn step_group(
-  states: &mut [Option<State>],
-  members: &[(usize, Params, f64)],
-  now_us: f64,
-) -> Vec<Outcome> {
+pub fn step_group(states: &mut [Option<State>], members: &[(usize, Params, f64)], now_us: f64) -> Vec<Outcome> {
   // Members may share a key: each sees the tentative state left by the ones before it.
   let mut tentative: Vec<Option<State>> = states.to_vec();
   let mut outcomes = Vec::with_capacity(members.len());

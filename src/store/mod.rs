@@ -65,7 +65,7 @@ impl PacerBatch {
         Some(m) if *m == 0.0 => Mode::RateLimit,
         _ => return Err(Error::argument("malformed batch: bad mode")),
       };
-      if !(count >= 1.0 && count <= 1024.0 && count.fract() == 0.0) {
+      if !((1.0..=1024.0).contains(&count) && count.fract() == 0.0) {
         return Err(Error::argument("malformed batch: bad member count"));
       }
       let count = count as usize;

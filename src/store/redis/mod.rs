@@ -131,7 +131,8 @@ impl RedisStore {
         return Err(Error::new(ErrorKind::StoreUnavailable, message));
       }
     }
-    let store = RedisStore { pool, cluster, command_timeout: options.command_timeout, closed: Arc::new(AtomicBool::new(false)) };
+    let store =
+      RedisStore { pool, cluster, command_timeout: options.command_timeout, closed: Arc::new(AtomicBool::new(false)) };
     store.keep_timer_armed();
     Ok(store)
   }
@@ -289,12 +290,10 @@ impl RedisStore {
     }
     let all = failure.is_none() && decisions.iter().all(|d| d.admitted);
     if entry.mode == Mode::RateLimit && !all {
-      let undo = written
-        .iter()
-        .map(|(m, old, new)| {
-          let args = vec![Value::Bytes(new.clone().into()), Value::Bytes(old.clone().into())];
-          self.run(&PACER_UNDO, vec![batch.keys[m.key].clone()], args)
-        });
+      let undo = written.iter().map(|(m, old, new)| {
+        let args = vec![Value::Bytes(new.clone().into()), Value::Bytes(old.clone().into())];
+        self.run(&PACER_UNDO, vec![batch.keys[m.key].clone()], args)
+      });
       for result in futures::future::join_all(undo).await {
         result?;
       }
@@ -346,10 +345,11 @@ impl ScriptArgs {
     let p = &m.params;
     let next = self.params.len() / 3 + 1;
     let params = &mut self.params;
-    let index = *self.param_index.entry([p.qps.to_bits(), p.max_burst.to_bits(), p.factor.to_bits()]).or_insert_with(|| {
-      params.extend([number(p.qps), number(p.max_burst), number(p.factor)]);
-      next
-    });
+    let index =
+      *self.param_index.entry([p.qps.to_bits(), p.max_burst.to_bits(), p.factor.to_bits()]).or_insert_with(|| {
+        params.extend([number(p.qps), number(p.max_burst), number(p.factor)]);
+        next
+      });
     self.entries.extend([Value::Integer((k * KEY_SHIFT + index) as i64), number(m.weight)]);
   }
 

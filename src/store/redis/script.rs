@@ -15,5 +15,4 @@ impl Script {
 }
 
 pub static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer.lua")));
-pub static PACER_UNDO: LazyLock<Script> =
-  LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_undo.lua")));
+pub static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_undo.lua")));
