@@ -131,9 +131,7 @@ pub struct NativeRedisOptions {
 fn millis(name: &str, value: Option<f64>, default: Duration) -> std::result::Result<Duration, Error> {
   match value {
     None => Ok(default),
-    Some(ms) if (1.0..=3_600_000.0).contains(&ms) && ms.fract() == 0.0 => {
-      Ok(Duration::from_millis(ms as u64))
-    }
+    Some(ms) if (1.0..=3_600_000.0).contains(&ms) && ms.fract() == 0.0 => Ok(Duration::from_millis(ms as u64)),
     Some(ms) => Err(Error::config(format!("{name} must be an integer in [1, 3600000], got {ms}"))),
   }
 }
