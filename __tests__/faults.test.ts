@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { DistributedPacer, ManualClock, RedisStore, SluiceError } from '../lib/index.js'
-import { freshPrefix, makeStore, rawClient } from './helpers/stores.js'
+import { freshPrefix, makeStore, rawClient, redisUrl } from './helpers/stores.js'
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -134,6 +134,14 @@ describe('store failures', () => {
       await store.close()
       await stop(server)
     }
+  })
+
+  it('rediss:// speaks TLS: against a plain-TCP server it fails instead of connecting in clear', async () => {
+    const { error } = await timed(
+      RedisStore.connect({ url: redisUrl().replace('redis://', 'rediss://'), connectTimeoutMs: 1000 }),
+    )
+    expect(error).toBeInstanceOf(SluiceError)
+    expect((error as SluiceError).code).toBe('ERR_STORE_UNAVAILABLE')
   })
 
   it('close() rejects later calls with ERR_CLOSED', async () => {

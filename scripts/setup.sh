@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 
 command -v cargo >/dev/null 2>&1 || { echo "sluice needs a Rust toolchain (cargo) to build its addon" >&2; exit 1; }
 if [ ! -x node_modules/.bin/napi ] || [ ! -x node_modules/.bin/vitest ]; then
-  echo "== npm ci"
-  npm ci --no-audit --no-fund
+  echo "== npm install"
+  # not `npm ci`: npm 11 rejects its own lock file here (optional per-platform packages of a
+  # transitive dependency of @napi-rs/cli are recorded without versions); the lock is still used
+  npm install --no-audit --no-fund
 fi
 if [ "${SLUICE_SKIP_BUILD:-}" != "1" ]; then
   echo "== building the addon"
