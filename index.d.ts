@@ -76,7 +76,7 @@ export interface NativeRedisOptions {
 
 /**
  * A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
- * call per slot. A function rather than an async method: a method keeps a reference to
+ * call per slot, on the connection of `lane` (batches on one lane keep their order). A function rather than an async method: a method keeps a reference to
  * `this` per call, and releasing it costs a second wake-up of the JS thread.
  */
-export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): Promise<Float64Array>
+export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>

@@ -51,6 +51,12 @@ describe.each(STORE_KINDS)('DistributedPacer on %s', (kind) => {
     expect(outcomes.map((o) => o.delayMs)).toEqual([0, 100, 200, 300])
   })
 
+  it('many calls in one tick (several script calls) keep their call order', async () => {
+    const p = pacer({ qps: 1000 })
+    const outcomes = await Promise.all(Array.from({ length: 300 }, () => p.pace()))
+    expect(outcomes.map((o) => o.delayMs)).toEqual(Array.from({ length: 300 }, (_, i) => i))
+  })
+
   it('rateLimit refuses until the tail, exactly, and admits at it', async () => {
     const p = pacer({ qps: 10 })
     expect((await p.rateLimit()).delayMs).toBe(0)

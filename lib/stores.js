@@ -117,6 +117,7 @@ class RedisStore {
     this._reject = []
     this._members = []
     this._scheduled = false
+    this._lane = 0 // every chunk of one flush goes on one connection, so it keeps call order
     this._flushBound = () => this._flush()
   }
 
@@ -209,7 +210,7 @@ class RedisStore {
     this._reject = []
     this._members = []
     const nowUs = this.clock ? this.clock._nowUs() : -1
-    const batch = { owners, weights, resolve, reject, members }
+    const batch = { owners, weights, resolve, reject, members, lane: (this._lane = (this._lane + 1) >>> 0) }
     let entry = 0
     let key = 0
     let arg = 0
@@ -232,7 +233,7 @@ class RedisStore {
     }
   }
 
-  _send(keys, args, nowUs, start, end, { owners, weights, resolve, reject, members }) {
+  _send(keys, args, nowUs, start, end, { owners, weights, resolve, reject, members, lane }) {
     const fail = (err) => {
       const error = fromNative(err)
       for (let e = start; e < end; e++) reject[e](error)
@@ -240,7 +241,7 @@ class RedisStore {
     if (this._closed) return fail(closedError())
     let pending
     try {
-      pending = native.redisPacerBatch(this._native, keys, args, nowUs)
+      pending = native.redisPacerBatch(this._native, keys, args, nowUs, lane)
     } catch (err) {
       return fail(err)
     }

@@ -77,7 +77,7 @@ async fn conform(options: RedisOptions, label: &str) {
       let (batch_keys, args) = random_batch(&mut rng, &keys);
       let batch = PacerBatch::decode(&batch_keys, &args).expect("valid batch");
       let expected = model.pacer_batch(&batch, now);
-      let actual = store.pacer_batch(&batch, Some(now)).await.expect("redis decision");
+      let actual = store.pacer_batch(&batch, Some(now), step as u32).await.expect("redis decision");
       assert_eq!(expected.len(), actual.len());
       for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
         assert!(same(e, a), "{label} seed {seed} step {step} member {i}: model {e:?} != lua {a:?}\nbatch {batch:?}");

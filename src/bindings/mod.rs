@@ -169,7 +169,7 @@ pub async fn connect_redis(options: NativeRedisOptions) -> Result<NativeRedisSto
 }
 
 /// A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
-/// call per slot. A function rather than an async method: a method keeps a reference to
+/// call per slot, on the connection of `lane` (batches on one lane keep their order). A function rather than an async method: a method keeps a reference to
 /// `this` per call, and releasing it costs a second wake-up of the JS thread.
 #[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
 pub fn redis_pacer_batch<'env>(
@@ -178,12 +178,13 @@ pub fn redis_pacer_batch<'env>(
   keys: String,
   args: Float64Array,
   now_us: f64,
+  lane: u32,
 ) -> Result<PromiseRaw<'env, Float64Array>> {
   let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
   let now = explicit_now(now_us).map_err(js_error)?;
   let inner = store.inner.clone();
   env.spawn_future(async move {
-    let out = pacer_batch_flat(&inner, &batch, now).await.map_err(js_error)?;
+    let out = pacer_batch_flat(&inner, &batch, now, lane).await.map_err(js_error)?;
     Ok(Float64Array::new(out))
   })
 }

@@ -162,11 +162,17 @@ impl RedisStore {
     }
   }
 
-  fn client(&self) -> Result<&Client> {
+  /// The connection of a lane: calls sent on one lane reach Redis in the order they were
+  /// made (the JS layer sends all chunks of one tick on one lane).
+  fn client(&self, lane: u32) -> Result<&Client> {
     if self.closed.load(Ordering::Relaxed) {
       return Err(Error::new(ErrorKind::Closed, "the store is closed"));
     }
-    let client = self.pool.next_connected();
+    let clients = self.pool.clients();
+    let mut client = &clients[lane as usize % clients.len()];
+    if !client.is_connected() {
+      client = self.pool.next_connected();
+    }
     if !client.is_connected() {
       return Err(Error::new(ErrorKind::StoreUnavailable, "no connection to Redis is up"));
     }
@@ -175,8 +181,8 @@ impl RedisStore {
 
   /// Runs a script; NOSCRIPT is answered by one EVAL on the same node. The deadline is
   /// fred's per-command timeout (`command_timeout`, one timer per round trip).
-  async fn run(&self, script: &Script, keys: Vec<String>, args: Vec<Value>) -> Result<Vec<Value>> {
-    let client = self.client()?;
+  async fn run(&self, lane: u32, script: &Script, keys: Vec<String>, args: Vec<Value>) -> Result<Vec<Value>> {
+    let client = self.client(lane)?;
     let result = match client.evalsha::<Vec<Value>, _, _, _>(script.sha.as_str(), keys.clone(), args.clone()).await {
       Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(script.lua, keys, args).await,
       other => other,
@@ -185,7 +191,7 @@ impl RedisStore {
   }
 
   /// Decides a batch; results per member, in member order.
-  pub async fn pacer_batch(&self, batch: &PacerBatch, now_us: Option<f64>) -> Result<Vec<Decision>> {
+  pub async fn pacer_batch(&self, batch: &PacerBatch, now_us: Option<f64>, lane: u32) -> Result<Vec<Decision>> {
     let mut decisions = vec![Decision { delay_us: 0.0, watermark_before: 0.0, admitted: false }; batch.members.len()];
     // Entries grouped by slot (one group on a standalone server), plus cross-slot composites.
     let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
@@ -205,8 +211,8 @@ impl RedisStore {
         cross_slot.push(e);
       }
     }
-    let calls = groups.values().map(|entries| self.pacer_call(batch, entries, now_us));
-    let composites = cross_slot.iter().map(|e| self.cross_slot_entry(batch, *e, now_us));
+    let calls = groups.values().map(|entries| self.pacer_call(batch, entries, now_us, lane));
+    let composites = cross_slot.iter().map(|e| self.cross_slot_entry(batch, *e, now_us, lane));
     let (results, composite_results) =
       futures::future::join(futures::future::join_all(calls), futures::future::join_all(composites)).await;
     for (entries, result) in groups.values().zip(results) {
@@ -226,7 +232,13 @@ impl RedisStore {
   }
 
   /// One script call for entries that share a slot.
-  async fn pacer_call(&self, batch: &PacerBatch, entries: &[usize], now_us: Option<f64>) -> Result<Vec<Decision>> {
+  async fn pacer_call(
+    &self,
+    batch: &PacerBatch,
+    entries: &[usize],
+    now_us: Option<f64>,
+    lane: u32,
+  ) -> Result<Vec<Decision>> {
     let mut args = ScriptArgs::new(now_us);
     for e in entries {
       let entry = &batch.entries[*e];
@@ -236,7 +248,7 @@ impl RedisStore {
       }
     }
     let (keys, args) = args.finish();
-    let reply = self.run(&PACER, keys, args).await?;
+    let reply = self.run(lane, &PACER, keys, args).await?;
     let members: usize = entries.iter().map(|e| batch.entries[*e].members.len()).sum();
     if reply.len() != members * REPLY_FIELDS {
       return Err(Error::new(ErrorKind::Script, "malformed pacer reply"));
@@ -258,7 +270,13 @@ impl RedisStore {
   /// its own node at once; if any refuses (rate-limit mode), the others' charges are taken
   /// back by compare-and-set. Exact unless another call wrote the same key in between, in
   /// which case that charge stays (it errs on admitting less, never more).
-  async fn cross_slot_entry(&self, batch: &PacerBatch, e: usize, now_us: Option<f64>) -> Result<Vec<Decision>> {
+  async fn cross_slot_entry(
+    &self,
+    batch: &PacerBatch,
+    e: usize,
+    now_us: Option<f64>,
+    lane: u32,
+  ) -> Result<Vec<Decision>> {
     let entry = &batch.entries[e];
     let members = &batch.members[entry.members.clone()];
     let charges = members.iter().map(|m| {
@@ -266,7 +284,7 @@ impl RedisStore {
       args.entry(1, entry.mode, true);
       args.member(&batch.keys[m.key], m.key, m);
       let (keys, args) = args.finish();
-      self.run(&PACER, keys, args)
+      self.run(lane, &PACER, keys, args)
     });
     let replies = futures::future::join_all(charges).await;
     let mut decisions = vec![];
@@ -292,7 +310,7 @@ impl RedisStore {
     if entry.mode == Mode::RateLimit && !all {
       let undo = written.iter().map(|(m, old, new)| {
         let args = vec![Value::Bytes(new.clone().into()), Value::Bytes(old.clone().into())];
-        self.run(&PACER_UNDO, vec![batch.keys[m.key].clone()], args)
+        self.run(lane, &PACER_UNDO, vec![batch.keys[m.key].clone()], args)
       });
       for result in futures::future::join_all(undo).await {
         result?;
@@ -394,6 +412,11 @@ fn settle_admission(members: &mut [Decision], mode: Mode) {
 }
 
 /// Convenience for bindings: decide and flatten.
-pub async fn pacer_batch_flat(store: &RedisStore, batch: &PacerBatch, now_us: Option<f64>) -> Result<Vec<f64>> {
-  Ok(encode_decisions(&store.pacer_batch(batch, now_us).await?))
+pub async fn pacer_batch_flat(
+  store: &RedisStore,
+  batch: &PacerBatch,
+  now_us: Option<f64>,
+  lane: u32,
+) -> Result<Vec<f64>> {
+  Ok(encode_decisions(&store.pacer_batch(batch, now_us, lane).await?))
 }
