@@ -65,6 +65,9 @@ describe.each(STORE_KINDS)('input validation on %s', (kind) => {
     const p = new DistributedPacer(store, { key: 'edges', qps: 1e9, maxBurst: 1e9, burstAllowanceFactor: 1 })
     expect((await p.rateLimit(1e9)).delayMs).toBe(0)
     expect((await p.rateLimit(0)).delayMs).toBe(0)
+    for (const key of ['x'.repeat(512), '{'.repeat(512), '語'.repeat(512), '😀'.repeat(256)]) {
+      expect((await new DistributedPacer(store, { key, qps: 1 }).rateLimit()).delayMs).toBe(0)
+    }
     const tiny = new DistributedPacer(store, { key: 'tiny', qps: 1e-6, maxBurst: 0, burstAllowanceFactor: 1e-9 })
     expect((await tiny.rateLimit(1e-9)).delayMs).toBe(0)
   })

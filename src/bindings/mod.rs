@@ -1,7 +1,7 @@
 //! The only napi code: converts types and errors, holds store handles. No limiter logic.
 //!
-//! These classes are the native layer under `lib/` (the public JS API); users do not call
-//! them directly. Errors cross as `Error` whose message starts with the stable code
+//! These functions and classes are the native layer under `lib/` (the public JS API); users
+//! do not call them directly. Errors cross as `Error` whose message starts with the stable code
 //! (`ERR_TIMEOUT: ...`); `lib/errors.js` turns them into `SluiceError` instances.
 // napi-derive registers exports only outside `cfg(test)`, so a test build sees them unused.
 #![cfg_attr(test, allow(dead_code))]
@@ -30,6 +30,11 @@ fn explicit_now(now_us: f64) -> std::result::Result<Option<f64>, Error> {
   } else {
     Err(Error::argument(format!("clock time must be whole microseconds, got {now_us}")))
   }
+}
+
+/// The embedded store's clock: the explicit time, or the system clock.
+fn memory_now(now_us: f64) -> Result<f64> {
+  Ok(explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us))
 }
 
 /// A JS `Float64Array` written in place (a path type, so napi converts it by value).
@@ -89,8 +94,7 @@ pub fn memory_sweep(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
   now_us: f64,
 ) -> Result<bool> {
-  let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
-  Ok(store.sweep(now))
+  Ok(store.sweep(memory_now(now_us)?))
 }
 
 /// A batch on the embedded store, in the flat encoding of `PacerBatch::decode`; results per
@@ -103,18 +107,7 @@ pub fn memory_pacer_batch(
   now_us: f64,
 ) -> Result<Float64Array> {
   let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
-  let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
-  Ok(Float64Array::new(encode_decisions(&store.pacer_batch(&batch, now))))
-}
-
-/// Live pacer keys of the embedded store (keys whose TTL has not passed).
-#[napi(catch_unwind)]
-pub fn memory_store_size(
-  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] store: &External<MemoryStore>,
-  now_us: f64,
-) -> Result<u32> {
-  let now = explicit_now(now_us).map_err(js_error)?.unwrap_or_else(system_now_us);
-  Ok(store.len(now) as u32)
+  Ok(Float64Array::new(encode_decisions(&store.pacer_batch(&batch, memory_now(now_us)?))))
 }
 
 /// Options of `connectRedis`; numbers arrive as doubles and are checked here (a napi `u32`

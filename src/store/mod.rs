@@ -19,8 +19,9 @@ use std::ops::Range;
 pub const MEMBER_FIELDS: usize = 4;
 /// Numbers per member in the flat result encoding: delay_us, watermark_before, admitted (0/1).
 pub const RESULT_FIELDS: usize = 3;
-/// Longest accepted key, bytes (after escaping).
-pub const MAX_KEY_LEN: usize = 1024;
+/// Longest accepted full store key, bytes: a 512-character JS key is at most 1,536 bytes
+/// once escaped or UTF-8 encoded (3 per character), plus a prefix of up to 128.
+pub const MAX_KEY_LEN: usize = 2048;
 
 /// One pacer call as part of a batch.
 #[derive(Clone, Debug, PartialEq)]
