@@ -53,9 +53,6 @@ export declare function memoryPacerStep(store: ExternalObject<'MemoryStore'>, id
 /** Creates the embedded store's engine (synchronous: no tokio hop). */
 export declare function memoryStoreNew(): ExternalObject<'MemoryStore'>
 
-/** Live pacer keys of the embedded store (keys whose TTL has not passed). */
-export declare function memoryStoreSize(store: ExternalObject<'MemoryStore'>, nowUs: number): number
-
 /**
  * Drops expired keys of the embedded store once enough have accumulated; true = ids were
  * freed and every id handed out before is invalid.

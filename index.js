@@ -841,6 +841,5 @@ module.exports.memoryIntern = nativeBinding.memoryIntern
 module.exports.memoryPacerBatch = nativeBinding.memoryPacerBatch
 module.exports.memoryPacerStep = nativeBinding.memoryPacerStep
 module.exports.memoryStoreNew = nativeBinding.memoryStoreNew
-module.exports.memoryStoreSize = nativeBinding.memoryStoreSize
 module.exports.memorySweep = nativeBinding.memorySweep
 module.exports.redisPacerBatch = nativeBinding.redisPacerBatch

@@ -91,6 +91,19 @@ describe.each(STORE_KINDS)('input validation on %s', (kind) => {
     if (raw) expect((await keysUnder(raw, prefix)).filter((k) => k.includes('{weights}'))).toEqual([])
   })
 
+  it('extreme but valid schedules work and keep working', async () => {
+    const slow = new DistributedPacer(store, { key: 'slow', qps: 1e-6, maxBurst: 1e9, burstAllowanceFactor: 1e-9 })
+    for (let i = 0; i < 3; i++) await slow.pace(1e9)
+    // delays are reported up to 9e15 µs (~285 years): exact, and never 0 for a refusal
+    expect((await slow.pace(1e9)).delayMs).toBe(9e12)
+    expect((await slow.rateLimit(1e9)).delayMs).toBe(9e12)
+    if (raw) {
+      const ttl = await raw.pttl(`${prefix}:pacer:{slow}`)
+      expect(ttl).toBeGreaterThan(0)
+      expect(ttl).toBeLessThanOrEqual(315_360_000_000)
+    }
+  })
+
   it('undefined weight means 1', async () => {
     const p = new DistributedPacer(store, { key: 'default-weight', qps: 1, maxBurst: 1 })
     expect((await p.rateLimit(undefined)).reason).toContain('weight=1,')

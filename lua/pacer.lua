@@ -13,7 +13,8 @@
 --           [, raw state before or '', raw state written or '']  when mode has +2
 --           (admitted is implied: pace always; rate limit iff every delay of the entry is 0)
 -- Notes     a key is read at most once and written at most once per call, with
---           PX = time until its state no longer matters + 120 s. A refused rate-limit entry
+--           PX = time until its state no longer matters + 120 s (at most 10 years;
+--           delays at most 9e15 µs). A refused rate-limit entry
 --           writes nothing; a rate-limit entry's members are charged all or none.
 --           All KEYS share one hash slot: the caller groups entries by slot.
 
@@ -28,6 +29,8 @@ else
   now = tonumber(ARGV[1])
 end
 local MARGIN_MS = 120000
+local MAX_TTL_MS = 315360000000 -- 10 years: Redis refuses expiries near 1e21 ms
+local MAX_DELAY_US = 9e15 -- replies are 64-bit integers; a refusal's delay must stay > 0
 
 local nparams = tonumber(ARGV[2])
 assert(nparams and nparams >= 1 and nargs >= 2 + 3 * nparams, 'pacer: malformed parameter sets')
@@ -73,7 +76,9 @@ local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
   local before = water
   if weight == 0 then
     if water < burst or tail <= now then return 0, before, true end
-    return tail - now, before, pace
+    local delay = tail - now
+    if delay > MAX_DELAY_US then delay = MAX_DELAY_US end
+    return delay, before, pace
   end
   water = water + weight
   local shot, new_tail = now, tail
@@ -81,11 +86,15 @@ local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
     shot, new_tail = tail, tail + math.ceil(weight * 1000000 / qps)
     water = burst
   end
-  if not (pace or shot <= now) then return shot - now, before, false end
+  local delay = shot - now
+  if delay > MAX_DELAY_US then delay = MAX_DELAY_US end
+  if not (pace or shot <= now) then return delay, before, false end
   local busy = new_tail - now
   local drain = burst * 1000000 / (qps * factor)
   if drain > busy then busy = drain end
-  return shot - now, before, true, water, new_tail, now, math.ceil(busy / 1000) + MARGIN_MS
+  local ttl = math.ceil(busy / 1000) + MARGIN_MS
+  if ttl > MAX_TTL_MS then ttl = MAX_TTL_MS end
+  return delay, before, true, water, new_tail, now, ttl
 end
 
 

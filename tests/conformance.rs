@@ -42,8 +42,8 @@ fn random_batch(rng: &mut Rng, keys: &[String]) -> (String, Vec<f64>) {
     args.push(rng.below(2) as f64);
     for _ in 0..members {
       batch_keys.push(keys[rng.below(keys.len() as u64) as usize].clone());
-      args.push(rng.pick(&[0.0, 0.5, 1.0, 1.0, 1.0, 2.0, 3.7, 10.0]));
-      args.push(rng.pick(&[0.3, 1.0, 3.0, 10.0, 33.3, 100.0, 1000.0]));
+      args.push(rng.pick(&[0.0, 0.5, 1.0, 1.0, 1.0, 2.0, 3.7, 10.0, 1e9]));
+      args.push(rng.pick(&[1e-6, 0.3, 1.0, 3.0, 10.0, 33.3, 100.0, 1000.0, 1e9]));
       args.push(rng.pick(&[0.0, 0.0, 1.0, 2.5, 5.0, 20.0]));
       args.push(rng.pick(&[0.1, 0.5, 0.5, 1.0, 1.0]));
     }

@@ -62,7 +62,8 @@ pub struct State {
 /// The answer to one call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Decision {
-  /// Start of this call's slot minus now, µs (integer-valued). 0 = start now.
+  /// Start of this call's slot minus now, µs (integer-valued, at most [`MAX_DELAY_US`]).
+  /// 0 = start now.
   pub delay_us: f64,
   /// Bucket level after the leak and before this call's weight (for the `reason` string).
   pub watermark_before: f64,
@@ -73,6 +74,21 @@ pub struct Decision {
 
 /// Margin added to every key's TTL beyond the time its state matters, ms.
 pub const TTL_MARGIN_MS: f64 = 120_000.0;
+/// Longest TTL, ms (10 years). Extreme but valid inputs (qps 1e-6, weight 1e9) schedule a
+/// tail 1e21 µs away; Redis refuses such an expiry, and a state that matters for longer than
+/// ten years may as well reset.
+pub const MAX_TTL_MS: f64 = 315_360_000_000.0;
+/// Longest reported delay, µs (~285 years): Redis replies carry 64-bit integers, and a delay
+/// must stay exact (and above 0) to mean "refused".
+pub const MAX_DELAY_US: f64 = 9e15;
+
+fn capped(delay_us: f64) -> f64 {
+  if delay_us > MAX_DELAY_US {
+    MAX_DELAY_US
+  } else {
+    delay_us
+  }
+}
 
 /// What a step asks the store to do with the key.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -102,7 +118,7 @@ pub fn step(state: Option<State>, params: &Params, weight: f64, now_us: f64) -> 
   let watermark_before = watermark;
 
   if weight == 0.0 {
-    let delay_us = if watermark < max_burst || tail <= now_us { 0.0 } else { tail - now_us };
+    let delay_us = if watermark < max_burst || tail <= now_us { 0.0 } else { capped(tail - now_us) };
     // A pace probe reserves nothing, so it never holds back the members of its composite.
     let admitted = mode == Mode::Pace || delay_us == 0.0;
     let decision = Decision { delay_us, watermark_before, admitted };
@@ -116,7 +132,7 @@ pub fn step(state: Option<State>, params: &Params, weight: f64, now_us: f64) -> 
     watermark = max_burst;
   }
   let admitted = mode == Mode::Pace || shot <= now_us;
-  let decision = Decision { delay_us: shot - now_us, watermark_before, admitted };
+  let decision = Decision { delay_us: capped(shot - now_us), watermark_before, admitted };
   if !admitted {
     return Outcome { decision, save: None };
   }
@@ -130,7 +146,12 @@ pub fn ttl_ms(state: &State, params: &Params, now_us: f64) -> f64 {
   let queued = state.next_shot_us - now_us;
   let drain = params.max_burst * 1e6 / (params.qps * params.factor);
   let busy = if queued > drain { queued } else { drain };
-  (busy / 1000.0).ceil() + TTL_MARGIN_MS
+  let ttl = (busy / 1000.0).ceil() + TTL_MARGIN_MS;
+  if ttl > MAX_TTL_MS {
+    MAX_TTL_MS
+  } else {
+    ttl
+  }
 }
 
 /// The result of a group of calls decided together (a `PacerComposite` call): in rate-limit
@@ -267,6 +288,13 @@ mod tests {
     let o = step(None, &p, 1.0, 0.0);
     // drain of 100 units at 0.5/s = 200 s, plus the margin
     assert_eq!(o.save.unwrap().1, 200_000.0 + TTL_MARGIN_MS);
+  }
+
+  #[test]
+  fn ttl_is_capped_for_extreme_schedules() {
+    let p = params(1e-6, 1e9, 1e-9, Mode::Pace);
+    let o = step(None, &p, 1e9, 0.0);
+    assert_eq!(o.save.unwrap().1, MAX_TTL_MS);
   }
 
   #[test]
