@@ -181,7 +181,8 @@ impl RedisStore {
 
   /// Runs a script; NOSCRIPT is answered by one EVAL on the same node. The deadline is
   /// fred's per-command timeout (`command_timeout`, one timer per round trip).
-  async fn run(&self, lane: u32, script: &Script, keys: Vec<String>, args: Vec<Value>) -> Result<Vec<Value>> {
+  /// Keys and values are refcounted bytes, so the copy kept for a NOSCRIPT retry is cheap.
+  async fn run(&self, lane: u32, script: &Script, keys: Vec<Key>, args: Vec<Value>) -> Result<Vec<Value>> {
     let client = self.client(lane)?;
     let result = match client.evalsha::<Vec<Value>, _, _, _>(script.sha.as_str(), keys.clone(), args.clone()).await {
       Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(script.lua, keys, args).await,
@@ -310,7 +311,7 @@ impl RedisStore {
     if entry.mode == Mode::RateLimit && !all {
       let undo = written.iter().map(|(m, old, new)| {
         let args = vec![Value::Bytes(new.clone().into()), Value::Bytes(old.clone().into())];
-        self.run(lane, &PACER_UNDO, vec![batch.keys[m.key].clone()], args)
+        self.run(lane, &PACER_UNDO, vec![Key::from(batch.keys[m.key].as_str())], args)
       });
       for result in futures::future::join_all(undo).await {
         result?;
@@ -329,7 +330,7 @@ impl RedisStore {
 /// Builds the ARGV of `lua/pacer.lua`: keys and parameter sets deduplicated, numbers as
 /// their shortest exact decimal strings (Lua's `tonumber` reads back the same double).
 struct ScriptArgs {
-  keys: Vec<String>,
+  keys: Vec<Key>,
   key_index: std::collections::HashMap<usize, usize>,
   params: Vec<Value>,
   param_index: std::collections::HashMap<[u64; 3], usize>,
@@ -357,7 +358,7 @@ impl ScriptArgs {
   fn member(&mut self, key: &str, batch_key: usize, m: &super::Member) {
     let next = self.keys.len() + 1;
     let k = *self.key_index.entry(batch_key).or_insert_with(|| {
-      self.keys.push(key.to_owned());
+      self.keys.push(Key::from(key));
       next
     });
     let p = &m.params;
@@ -371,7 +372,7 @@ impl ScriptArgs {
     self.entries.extend([Value::Integer((k * KEY_SHIFT + index) as i64), number(m.weight)]);
   }
 
-  fn finish(self) -> (Vec<String>, Vec<Value>) {
+  fn finish(self) -> (Vec<Key>, Vec<Value>) {
     let mut args = Vec::with_capacity(2 + self.params.len() + self.entries.len());
     args.push(self.now);
     args.push(Value::Integer((self.params.len() / 3) as i64));
