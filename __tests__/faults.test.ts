@@ -1,6 +1,6 @@
 // Store failures: every call has a deadline, errors carry their codes, and the store
 // recovers by itself. These tests start and stop their own redis-server processes.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -142,6 +142,33 @@ describe('store failures', () => {
     )
     expect(error).toBeInstanceOf(SluiceError)
     expect((error as SluiceError).code).toBe('ERR_STORE_UNAVAILABLE')
+  })
+
+  it('close() with calls in flight: every call settles, later ones reject with ERR_CLOSED', async () => {
+    const store = await makeStore('redis')
+    const pacer = new DistributedPacer(store, { key: 'k', qps: 1e6 })
+    const settle = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e: SluiceError) => e.code,
+      )
+    const inFlight = Array.from({ length: 500 }, () => settle(pacer.pace()))
+    await new Promise((r) => setImmediate(r)) // sent
+    const closing = store.close()
+    const after = Array.from({ length: 10 }, () => settle(pacer.pace()))
+    const outcomes = await Promise.all([...inFlight, ...after])
+    await closing
+    for (const o of outcomes.slice(0, 500)) expect(['ok', 'ERR_CLOSED', 'ERR_STORE_UNAVAILABLE']).toContain(o)
+    expect(outcomes.slice(500)).toEqual(Array(10).fill('ERR_CLOSED'))
+  })
+
+  it('a process that never closes its store still exits', () => {
+    const program = `const { RedisStore, DistributedPacer } = require('./lib/index.js')
+      RedisStore.connect(${JSON.stringify(redisUrl())})
+        .then((s) => new DistributedPacer(s, { key: 'exit', qps: 10 }).pace())
+        .then((o) => console.log('paced', o.delayMs))`
+    const out = execFileSync(process.execPath, ['-e', program], { cwd: join(__dirname, '..'), timeout: 10_000 })
+    expect(String(out).trim()).toMatch(/^paced \d+$/)
   })
 
   it('close() rejects later calls with ERR_CLOSED', async () => {
