@@ -34,30 +34,33 @@ export declare function connectRedis(options: NativeRedisOptions): Promise<Nativ
  * Interns a key of the embedded store: the id to pass to `memoryPacerStep`, valid until a
  * `memorySweep` that returns true.
  */
-export declare function memoryIntern(store: ExternalObject<'MemoryStore'>, key: string): number
+export declare function memoryIntern(handle: ExternalObject<'MemoryStore'>, key: string): number
 
 /**
  * A batch on the embedded store, in the flat encoding of `PacerBatch::decode`; results per
  * member.
  */
-export declare function memoryPacerBatch(store: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Float64Array
+export declare function memoryPacerBatch(handle: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Float64Array
 
 /**
- * One pacer call on the embedded store, on an interned key. `io` carries the numbers both
- * ways, so the call converts three arguments instead of nine: in, `[weight, qps, maxBurst,
- * factor, pace (1/0), nowUs (-1 = system clock)]`; out, `[delayUs, watermarkBefore,
- * admitted (1/0)]` in its first three slots.
+ * One pacer call on the embedded store, on an interned key. The store's `io` buffer carries
+ * the numbers both ways (two arguments to convert instead of nine): in, `[weight, qps,
+ * maxBurst, factor, pace (1/0), nowUs (-1 = system clock)]`; out, `[delayUs,
+ * watermarkBefore, admitted (1/0)]` in its first three slots.
  */
-export declare function memoryPacerStep(store: ExternalObject<'MemoryStore'>, id: number, io: Float64Array): void
+export declare function memoryPacerStep(handle: ExternalObject<'MemoryStore'>, id: number): void
 
-/** Creates the embedded store's engine (synchronous: no tokio hop). */
-export declare function memoryStoreNew(): ExternalObject<'MemoryStore'>
+/**
+ * Creates the embedded store's engine (synchronous: no tokio hop). `io` (6 numbers) carries
+ * the numbers of every `memoryPacerStep` both ways.
+ */
+export declare function memoryStoreNew(io: Float64Array): ExternalObject<'MemoryStore'>
 
 /**
  * Drops expired keys of the embedded store once enough have accumulated; true = ids were
  * freed and every id handed out before is invalid.
  */
-export declare function memorySweep(store: ExternalObject<'MemoryStore'>, nowUs: number): boolean
+export declare function memorySweep(handle: ExternalObject<'MemoryStore'>, nowUs: number): boolean
 
 /**
  * Options of `connectRedis`; numbers arrive as doubles and are checked here (a napi `u32`

@@ -37,10 +37,10 @@ class MemoryStore {
     const { keyPrefix, clock } = storeOptions(options, ['keyPrefix', 'clock'])
     this.keyPrefix = keyPrefix
     this.clock = clock
-    this._handle = native.memoryStoreNew()
+    this._io = new Float64Array(6) // numbers in, decision out (see memoryPacerStep)
+    this._handle = native.memoryStoreNew(this._io)
     this._ids = new Map() // store key -> interned id; cleared whenever a sweep frees ids
     this._untilSweep = SWEEP_EVERY
-    this._io = new Float64Array(6) // numbers in, decision out (see memoryPacerStep)
     this._closed = false
     this._sync = true
   }
@@ -63,7 +63,7 @@ class MemoryStore {
       io[3] = factor
       io[4] = pace ? 1 : 0
       io[5] = nowUs
-      native.memoryPacerStep(this._handle, id, io)
+      native.memoryPacerStep(this._handle, id)
     } catch (err) {
       throw fromNative(err)
     }
