@@ -3,19 +3,22 @@
 --
 -- KEYS[k]   pacer state: 24 bytes, struct '<ddd' = watermark, next_shot_us, last_drip_us
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
--- ARGV[2]   P, the number of parameter sets, then P triples <qps> <max_burst> <factor>
--- then      entries, each: <members * 4 + mode>, then per member:
---             <key index * 1048576 + parameter set (both 1-based)> <weight>
+-- ARGV[2]   P, the number of parameter sets, then P quadruples
+--           <qps> <max_burst> <factor> <weight> (one number per call below: parsing a number
+--           costs ~900 instructions, and the calls of a batch mostly share their parameters)
+-- then      entries. A single call: <(key index * 1048576 + parameter set) * 4 + mode>
+--           (key index and parameter set 1-based). A composite: <-(members * 4 + mode)>, then
+--           per member <key index * 1048576 + parameter set>.
 --           mode: 1 pace, 0 rateLimit; +2 = also return the raw state before and after
---           (single-member entries only; used to undo a cross-slot composite charge)
+--           (single calls only; used to undo a cross-slot composite charge)
 -- Returns   flat array, per member in order: delay_us (integer), watermark_before in
 --           millionths of a weight unit (integer)
 --           [, raw state before or '', raw state written or '']  when mode has +2
 --           (admitted is implied: pace always; rate limit iff every delay of the entry is 0)
--- Notes     a key is read at most once and written at most once per call, with
---           PX = time until its state no longer matters + 120 s (at most 10 years;
---           delays at most 9e15 µs). A refused rate-limit entry
---           writes nothing; a rate-limit entry's members are charged all or none.
+-- Notes     every key is read at most once and written at most once per call, with
+--           PX = time until its state no longer matters, in whole seconds, + 120 s (at most
+--           10 years; delays at most 9e15 µs). A refused rate-limit entry writes nothing; a
+--           rate-limit entry's members are charged all or none.
 --           All KEYS share one hash slot: the caller groups entries by slot.
 
 local nargs = #ARGV
@@ -33,34 +36,36 @@ local MAX_TTL_MS = 315360000000 -- 10 years: Redis refuses expiries near 1e21 ms
 local MAX_DELAY_US = 9e15 -- replies are 64-bit integers; a refusal's delay must stay > 0
 
 local nparams = tonumber(ARGV[2])
-assert(nparams and nparams >= 1 and nargs >= 2 + 3 * nparams, 'pacer: malformed parameter sets')
-local pQ, pB, pF = {}, {}, {}
+assert(nparams and nparams >= 1 and nargs >= 2 + 4 * nparams, 'pacer: malformed parameter sets')
+local pQ, pB, pF, pW = {}, {}, {}, {}
 for p = 1, nparams do
-  pQ[p], pB[p], pF[p] = tonumber(ARGV[3 * p]), tonumber(ARGV[3 * p + 1]), tonumber(ARGV[3 * p + 2])
+  local a = 4 * p - 1
+  pQ[p], pB[p], pF[p], pW[p] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
 end
 
-local sW, sN, sL, raw, loaded, ttl = {}, {}, {}, {}, {}, {}
+-- state per key index; writer[k] = the parameter set of the last call that saved key k
+local sW, sN, sL, raw, loaded, writer = {}, {}, {}, {}, {}, {}
 local out, nout = {}, 0
 
+-- GET, not one MGET for all keys: MGET answers nil for a key of another type, which would
+-- then be overwritten; GET raises WRONGTYPE and the call fails with nothing written.
 local function load(k)
-  if not loaded[k] then
-    loaded[k] = true
-    local v = redis.call('GET', KEYS[k])
-    if v then
-      raw[k] = v
-      -- anything else is treated as a fresh key: no value can leave a key unusable
-      if #v == 24 then
-        local w, n, l = struct.unpack('<ddd', v)
-        if w == w and n == n and l == l and w < math.huge and n < math.huge and l < math.huge
-          and w > -math.huge and n > -math.huge and l > -math.huge then
-          sW[k], sN[k], sL[k] = w, n, l
-        end
+  loaded[k] = true
+  local v = redis.call('GET', KEYS[k])
+  if v then
+    raw[k] = v
+    -- anything else is treated as a fresh key: no value can leave a key unusable
+    if #v == 24 then
+      local w, n, l = struct.unpack('<ddd', v)
+      if w == w and n == n and l == l and w < math.huge and n < math.huge and l < math.huge
+        and w > -math.huge and n > -math.huge and l > -math.huge then
+        sW[k], sN[k], sL[k] = w, n, l
       end
     end
   end
 end
 
--- one call; returns delay, watermark_before, admitted[, new watermark, tail, last drip, ttl]
+-- one call; returns delay, watermark_before, admitted[, new watermark, tail, last drip]
 local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
   if water == nil then water, stored_tail, last = 0, 0, now end
   if stored_tail <= now then
@@ -89,12 +94,25 @@ local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
   local delay = shot - now
   if delay > MAX_DELAY_US then delay = MAX_DELAY_US end
   if not (pace or shot <= now) then return delay, before, false end
-  local busy = new_tail - now
-  local drain = burst * 1000000 / (qps * factor)
+  return delay, before, true, water, new_tail, now
+end
+
+-- how long a key's state matters, ms, as the PX argument: until its queue drains and its
+-- bucket leaks empty, in whole seconds, plus the margin. Redis formats a number argument with
+-- snprintf (~2,500 instructions), so each distinct value is turned into a string once.
+local px = {}
+local function ttl_px(tail, p)
+  local busy = tail - now
+  local drain = pB[p] * 1000000 / (pQ[p] * pF[p])
   if drain > busy then busy = drain end
-  local ttl = math.ceil(busy / 1000) + MARGIN_MS
+  local ttl = math.ceil(busy / 1000000) * 1000 + MARGIN_MS
   if ttl > MAX_TTL_MS then ttl = MAX_TTL_MS end
-  return delay, before, true, water, new_tail, now, ttl
+  local s = px[ttl]
+  if not s then
+    s = string.format('%.0f', ttl)
+    px[ttl] = s
+  end
+  return s
 end
 
 
@@ -102,30 +120,28 @@ local function state_string(k)
   return struct.pack('<ddd', sW[k], sN[k], sL[k])
 end
 
-local i = 3 + 3 * nparams
+local i = 3 + 4 * nparams
 while i <= nargs do
-  local header = tonumber(ARGV[i])
-  local mode = header % 4
-  local count = (header - mode) / 4
-  local pace, report = mode % 2 == 1, mode >= 2
-  assert(count >= 1 and nargs >= i + 2 * count, 'pacer: malformed entry')
-  i = i + 1
-  if count == 1 then
-    local kp = tonumber(ARGV[i])
+  local head = tonumber(ARGV[i])
+  if head >= 0 then
+    -- a single call (the hot path: no tables, the state loaded inline)
+    local mode = head % 4
+    local kp = (head - mode) / 4
     local p = kp % 1048576
     local k = (kp - p) / 1048576
-    load(k)
-    local delay, before, admitted, w, n, l, t = step(sW[k], sN[k], sL[k],
-      pQ[p], pB[p], pF[p], pace, tonumber(ARGV[i + 1]))
-    i = i + 2
+    local pace, report = mode % 2 == 1, mode >= 2
+    if not loaded[k] then load(k) end
+    local delay, before, admitted, w, n, l = step(sW[k], sN[k], sL[k], pQ[p], pB[p], pF[p], pace, pW[p])
+    i = i + 1
     local old
     if report then old = raw[k] or (sW[k] and state_string(k)) or '' end
     if w then
-      sW[k], sN[k], sL[k], ttl[k] = w, n, l, t
+      sW[k], sN[k], sL[k], writer[k] = w, n, l, p
       raw[k] = nil
     end
+    -- replies are integers: Redis truncates, which for a watermark >= 0 is floor
     out[nout + 1] = delay
-    out[nout + 2] = math.floor(before * 1000000 + 0.5)
+    out[nout + 2] = before * 1000000 + 0.5
     nout = nout + 2
     if report then
       out[nout + 1] = old
@@ -134,37 +150,41 @@ while i <= nargs do
     end
   else
     -- a composite: decide every member on tentative state, commit only if all admitted
-    local tW, tN, tL, tT = {}, {}, {}, {}
+    local mode = (-head) % 4
+    local count = (-head - mode) / 4
+    local pace = mode % 2 == 1
+    assert(count >= 1 and nargs >= i + count, 'pacer: malformed entry')
+    i = i + 1
+    local tW, tN, tL, tP = {}, {}, {}, {}
     local decided, all = {}, true
     for m = 1, count do
       local kp = tonumber(ARGV[i])
       local p = kp % 1048576
       local k = (kp - p) / 1048576
-      load(k)
+      if not loaded[k] then load(k) end
       local w0, n0, l0 = sW[k], sN[k], sL[k]
-      if tT[k] then w0, n0, l0 = tW[k], tN[k], tL[k] end
-      local delay, before, admitted, w, n, l, t = step(w0, n0, l0,
-        pQ[p], pB[p], pF[p], pace, tonumber(ARGV[i + 1]))
-      i = i + 2
-      if w then tW[k], tN[k], tL[k], tT[k] = w, n, l, t end
+      if tP[k] then w0, n0, l0 = tW[k], tN[k], tL[k] end
+      local delay, before, admitted, w, n, l = step(w0, n0, l0, pQ[p], pB[p], pF[p], pace, pW[p])
+      i = i + 1
+      if w then tW[k], tN[k], tL[k], tP[k] = w, n, l, p end
       all = all and admitted
       decided[2 * m - 1], decided[2 * m] = delay, before
     end
     if all then
-      for k, t in pairs(tT) do
-        sW[k], sN[k], sL[k], ttl[k] = tW[k], tN[k], tL[k], t
+      for k, p in pairs(tP) do
+        sW[k], sN[k], sL[k], writer[k] = tW[k], tN[k], tL[k], p
         raw[k] = nil
       end
     end
     for m = 1, 2 * count, 2 do
       out[nout + 1] = decided[m]
-      out[nout + 2] = math.floor(decided[m + 1] * 1000000 + 0.5)
+      out[nout + 2] = decided[m + 1] * 1000000 + 0.5
       nout = nout + 2
     end
   end
 end
 
-for k, t in pairs(ttl) do
-  redis.call('SET', KEYS[k], state_string(k), 'PX', t)
+for k, p in pairs(writer) do
+  redis.call('SET', KEYS[k], state_string(k), 'PX', ttl_px(sN[k], p))
 end
 return out

@@ -141,12 +141,13 @@ pub fn step(state: Option<State>, params: &Params, weight: f64, now_us: f64) -> 
 }
 
 /// How long a saved state matters: until the queue drains and the bucket has leaked empty,
-/// plus a margin. After that the key is equivalent to a fresh one and may expire.
+/// rounded up to whole seconds (fewer distinct values: the Lua formats each one once), plus a
+/// margin. After that the key is equivalent to a fresh one and may expire.
 pub fn ttl_ms(state: &State, params: &Params, now_us: f64) -> f64 {
   let queued = state.next_shot_us - now_us;
   let drain = params.max_burst * 1e6 / (params.qps * params.factor);
   let busy = if queued > drain { queued } else { drain };
-  let ttl = (busy / 1000.0).ceil() + TTL_MARGIN_MS;
+  let ttl = (busy / 1e6).ceil() * 1000.0 + TTL_MARGIN_MS;
   if ttl > MAX_TTL_MS {
     MAX_TTL_MS
   } else {

@@ -243,10 +243,7 @@ impl RedisStore {
     let mut args = ScriptArgs::new(now_us);
     for e in entries {
       let entry = &batch.entries[*e];
-      args.entry(entry.members.len(), entry.mode, false);
-      for m in &batch.members[entry.members.clone()] {
-        args.member(&batch.keys[m.key], m.key, m);
-      }
+      args.entry(batch, &batch.members[entry.members.clone()], entry.mode, false);
     }
     let (keys, args) = args.finish();
     let reply = self.run(lane, &PACER, keys, args).await?;
@@ -282,8 +279,7 @@ impl RedisStore {
     let members = &batch.members[entry.members.clone()];
     let charges = members.iter().map(|m| {
       let mut args = ScriptArgs::new(now_us);
-      args.entry(1, entry.mode, true);
-      args.member(&batch.keys[m.key], m.key, m);
+      args.entry(batch, std::slice::from_ref(m), entry.mode, true);
       let (keys, args) = args.finish();
       self.run(lane, &PACER, keys, args)
     });
@@ -333,7 +329,7 @@ struct ScriptArgs {
   keys: Vec<Key>,
   key_index: std::collections::HashMap<usize, usize>,
   params: Vec<Value>,
-  param_index: std::collections::HashMap<[u64; 3], usize>,
+  param_index: std::collections::HashMap<[u64; 4], usize>,
   entries: Vec<Value>,
   now: Value,
 }
@@ -350,32 +346,46 @@ impl ScriptArgs {
     }
   }
 
-  fn entry(&mut self, members: usize, mode: Mode, report: bool) {
+  /// One entry: a single call is `<(key * KEY_SHIFT + set) * 4 + mode>`, a composite
+  /// `<-(members * 4 + mode)>` then `<key * KEY_SHIFT + set>` per member; a parameter set is
+  /// qps, max_burst, factor and weight.
+  fn entry(&mut self, batch: &PacerBatch, members: &[super::Member], mode: Mode, report: bool) {
     let mode = if mode == Mode::Pace { 1 } else { 0 } + if report { 2 } else { 0 };
-    self.entries.push(Value::Integer((members * 4 + mode) as i64));
+    if members.len() > 1 {
+      self.entries.push(Value::Integer(-((members.len() * 4 + mode) as i64)));
+    }
+    for m in members {
+      let mut index = self.member_index(&batch.keys[m.key], m.key, m);
+      if members.len() == 1 {
+        index = index * 4 + mode;
+      }
+      self.entries.push(Value::Integer(index as i64));
+    }
   }
 
-  fn member(&mut self, key: &str, batch_key: usize, m: &super::Member) {
+  /// `key * KEY_SHIFT + parameter set` (qps, max_burst, factor, weight), both 1-based, adding
+  /// the key and the set if new.
+  fn member_index(&mut self, key: &str, batch_key: usize, m: &super::Member) -> usize {
     let next = self.keys.len() + 1;
     let k = *self.key_index.entry(batch_key).or_insert_with(|| {
       self.keys.push(Key::from(key));
       next
     });
     let p = &m.params;
-    let next = self.params.len() / 3 + 1;
+    let next = self.params.len() / 4 + 1;
     let params = &mut self.params;
-    let index =
-      *self.param_index.entry([p.qps.to_bits(), p.max_burst.to_bits(), p.factor.to_bits()]).or_insert_with(|| {
-        params.extend([number(p.qps), number(p.max_burst), number(p.factor)]);
-        next
-      });
-    self.entries.extend([Value::Integer((k * KEY_SHIFT + index) as i64), number(m.weight)]);
+    let bits = [p.qps.to_bits(), p.max_burst.to_bits(), p.factor.to_bits(), m.weight.to_bits()];
+    let set = *self.param_index.entry(bits).or_insert_with(|| {
+      params.extend([number(p.qps), number(p.max_burst), number(p.factor), number(m.weight)]);
+      next
+    });
+    k * KEY_SHIFT + set
   }
 
   fn finish(self) -> (Vec<Key>, Vec<Value>) {
     let mut args = Vec::with_capacity(2 + self.params.len() + self.entries.len());
     args.push(self.now);
-    args.push(Value::Integer((self.params.len() / 3) as i64));
+    args.push(Value::Integer((self.params.len() / 4) as i64));
     args.extend(self.params);
     args.extend(self.entries);
     (self.keys, args)
