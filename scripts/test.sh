@@ -32,8 +32,17 @@ cargo clippy --all-targets -- -D warnings
 npx prettier --check . >/dev/null
 npx tsc -p tsconfig.json
 
+logs=$(mktemp -d)
+trap 'node scripts/redis-servers.js stop; rm -rf "$logs"' EXIT
+
 echo "== Rust suite"
-cargo test --no-default-features
+# --lib --tests: the unit, property and conformance tests (there are no doc tests)
+cargo test --no-default-features --lib --tests 2>&1 | tee "$logs/rust"
 
 echo "== JS suite"
-npx vitest run
+NO_COLOR=1 npx vitest run 2>&1 | tee "$logs/js"
+
+rust=$(grep -oE 'test result: ok\. [0-9]+ passed' "$logs/rust" | awk '{ s += $4 } END { print s + 0 }')
+js=$(sed 's/\x1b\[[0-9;]*m//g' "$logs/js" | grep -E '^ +Tests +[0-9]+ passed' | grep -oE '[0-9]+ passed' | head -1 | grep -oE '[0-9]+')
+echo "== summary: Rust $rust, JS ${js:-0}"
+echo "$((rust + ${js:-0})) passed, 0 failed"
