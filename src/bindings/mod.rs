@@ -10,6 +10,7 @@ use crate::core::pacer::Mode;
 use crate::error::{Error, ErrorKind};
 use crate::store::memory::{system_now_us, MemoryStore};
 use crate::store::redis::{pacer_batch_flat, RedisOptions, RedisStore};
+use crate::store::limits::{decode_concurrent, decode_entry, encode_limit_decisions, LimitBatch, LIMIT_FIELDS};
 use crate::store::{encode_decisions, validate_key, validate_params, validate_weight, PacerBatch};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -96,6 +97,55 @@ pub fn memory_pacer_step(
   io[1] = d.watermark_before;
   io[2] = if d.admitted { 1.0 } else { 0.0 };
   Ok(())
+}
+
+/// One rate-limiter call (bucket, window, leaky/points) on the embedded store, on an interned
+/// key, through the `io` buffer: in, `[kind, weight, limit, intervalUs, maxWaitUs, nowUs]`
+/// (see `LimitBatch` for the codes); out, `[allowed (1/0), remaining, retryAfterUs,
+/// resetAfterUs]` in its first four slots.
+#[napi(catch_unwind)]
+pub fn memory_limit_step(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &External<MemoryHandle>,
+  id: u32,
+) -> Result<()> {
+  let mut io = handle.io.lock();
+  // SAFETY: as in `memory_pacer_step`: synchronous on the JS thread, buffer kept alive.
+  let io = unsafe { io.as_mut() };
+  let (kind, params, weight, action) = decode_entry(&io[..LIMIT_FIELDS]).map_err(js_error)?;
+  let now = memory_now(io[5])?;
+  let d = handle.store.limit_step_id(id as usize, kind, &params, weight, action, now).map_err(js_error)?;
+  io[..4].copy_from_slice(&[if d.allowed { 1.0 } else { 0.0 }, d.remaining, d.retry_after_us, d.reset_after_us]);
+  Ok(())
+}
+
+/// The answer to a concurrent-limiter operation on the embedded store.
+#[napi(object)]
+pub struct ConcurrentReply {
+  /// See `core::concurrent::Reply::values`.
+  pub values: Vec<f64>,
+  /// Slots handed to waiters: `"<waiter id> <token>"`, as the Redis store publishes them.
+  pub grants: Vec<String>,
+}
+
+/// One concurrent-limiter operation on the embedded store: `op` (1 acquire, 2 release,
+/// 3 extend, 4 poll, 5 cancel, 6 stats), the lease or waiter id, `[limit, lockUs, waitUs,
+/// ttlMs]`.
+#[napi(catch_unwind)]
+pub fn memory_concurrent(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &External<MemoryHandle>,
+  key: String,
+  op: f64,
+  id: String,
+  nums: Float64Array,
+  now_us: f64,
+) -> Result<ConcurrentReply> {
+  validate_key(&key).map_err(js_error)?;
+  let (request, ttl_ms) = decode_concurrent(op, &id, &nums).map_err(js_error)?;
+  let reply = handle.store.concurrent(&key, &id, request, ttl_ms, memory_now(now_us)?);
+  Ok(ConcurrentReply {
+    values: reply.values,
+    grants: reply.grants.into_iter().map(|(id, token)| format!("{id} {token}")).collect(),
+  })
 }
 
 /// Drops expired keys of the embedded store once enough have accumulated; true = ids were
@@ -191,6 +241,80 @@ pub fn redis_pacer_batch<'env>(
     let out = pacer_batch_flat(&inner, &batch, now, lane).await.map_err(js_error)?;
     Ok(Float64Array::new(out))
   })
+}
+
+/// A batch of rate-limiter calls on a Redis store, in the flat encoding of
+/// `LimitBatch::decode`, one script call per slot, on the connection of `lane`.
+#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+pub fn redis_limit_batch<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  keys: String,
+  args: Float64Array,
+  now_us: f64,
+  lane: u32,
+) -> Result<PromiseRaw<'env, Float64Array>> {
+  let batch = LimitBatch::decode(&keys, &args).map_err(js_error)?;
+  let now = explicit_now(now_us).map_err(js_error)?;
+  let inner = store.inner.clone();
+  env.spawn_future(async move {
+    let decisions = inner.limit_batch(&batch, now, lane).await.map_err(js_error)?;
+    Ok(Float64Array::new(encode_limit_decisions(&decisions)))
+  })
+}
+
+/// One concurrent-limiter operation on a Redis store (arguments as `memoryConcurrent`);
+/// grants are published on `<key>:wake`.
+#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+pub fn redis_concurrent<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  key: String,
+  op: f64,
+  id: String,
+  nums: Float64Array,
+  now_us: f64,
+) -> Result<PromiseRaw<'env, Float64Array>> {
+  validate_key(&key).map_err(js_error)?;
+  decode_concurrent(op, &id, &nums).map_err(js_error)?;
+  let now = explicit_now(now_us).map_err(js_error)?;
+  let nums = nums.to_vec();
+  let inner = store.inner.clone();
+  env.spawn_future(async move {
+    let values = inner.concurrent(&key, &id, op, &nums, now).await.map_err(js_error)?;
+    Ok(Float64Array::new(values))
+  })
+}
+
+/// Subscribes the store's listener to a grant channel; resolves once Redis confirmed.
+#[napi(catch_unwind, ts_return_type = "Promise<void>")]
+pub fn redis_subscribe<'env>(env: &'env Env, store: &NativeRedisStore, channel: String) -> Result<PromiseRaw<'env, ()>> {
+  let inner = store.inner.clone();
+  env.spawn_future(async move { inner.subscribe(&channel).await.map_err(js_error) })
+}
+
+#[napi(catch_unwind, ts_return_type = "Promise<void>")]
+pub fn redis_unsubscribe<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  channel: String,
+) -> Result<PromiseRaw<'env, ()>> {
+  let inner = store.inner.clone();
+  env.spawn_future(async move { inner.unsubscribe(&channel).await.map_err(js_error) })
+}
+
+/// Grant messages received since the last call (`"<waiter id> <token>"`, or `"*"`: re-poll
+/// every waiter), waiting for at least one; an empty list after `redisStopWakes` or close.
+#[napi(catch_unwind, ts_return_type = "Promise<string[]>")]
+pub fn redis_next_wakes<'env>(env: &'env Env, store: &NativeRedisStore) -> Result<PromiseRaw<'env, Vec<String>>> {
+  let inner = store.inner.clone();
+  env.spawn_future(async move { Ok(inner.next_wakes().await) })
+}
+
+/// Ends a pending `redisNextWakes` with an empty list.
+#[napi(catch_unwind)]
+pub fn redis_stop_wakes(store: &NativeRedisStore) {
+  store.inner.stop_wakes();
 }
 
 /// A connected Redis store.

@@ -3,4 +3,9 @@
 //! the oracle its Lua script is checked against.
 #![forbid(unsafe_code)]
 
+pub mod bucket;
+pub mod concurrent;
+pub mod leaky;
+pub mod limit;
 pub mod pacer;
+pub mod window;

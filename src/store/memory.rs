@@ -6,17 +6,27 @@
 //! live until [`MemoryStore::sweep`] drops the keys whose TTL has passed; whoever caches ids
 //! (the JS layer) must forget them whenever a sweep reports that it freed some.
 
+use super::limits::{reset_decision, Action, LimitBatch};
 use super::{Entry, PacerBatch};
+use crate::core::concurrent::{Reply, Request, Semaphore};
+use crate::core::limit::{self, Kind};
 use crate::core::pacer::{self, Decision, Params, State};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// What a key holds: the state of one algorithm.
+#[derive(Clone, Copy)]
+enum Value {
+  Pacer(State),
+  Limit(limit::State),
+}
+
 struct Slot {
   key: String,
   /// The state and when it expires, µs; `None` until first saved.
-  state: Option<(State, f64)>,
+  state: Option<(Value, f64)>,
 }
 
 #[derive(Default)]
@@ -26,6 +36,10 @@ struct Inner {
   free: Vec<usize>,
   /// Interned keys after the last sweep; a sweep frees ids only once this has doubled.
   swept_len: usize,
+  /// Concurrent limiters by key, with when they expire (µs).
+  semaphores: HashMap<String, (Semaphore, f64)>,
+  /// Concurrent limiters after their last sweep (same amortisation as the keys).
+  semaphores_swept: usize,
 }
 
 /// In-process store.
@@ -62,13 +76,33 @@ impl Inner {
 
   fn load(&self, id: usize, now_us: f64) -> Option<State> {
     match self.slots[id].state {
-      Some((state, expires_us)) if expires_us > now_us => Some(state),
+      Some((Value::Pacer(state), expires_us)) if expires_us > now_us => Some(state),
       _ => None,
     }
   }
 
   fn save(&mut self, id: usize, state: State, ttl_ms: f64, now_us: f64) {
-    self.slots[id].state = Some((state, now_us + ttl_ms * 1000.0));
+    self.slots[id].state = Some((Value::Pacer(state), now_us + ttl_ms * 1000.0));
+  }
+
+  /// One rate-limiter call on an interned key.
+  fn limit(&mut self, id: usize, kind: Kind, params: &limit::Params, weight: f64, action: Action, now_us: f64) -> limit::Decision {
+    let op = match action {
+      Action::Reset => {
+        self.slots[id].state = None;
+        return reset_decision(params);
+      }
+      Action::Step(op) => op,
+    };
+    let state = match self.slots[id].state {
+      Some((Value::Limit(state), expires_us)) if expires_us > now_us => Some(state),
+      _ => None,
+    };
+    let outcome = limit::step(kind, state, params, weight, op, now_us);
+    if let Some((state, ttl_ms)) = outcome.save {
+      self.slots[id].state = Some((Value::Limit(state), now_us + ttl_ms * 1000.0));
+    }
+    outcome.decision
   }
 
   fn step(&mut self, id: usize, params: &Params, weight: f64, now_us: f64) -> Decision {
@@ -142,6 +176,48 @@ impl MemoryStore {
       decisions.extend(outcomes.iter().map(|o| o.decision));
     }
     decisions
+  }
+
+  /// One rate-limiter call on an interned key (the synchronous hot path of the JS layer).
+  pub fn limit_step_id(
+    &self,
+    id: usize,
+    kind: Kind,
+    params: &limit::Params,
+    weight: f64,
+    action: Action,
+    now_us: f64,
+  ) -> Result<limit::Decision> {
+    let mut inner = self.inner.lock();
+    if id >= inner.slots.len() {
+      return Err(Error::argument(format!("unknown key id {id}")));
+    }
+    Ok(inner.limit(id, kind, params, weight, action, now_us))
+  }
+
+  /// Rate-limiter calls, in order, under one lock acquisition.
+  pub fn limit_batch(&self, batch: &LimitBatch, now_us: f64) -> Vec<limit::Decision> {
+    let mut inner = self.inner.lock();
+    let ids: Vec<usize> = batch.keys.iter().map(|k| inner.intern(k)).collect();
+    batch.entries.iter().map(|e| inner.limit(ids[e.key], e.kind, &e.params, e.weight, e.action, now_us)).collect()
+  }
+
+  /// One concurrent-limiter operation.
+  pub fn concurrent(&self, key: &str, id: &str, request: Request, ttl_ms: f64, now_us: f64) -> Reply {
+    let mut inner = self.inner.lock();
+    if inner.semaphores.len() >= 2 * inner.semaphores_swept.max(512) {
+      inner.semaphores.retain(|_, (_, expires_us)| *expires_us > now_us);
+      inner.semaphores_swept = inner.semaphores.len();
+    }
+    let entry = inner.semaphores.entry(key.to_owned()).or_insert_with(|| (Semaphore::default(), 0.0));
+    if entry.1 <= now_us {
+      *entry = (Semaphore::default(), 0.0);
+    }
+    let reply = entry.0.apply(id, request, now_us);
+    if reply.changed {
+      entry.1 = now_us + ttl_ms * 1000.0;
+    }
+    reply
   }
 
   /// Drops keys whose TTL has passed, once the number of interned keys has doubled since the

@@ -14,9 +14,12 @@ mod script;
 use super::{encode_decisions, PacerBatch};
 use crate::core::pacer::{Decision, Mode};
 use crate::error::{Error, ErrorKind, Result};
+use fred::clients::SubscriberClient;
 use fred::prelude::*;
 use fred::types::config::{Config as FredConfig, ReconnectPolicy, ServerConfig};
-use script::{Script, PACER, PACER_UNDO};
+use super::limits::{Action, LimitBatch, LIMIT_RESULT_FIELDS, ADJUST, RESET};
+use crate::core::limit;
+use script::{Script, CONCURRENT, LIMITER, PACER, PACER_UNDO};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -51,8 +54,31 @@ pub struct RedisStore {
   pool: Pool,
   cluster: bool,
   command_timeout: Duration,
+  connect_timeout: Duration,
   closed: Arc<AtomicBool>,
+  /// The connection that listens for concurrent-limiter grants; connected on first use.
+  subscriber: SubscriberClient,
+  subscribed: tokio::sync::OnceCell<()>,
+  wakes: Arc<Wakes>,
 }
+
+/// Grant messages received and not yet handed to JS.
+#[derive(Default)]
+struct Wakes {
+  queue: parking_lot::Mutex<Vec<String>>,
+  notify: tokio::sync::Notify,
+}
+
+impl Wakes {
+  fn push(&self, message: String) {
+    self.queue.lock().push(message);
+    self.notify.notify_one();
+  }
+}
+
+/// The message that tells JS to re-poll every waiter: the subscriber reconnected or fell
+/// behind, so a grant may have been missed.
+pub const WAKE_RESYNC: &str = "*";
 
 fn config_from(options: &RedisOptions) -> Result<FredConfig> {
   let parse = |url: &str| {
@@ -113,9 +139,11 @@ impl RedisStore {
       })
       .with_performance_config(|p| {
         p.default_command_timeout = options.command_timeout;
+        p.broadcast_channel_capacity = 4096;
       })
       .set_policy(ReconnectPolicy::new_linear(0, 1_000, 50));
     let pool = builder.build_pool(options.pool_size).map_err(store_error)?;
+    let subscriber = builder.build_subscriber_client().map_err(store_error)?;
     match tokio::time::timeout(options.connect_timeout, pool.init()).await {
       Ok(Ok(_)) => {}
       outcome => {
@@ -131,8 +159,16 @@ impl RedisStore {
         return Err(Error::new(ErrorKind::StoreUnavailable, message));
       }
     }
-    let store =
-      RedisStore { pool, cluster, command_timeout: options.command_timeout, closed: Arc::new(AtomicBool::new(false)) };
+    let store = RedisStore {
+      pool,
+      cluster,
+      command_timeout: options.command_timeout,
+      connect_timeout: options.connect_timeout,
+      closed: Arc::new(AtomicBool::new(false)),
+      subscriber,
+      subscribed: tokio::sync::OnceCell::new(),
+      wakes: Arc::default(),
+    };
     store.keep_timer_armed();
     Ok(store)
   }
@@ -158,6 +194,10 @@ impl RedisStore {
 
   pub async fn close(&self) {
     if !self.closed.swap(true, Ordering::SeqCst) {
+      self.wakes.push(String::new());
+      if self.subscribed.initialized() {
+        let _ = tokio::time::timeout(self.command_timeout, self.subscriber.quit()).await;
+      }
       let _ = tokio::time::timeout(self.command_timeout, self.pool.quit()).await;
     }
   }
@@ -230,6 +270,70 @@ impl RedisStore {
       }
     }
     Ok(decisions)
+  }
+
+  /// Decides a batch of rate-limiter calls; one script call per hash slot.
+  pub async fn limit_batch(&self, batch: &LimitBatch, now_us: Option<f64>, lane: u32) -> Result<Vec<limit::Decision>> {
+    let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (e, entry) in batch.entries.iter().enumerate() {
+      let slot = if self.cluster { fred::util::redis_keyslot(batch.keys[entry.key].as_bytes()) } else { 0 };
+      groups.entry(slot).or_default().push(e);
+    }
+    let calls = groups.values().map(|entries| self.limit_call(batch, entries, now_us, lane));
+    let results = futures::future::join_all(calls).await;
+    let empty = limit::Decision { allowed: false, remaining: 0.0, retry_after_us: 0.0, reset_after_us: 0.0 };
+    let mut decisions = vec![empty; batch.entries.len()];
+    for (entries, result) in groups.values().zip(results) {
+      for (e, d) in entries.iter().zip(result?) {
+        decisions[*e] = d;
+      }
+    }
+    Ok(decisions)
+  }
+
+  async fn limit_call(
+    &self,
+    batch: &LimitBatch,
+    entries: &[usize],
+    now_us: Option<f64>,
+    lane: u32,
+  ) -> Result<Vec<limit::Decision>> {
+    let mut keys: Vec<Key> = vec![];
+    let mut local: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut args: Vec<Value> = Vec::with_capacity(1 + entries.len() * 5);
+    args.push(now_us.map(number).unwrap_or_else(|| Value::String("".into())));
+    for e in entries {
+      let entry = &batch.entries[*e];
+      let k = *local.entry(entry.key).or_insert_with(|| {
+        keys.push(Key::from(batch.keys[entry.key].as_str()));
+        keys.len()
+      });
+      let max_wait = match entry.action {
+        Action::Reset => RESET,
+        Action::Step(limit::Op::Adjust) => ADJUST,
+        Action::Step(limit::Op::Take { max_wait_us }) => max_wait_us,
+      };
+      args.extend([
+        Value::Integer((k * 4 + entry.kind as usize) as i64),
+        number(entry.weight),
+        number(entry.params.limit),
+        number(entry.params.interval_us),
+        number(max_wait),
+      ]);
+    }
+    let reply = self.run(lane, &LIMITER, keys, args).await?;
+    if reply.len() != entries.len() * LIMIT_RESULT_FIELDS {
+      return Err(Error::new(ErrorKind::Script, "malformed limiter reply"));
+    }
+    reply
+      .chunks(LIMIT_RESULT_FIELDS)
+      .map(|f| {
+        let int = |i: usize| {
+          f[i].as_i64().map(|x| x as f64).ok_or_else(|| Error::new(ErrorKind::Script, "malformed limiter reply"))
+        };
+        Ok(limit::Decision { allowed: int(0)? == 1.0, remaining: int(1)?, retry_after_us: int(2)?, reset_after_us: int(3)? })
+      })
+      .collect()
   }
 
   /// One script call for entries that share a slot.
@@ -430,4 +534,106 @@ pub async fn pacer_batch_flat(
   lane: u32,
 ) -> Result<Vec<f64>> {
   Ok(encode_decisions(&store.pacer_batch(batch, now_us, lane).await?))
+}
+
+impl RedisStore {
+  /// Connects the subscriber on first use: it resubscribes by itself after a reconnect, and
+  /// every reconnect or overflow queues [`WAKE_RESYNC`].
+  async fn subscriber(&self) -> Result<&SubscriberClient> {
+    if self.closed.load(Ordering::Relaxed) {
+      return Err(Error::new(ErrorKind::Closed, "the store is closed"));
+    }
+    self
+      .subscribed
+      .get_or_try_init(|| async {
+        match tokio::time::timeout(self.connect_timeout, self.subscriber.init()).await {
+          Ok(Ok(_)) => {}
+          Ok(Err(e)) => return Err(store_error(e)),
+          Err(_) => return Err(Error::new(ErrorKind::Timeout, "cannot connect the subscriber in time")),
+        }
+        self.subscriber.manage_subscriptions();
+        let (mut messages, mut reconnects) = (self.subscriber.message_rx(), self.subscriber.reconnect_rx());
+        let wakes = self.wakes.clone();
+        tokio::spawn(async move {
+          use tokio::sync::broadcast::error::RecvError;
+          loop {
+            tokio::select! {
+              m = messages.recv() => match m {
+                Ok(m) => {
+                  if let Some(text) = m.value.as_string() {
+                    wakes.push(text)
+                  }
+                }
+                Err(RecvError::Lagged(_)) => wakes.push(WAKE_RESYNC.into()),
+                Err(RecvError::Closed) => break,
+              },
+              r = reconnects.recv() => match r {
+                Ok(_) | Err(RecvError::Lagged(_)) => wakes.push(WAKE_RESYNC.into()),
+                Err(RecvError::Closed) => break,
+              },
+            }
+          }
+        });
+        Ok(())
+      })
+      .await?;
+    Ok(&self.subscriber)
+  }
+
+  /// Subscribes to a grant channel; resolves once Redis has confirmed.
+  pub async fn subscribe(&self, channel: &str) -> Result<()> {
+    let subscriber = self.subscriber().await?;
+    let confirmed = tokio::time::timeout(self.command_timeout, subscriber.subscribe(channel)).await;
+    confirmed.map_err(|_| Error::new(ErrorKind::Timeout, "SUBSCRIBE not confirmed in time"))?.map_err(store_error)
+  }
+
+  pub async fn unsubscribe(&self, channel: &str) -> Result<()> {
+    let subscriber = self.subscriber().await?;
+    let confirmed = tokio::time::timeout(self.command_timeout, subscriber.unsubscribe(channel)).await;
+    confirmed.map_err(|_| Error::new(ErrorKind::Timeout, "UNSUBSCRIBE not confirmed in time"))?.map_err(store_error)
+  }
+
+  /// The grant messages received since the last call, waiting for at least one. An empty
+  /// list means "stop listening" ([`stop_wakes`](Self::stop_wakes) or close).
+  pub async fn next_wakes(&self) -> Vec<String> {
+    loop {
+      let notified = self.wakes.notify.notified();
+      {
+        let mut queue = self.wakes.queue.lock();
+        if !queue.is_empty() {
+          let mut out = std::mem::take(&mut *queue);
+          out.retain(|m| !m.is_empty());
+          return out;
+        }
+      }
+      notified.await;
+    }
+  }
+
+  /// Ends the pending [`next_wakes`](Self::next_wakes) call with an empty list.
+  pub fn stop_wakes(&self) {
+    self.wakes.push(String::new());
+  }
+
+  /// One concurrent-limiter operation on the limiter whose keys start with `key` (its three
+  /// keys share the hash tag inside `key`); grants are published on `<key>:wake`.
+  pub async fn concurrent(
+    &self,
+    key: &str,
+    id: &str,
+    op: f64,
+    nums: &[f64],
+    now_us: Option<f64>,
+  ) -> Result<Vec<f64>> {
+    let keys: Vec<Key> = ["h", "q", "i"].iter().map(|part| Key::from(format!("{key}:{part}"))).collect();
+    let now = now_us.map(number).unwrap_or_else(|| Value::String("".into()));
+    let mut args = vec![number(op), now, Value::String(id.into())];
+    args.extend(nums.iter().map(|x| number(*x)));
+    args.push(Value::String(format!("{key}:wake").into()));
+    let reply = self.run(0, &CONCURRENT, keys, args).await?;
+    reply
+      .iter()
+      .map(|v| v.as_i64().map(|x| x as f64).ok_or_else(|| Error::new(ErrorKind::Script, "malformed concurrent reply")))
+      .collect()
+  }
 }

@@ -16,3 +16,5 @@ impl Script {
 
 pub static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer.lua")));
 pub static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_undo.lua")));
+pub static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/limiter.lua")));
+pub static CONCURRENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/concurrent.lua")));

@@ -1,0 +1,347 @@
+//! What the rate limiters share: their parameters, their two-number state, the operations a
+//! call can ask for and the decision it gets back. The algorithms themselves live in
+//! [`bucket`](super::bucket), [`window`](super::window) and [`leaky`](super::leaky); all three
+//! are mirrored by `lua/limiter.lua`, which decides a batch of mixed kinds in one script call.
+//!
+//! Units: time in integer µs (`now_us` is µs since the epoch), `limit` and weights in
+//! units of the limiter (calls or points), all plain `f64` so the Lua mirror computes the
+//! same doubles in the same order. Weights are integers ≤ 1e9 (checked at the edge), so the
+//! counters are exact.
+
+use super::{bucket, leaky, window};
+
+/// Longest delay ever reported, µs (the pacer's cap): "not within any sensible wait".
+pub const MAX_DELAY_US: f64 = 9e15;
+/// Longest TTL ever set, ms (10 years).
+pub const MAX_TTL_MS: f64 = 315_360_000_000.0;
+
+/// The algorithm behind a limiter, as numbered in the batch encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+  /// `limit` per calendar-aligned interval ([`bucket`]).
+  Bucket = 0,
+  /// `limit` per interval starting at the first call ([`window`]).
+  Window = 1,
+  /// Burst of `limit`, refilled continuously at `limit` per interval ([`leaky`]); also the
+  /// engine of the points limiter.
+  Leaky = 2,
+}
+
+impl Kind {
+  pub fn from_code(code: f64) -> Option<Kind> {
+    match code {
+      0.0 => Some(Kind::Bucket),
+      1.0 => Some(Kind::Window),
+      2.0 => Some(Kind::Leaky),
+      _ => None,
+    }
+  }
+}
+
+/// A limiter's configuration, as the step needs it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+  /// Units admitted per interval (> 0).
+  pub limit: f64,
+  /// The interval, µs (> 0).
+  pub interval_us: f64,
+}
+
+/// What a call asks for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+  /// Charge `weight` if it is admitted now, or (leaky only) within `max_wait_us` by
+  /// reserving a later slot; otherwise charge nothing. Weight 0 is a pure probe.
+  Take { max_wait_us: f64 },
+  /// Charge `weight` unconditionally; negative refunds (never below an empty state).
+  Adjust,
+}
+
+/// Stored state: two numbers whose meaning depends on the kind.
+/// Bucket and window: `a` = start of the current interval (µs), `b` = units used in it.
+/// Leaky: `a` = the time the bucket will be empty ("theoretical arrival time", µs), `b` = 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct State {
+  pub a: f64,
+  pub b: f64,
+}
+
+/// The answer to one call. All times are whole µs (rounded up).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision {
+  pub allowed: bool,
+  /// Units that could be taken right after this call (≥ 0).
+  pub remaining: f64,
+  /// Denied: how long until this weight could be admitted. Admitted by a reservation: how
+  /// long the caller must wait before using its slot. Otherwise 0.
+  pub retry_after_us: f64,
+  /// How long until the limiter is back to its full capacity.
+  pub reset_after_us: f64,
+}
+
+/// A decision, and the state to store with its TTL (ms) when the call changed it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outcome {
+  pub decision: Decision,
+  pub save: Option<(State, f64)>,
+}
+
+/// One call of any kind.
+pub fn step(kind: Kind, state: Option<State>, params: &Params, weight: f64, op: Op, now_us: f64) -> Outcome {
+  match kind {
+    Kind::Bucket => bucket::step(state, params, weight, op, now_us),
+    Kind::Window => window::step(state, params, weight, op, now_us),
+    Kind::Leaky => leaky::step(state, params, weight, op, now_us),
+  }
+}
+
+/// A TTL in whole ms for state that matters for `span_us` more, at least 1 ms.
+pub fn ttl_ms(span_us: f64) -> f64 {
+  (span_us / 1000.0).ceil().clamp(1.0, MAX_TTL_MS)
+}
+
+/// The counter step shared by bucket and window: `used` units of `limit` in an interval that
+/// started at `start_us` and ends at `end_us`.
+pub(crate) fn counter_step(used: f64, start_us: f64, end_us: f64, p: &Params, weight: f64, op: Op, now_us: f64) -> Outcome {
+  let reset_after_us = (end_us - now_us).ceil();
+  let (allowed, used_after) = match op {
+    Op::Take { .. } => {
+      let allowed = used + weight <= p.limit;
+      (allowed, if allowed { used + weight } else { used })
+    }
+    Op::Adjust => (true, (used + weight).max(0.0)),
+  };
+  let changed = used_after != used;
+  let retry_after_us = if allowed {
+    0.0
+  } else if weight > p.limit {
+    MAX_DELAY_US
+  } else {
+    reset_after_us
+  };
+  Outcome {
+    decision: Decision { allowed, remaining: (p.limit - used_after).max(0.0), retry_after_us, reset_after_us },
+    save: changed.then(|| (State { a: start_us, b: used_after }, ttl_ms(end_us - now_us))),
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use proptest::prelude::*;
+
+  const S: f64 = 1e6;
+  const TAKE: Op = Op::Take { max_wait_us: 0.0 };
+
+  /// Runs calls in order on one key, returning the decisions.
+  fn run(kind: Kind, p: Params, calls: &[(f64, f64, Op)]) -> Vec<Decision> {
+    let mut state = None;
+    calls
+      .iter()
+      .map(|&(now, weight, op)| {
+        let o = step(kind, state, &p, weight, op, now);
+        if let Some((s, _)) = o.save {
+          state = Some(s);
+        }
+        o.decision
+      })
+      .collect()
+  }
+
+  fn allowed(ds: &[Decision]) -> Vec<bool> {
+    ds.iter().map(|d| d.allowed).collect()
+  }
+
+  #[test]
+  fn bucket_is_aligned_to_the_calendar() {
+    let p = Params { limit: 5.0, interval_us: S };
+    let t = 1_700_000_051.999e6; // 12:42:51.999-like: 1 ms before a second boundary
+    let mut calls: Vec<(f64, f64, Op)> = (0..6).map(|_| (t, 1.0, TAKE)).collect();
+    calls.extend((0..6).map(|_| (t + 1000.0, 1.0, TAKE)));
+    let ds = run(Kind::Bucket, p, &calls);
+    assert_eq!(allowed(&ds), [true, true, true, true, true, false, true, true, true, true, true, false]);
+    assert_eq!(ds[5].retry_after_us, 1000.0);
+    assert_eq!(ds[4].remaining, 0.0);
+    assert_eq!(ds[6].remaining, 4.0);
+    assert_eq!(ds[6].reset_after_us, 1e6);
+  }
+
+  #[test]
+  fn bucket_charges_weights_and_refuses_what_does_not_fit() {
+    let p = Params { limit: 10.0, interval_us: 60.0 * S };
+    let ds = run(Kind::Bucket, p, &[(0.0, 7.0, TAKE), (1.0, 4.0, TAKE), (2.0, 3.0, TAKE), (3.0, 11.0, TAKE)]);
+    assert_eq!(allowed(&ds), [true, false, true, false]);
+    assert_eq!(ds[1].remaining, 3.0);
+    assert_eq!(ds[3].retry_after_us, MAX_DELAY_US, "a weight above the limit never fits");
+  }
+
+  #[test]
+  fn window_starts_at_the_first_charged_call() {
+    let p = Params { limit: 2.0, interval_us: S };
+    let t0 = 10.5 * S;
+    let ds = run(
+      Kind::Window,
+      p,
+      &[(t0, 1.0, TAKE), (t0 + 0.4 * S, 1.0, TAKE), (t0 + 0.9 * S, 1.0, TAKE), (t0 + S - 1.0, 1.0, TAKE), (t0 + S, 1.0, TAKE)],
+    );
+    assert_eq!(allowed(&ds), [true, true, false, false, true]);
+    assert_eq!(ds[2].retry_after_us, 0.1 * S);
+    assert_eq!(ds[3].retry_after_us, 1.0);
+    assert_eq!(ds[4].reset_after_us, S, "a new window opens at the call");
+  }
+
+  #[test]
+  fn window_is_not_opened_by_probes_or_refusals() {
+    let p = Params { limit: 1.0, interval_us: S };
+    assert!(step(Kind::Window, None, &p, 0.0, TAKE, 0.0).save.is_none());
+    assert!(step(Kind::Window, None, &p, 2.0, TAKE, 0.0).save.is_none());
+  }
+
+  #[test]
+  fn leaky_bursts_then_drips_at_the_exact_rate() {
+    let p = Params { limit: 3.0, interval_us: 3.0 * S };
+    let ds = run(
+      Kind::Leaky,
+      p,
+      &[(0.0, 1.0, TAKE), (0.0, 1.0, TAKE), (0.0, 1.0, TAKE), (0.0, 1.0, TAKE), (S - 1.0, 1.0, TAKE), (S, 1.0, TAKE)],
+    );
+    assert_eq!(allowed(&ds), [true, true, true, false, false, true]);
+    assert_eq!(ds[3].retry_after_us, S);
+    assert_eq!(ds[4].retry_after_us, 1.0);
+    assert_eq!(ds[2].remaining, 0.0);
+    assert_eq!(ds[2].reset_after_us, 3.0 * S);
+  }
+
+  #[test]
+  fn leaky_keeps_fractional_drips() {
+    // 3 per second: 333,333.3 µs per drip; after 10 s (and one more ms, for
+    // the rounding of a third) of steady pressure exactly 3 + 30 pass: no drip is lost.
+    let p = Params { limit: 3.0, interval_us: S };
+    let mut state = None;
+    let mut admitted = 0;
+    let mut now = 0.0;
+    while now <= 10.0 * S + 1000.0 {
+      let o = step(Kind::Leaky, state, &p, 1.0, TAKE, now);
+      if let Some((s, _)) = o.save {
+        state = Some(s);
+      }
+      admitted += o.decision.allowed as u32;
+      now += 1000.0;
+    }
+    assert_eq!(admitted, 33);
+  }
+
+  #[test]
+  fn leaky_reservations_give_each_waiter_its_own_slot() {
+    let p = Params { limit: 1.0, interval_us: S };
+    let wait = Op::Take { max_wait_us: 3.5 * S };
+    let ds = run(Kind::Leaky, p, &[(0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait)]);
+    assert_eq!(allowed(&ds), [true, true, true, true, false]);
+    let waits: Vec<f64> = ds.iter().map(|d| d.retry_after_us).collect();
+    assert_eq!(waits, [0.0, S, 2.0 * S, 3.0 * S, 4.0 * S]);
+  }
+
+  #[test]
+  fn points_estimates_are_settled_by_adjust() {
+    // 100 points per 10 s: 0.1 s per point.
+    let p = Params { limit: 100.0, interval_us: 10.0 * S };
+    let ds = run(
+      Kind::Leaky,
+      p,
+      &[(0.0, 80.0, TAKE), (0.0, -50.0, Op::Adjust), (0.0, 70.0, TAKE), (0.0, 40.0, Op::Adjust), (0.0, 0.0, TAKE)],
+    );
+    assert_eq!(allowed(&ds), [true, true, true, true, false], "nothing fits while in debt");
+    assert_eq!(ds[1].remaining, 70.0);
+    assert_eq!(ds[3].remaining, 0.0);
+    assert_eq!(ds[3].reset_after_us, 14.0 * S, "an extra charge may overdraw: 140 points to drain");
+    assert_eq!(ds[4].remaining, 0.0);
+    let refused = step(Kind::Leaky, None, &p, 0.0, TAKE, 0.0);
+    assert!(refused.decision.allowed && refused.save.is_none());
+    let refund_on_empty = step(Kind::Leaky, None, &p, -5.0, Op::Adjust, 0.0);
+    assert!(refund_on_empty.save.is_none(), "a refund never goes above full capacity");
+  }
+
+  fn kinds() -> impl Strategy<Value = Kind> {
+    prop_oneof![Just(Kind::Bucket), Just(Kind::Window), Just(Kind::Leaky)]
+  }
+
+  proptest! {
+    /// Admitted weight over any span of length d never exceeds what the kind allows:
+    /// 2·limit for the fixed windows (two adjacent intervals), limit + limit·d/interval for
+    /// leaky.
+    #[test]
+    fn admissions_never_exceed_the_limit(
+      kind in kinds(),
+      limit in 1u32..20,
+      interval_ms in 1u32..5_000,
+      calls in prop::collection::vec((0u32..400_000, 0u32..4), 1..300),
+    ) {
+      let p = Params { limit: limit as f64, interval_us: interval_ms as f64 * 1000.0 };
+      let mut state = None;
+      let mut now = 1.7e15;
+      let mut admitted: Vec<(f64, f64)> = vec![];
+      for (gap, weight) in calls {
+        now += gap as f64;
+        let o = step(kind, state, &p, weight as f64, TAKE, now);
+        if let Some((s, _)) = o.save { state = Some(s); }
+        if o.decision.allowed && weight > 0 { admitted.push((now, weight as f64)); }
+      }
+      for (i, (t0, _)) in admitted.iter().enumerate() {
+        let mut sum = 0.0;
+        for (t, w) in &admitted[i..] {
+          sum += w;
+          let span = t - t0;
+          let bound = match kind {
+            Kind::Leaky => p.limit + p.limit * span / p.interval_us + 1e-9,
+            _ if span < p.interval_us => 2.0 * p.limit,
+            _ => f64::INFINITY,
+          };
+          prop_assert!(sum <= bound, "{kind:?}: {sum} in {span} µs");
+        }
+      }
+    }
+
+    /// A refusal's retryAfter is exact: the same call is still refused 1 µs before it and
+    /// admitted at it.
+    #[test]
+    fn retry_after_is_exact(
+      kind in kinds(),
+      limit in 1u32..10,
+      interval_ms in 1u32..5_000,
+      pre in prop::collection::vec((0u32..100_000, 1u32..4), 1..40),
+      weight in 1u32..4,
+    ) {
+      prop_assume!(weight <= limit);
+      let p = Params { limit: limit as f64, interval_us: interval_ms as f64 * 1000.0 };
+      let mut state = None;
+      let mut now = 1.7e15;
+      for (gap, w) in pre {
+        now += gap as f64;
+        if let Some((s, _)) = step(kind, state, &p, w as f64, TAKE, now).save { state = Some(s); }
+      }
+      let d = step(kind, state, &p, weight as f64, TAKE, now).decision;
+      if !d.allowed {
+        prop_assert!(d.retry_after_us > 0.0);
+        let at = now + d.retry_after_us;
+        prop_assert!(step(kind, state, &p, weight as f64, TAKE, at).decision.allowed);
+        if d.retry_after_us >= 2.0 {
+          prop_assert!(!step(kind, state, &p, weight as f64, TAKE, at - 1.0).decision.allowed);
+        }
+      }
+    }
+
+    /// Weight 0 never changes state, and its answer matches the next real call's capacity.
+    #[test]
+    fn weight_zero_is_a_pure_probe(kind in kinds(), used in 0u32..10, gap in 0u32..2_000_000) {
+      let p = Params { limit: 10.0, interval_us: 1e6 };
+      let state = step(kind, None, &p, used as f64, TAKE, 0.0).save.map(|(s, _)| s);
+      let probe = step(kind, state, &p, 0.0, TAKE, gap as f64);
+      prop_assert!(probe.save.is_none());
+      let r = probe.decision.remaining;
+      if r >= 1.0 {
+        prop_assert!(step(kind, state, &p, r, TAKE, gap as f64).decision.allowed);
+      }
+      prop_assert!(!step(kind, state, &p, r + 1.0, TAKE, gap as f64).decision.allowed);
+    }
+  }
+}
