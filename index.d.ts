@@ -24,6 +24,14 @@ export declare class NativeRedisStore {
   close(): Promise<void>
 }
 
+/** The answer to a concurrent-limiter operation on the embedded store. */
+export interface ConcurrentReply {
+  /** See `core::concurrent::Reply::values`. */
+  values: Array<number>
+  /** Slots handed to waiters: `"<waiter id> <token>"`, as the Redis store publishes them. */
+  grants: Array<string>
+}
+
 /**
  * Connects a pool (every connection up, cluster slots known) or fails within the connect
  * timeout.
@@ -31,10 +39,25 @@ export declare class NativeRedisStore {
 export declare function connectRedis(options: NativeRedisOptions): Promise<NativeRedisStore>
 
 /**
+ * One concurrent-limiter operation on the embedded store: `op` (1 acquire, 2 release,
+ * 3 extend, 4 poll, 5 cancel, 6 stats), the lease or waiter id, `[limit, lockUs, waitUs,
+ * ttlMs]`.
+ */
+export declare function memoryConcurrent(handle: ExternalObject<'MemoryStore'>, key: string, op: number, id: string, nums: Float64Array, nowUs: number): ConcurrentReply
+
+/**
  * Interns a key of the embedded store: the id to pass to `memoryPacerStep`, valid until a
  * `memorySweep` that returns true.
  */
 export declare function memoryIntern(handle: ExternalObject<'MemoryStore'>, key: string): number
+
+/**
+ * One rate-limiter call (bucket, window, leaky/points) on the embedded store, on an interned
+ * key, through the `io` buffer: in, `[kind, weight, limit, intervalUs, maxWaitUs, nowUs]`
+ * (see `LimitBatch` for the codes); out, `[allowed (1/0), remaining, retryAfterUs,
+ * resetAfterUs]` in its first four slots.
+ */
+export declare function memoryLimitStep(handle: ExternalObject<'MemoryStore'>, id: number): void
 
 /**
  * A batch on the embedded store, in the flat encoding of `PacerBatch::decode`; results per
@@ -75,8 +98,34 @@ export interface NativeRedisOptions {
 }
 
 /**
+ * One concurrent-limiter operation on a Redis store (arguments as `memoryConcurrent`);
+ * grants are published on `<key>:wake`.
+ */
+export declare function redisConcurrent(store: NativeRedisStore, key: string, op: number, id: string, nums: Float64Array, nowUs: number): Promise<Float64Array>
+
+/**
+ * A batch of rate-limiter calls on a Redis store, in the flat encoding of
+ * `LimitBatch::decode`, one script call per slot, on the connection of `lane`.
+ */
+export declare function redisLimitBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
+
+/**
+ * Grant messages received since the last call (`"<waiter id> <token>"`, or `"*"`: re-poll
+ * every waiter), waiting for at least one; an empty list after `redisStopWakes` or close.
+ */
+export declare function redisNextWakes(store: NativeRedisStore): Promise<string[]>
+
+/**
  * A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
  * call per slot, on the connection of `lane` (batches on one lane keep their order). A function rather than an async method: a method keeps a reference to
  * `this` per call, and releasing it costs a second wake-up of the JS thread.
  */
 export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
+
+/** Ends a pending `redisNextWakes` with an empty list. */
+export declare function redisStopWakes(store: NativeRedisStore): void
+
+/** Subscribes the store's listener to a grant channel; resolves once Redis confirmed. */
+export declare function redisSubscribe(store: NativeRedisStore, channel: string): Promise<void>
+
+export declare function redisUnsubscribe(store: NativeRedisStore, channel: string): Promise<void>

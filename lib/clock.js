@@ -19,6 +19,7 @@ function checkMs(name, ms) {
 class ManualClock {
   constructor(startMs = 0) {
     this._ms = checkMs('startMs', startMs)
+    this._timers = [] // { at, fire } waiting for the clock to reach `at`
   }
   /** Current time, ms since the epoch. */
   now() {
@@ -27,11 +28,31 @@ class ManualClock {
   /** Sets the time (it may go backwards, as real clocks do). */
   set(ms) {
     this._ms = checkMs('ms', ms)
+    this._fire()
   }
-  /** Moves the time forward. */
+  /** Moves the time forward; waits of sluice that end by then (withinLimit, acquire) end. */
   advance(ms) {
     checkMs('ms', ms)
     this._ms = checkMs('time', this._ms + ms)
+    this._fire()
+  }
+  _fire() {
+    if (this._timers.length === 0) return
+    const due = this._timers.filter((t) => t.at <= this._ms)
+    this._timers = this._timers.filter((t) => t.at > this._ms)
+    for (const t of due.sort((a, b) => a.at - b.at)) t.fire()
+  }
+  /** @internal calls `fire` once the clock reaches now + ms; returns a cancel function */
+  _schedule(ms, fire) {
+    const timer = { at: this._ms + ms, fire }
+    if (timer.at <= this._ms) {
+      fire()
+      return () => {}
+    }
+    this._timers.push(timer)
+    return () => {
+      this._timers = this._timers.filter((t) => t !== timer)
+    }
   }
   /** @internal whole microseconds, as the stores take them */
   _nowUs() {

@@ -4,6 +4,8 @@ const { SluiceError, OverLimitError, CODES } = require('./errors')
 const { ManualClock } = require('./clock')
 const { MemoryStore, RedisStore } = require('./stores')
 const { DistributedPacer, PacerComposite } = require('./pacer')
+const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, UnlimitedLimiter } = require('./limiters')
+const { ConcurrentLimiter, Lease } = require('./concurrent')
 
 module.exports = {
   SluiceError,
@@ -14,4 +16,11 @@ module.exports = {
   RedisStore,
   DistributedPacer,
   PacerComposite,
+  BucketLimiter,
+  WindowLimiter,
+  LeakyLimiter,
+  PointsLimiter,
+  UnlimitedLimiter,
+  ConcurrentLimiter,
+  Lease,
 }

@@ -9,5 +9,12 @@ export const {
   RedisStore,
   DistributedPacer,
   PacerComposite,
+  BucketLimiter,
+  WindowLimiter,
+  LeakyLimiter,
+  PointsLimiter,
+  UnlimitedLimiter,
+  ConcurrentLimiter,
+  Lease,
 } = sluice
 export default sluice

@@ -29,6 +29,35 @@ function storeOptions(options, allowed) {
 const closedError = () => new SluiceError('ERR_CLOSED', 'the store is closed')
 
 /**
+ * The concurrent-limiter waiters of this process, by waiter id. A grant message
+ * (`"<id> <token>"`) resolves its waiter; `"*"` asks every waiter to re-poll (a grant may
+ * have been missed while the listener reconnected).
+ */
+class Waiters {
+  constructor() {
+    this._map = new Map()
+  }
+  get size() {
+    return this._map.size
+  }
+  add(id, waiter) {
+    this._map.set(id, waiter)
+  }
+  delete(id) {
+    this._map.delete(id)
+  }
+  wake(message) {
+    if (message === '*') {
+      for (const waiter of this._map.values()) waiter.resync()
+      return
+    }
+    const space = message.indexOf(' ')
+    const waiter = this._map.get(message.slice(0, space))
+    if (waiter) waiter.grant(Number(message.slice(space + 1)))
+  }
+}
+
+/**
  * The embedded store: state in this process, decisions synchronous in native code (no thread
  * hop), the same semantics as Redis. For tests, single-process apps and the demo.
  */
@@ -43,6 +72,7 @@ class MemoryStore {
     this._untilSweep = SWEEP_EVERY
     this._closed = false
     this._sync = true
+    this._waiters = new Waiters()
   }
 
   /** @internal one pacer call, synchronous; returns the shared result buffer */
@@ -91,6 +121,55 @@ class MemoryStore {
     }
   }
 
+  /** @internal one rate-limiter call, synchronous: `[allowed, remaining, retryAfterUs, resetAfterUs]` */
+  _limit(key, kind, weight, limit, intervalUs, maxWaitUs) {
+    if (this._closed) throw closedError()
+    const nowUs = this.clock ? this.clock._nowUs() : -1
+    try {
+      let id = this._ids.get(key)
+      if (id === undefined) {
+        if (--this._untilSweep <= 0) this._sweep(nowUs)
+        id = native.memoryIntern(this._handle, key)
+        this._ids.set(key, id)
+      }
+      const io = this._io
+      io[0] = kind
+      io[1] = weight
+      io[2] = limit
+      io[3] = intervalUs
+      io[4] = maxWaitUs
+      io[5] = nowUs
+      native.memoryLimitStep(this._handle, id)
+    } catch (err) {
+      throw fromNative(err)
+    }
+    return this._io
+  }
+
+  /** @internal one concurrent-limiter operation; grants go to the waiters of this process */
+  async _concurrent(key, op, id, nums) {
+    if (this._closed) throw closedError()
+    let reply
+    try {
+      reply = native.memoryConcurrent(this._handle, key, op, id, nums, this.clock ? this.clock._nowUs() : -1)
+    } catch (err) {
+      throw fromNative(err)
+    }
+    for (const grant of reply.grants) this._waiters.wake(grant)
+    return reply.values
+  }
+
+  /** @internal the in-process waiters of concurrent limiters (grants come from `_concurrent`) */
+  async _listen() {
+    if (this._closed) throw closedError()
+  }
+
+  _unlisten() {}
+
+  _wakeLoop() {}
+
+  _waiterDone() {}
+
   async close() {
     this._closed = true
   }
@@ -119,6 +198,18 @@ class RedisStore {
     this._scheduled = false
     this._lane = 0 // every chunk of one flush goes on one connection, so it keeps call order
     this._flushBound = () => this._flush()
+    // rate-limiter calls of this tick (same batching as the pacer's, their own script)
+    this._lkeys = []
+    this._largs = []
+    this._lowners = []
+    this._lresolve = []
+    this._lreject = []
+    this._lscheduled = false
+    this._lflushBound = () => this._flushLimits()
+    // concurrent limiters: subscribed grant channels and this process's waiters
+    this._waiters = new Waiters()
+    this._channels = new Map() // channel -> { count, ready }
+    this._listening = false
   }
 
   /**
@@ -254,6 +345,116 @@ class RedisStore {
     }, fail)
   }
 
+  /** @internal one rate-limiter call, decided with the other calls of this tick */
+  _limit(owner, key, kind, weight, limit, intervalUs, maxWaitUs) {
+    if (this._closed) return Promise.reject(closedError())
+    return new Promise((resolve, reject) => {
+      this._lkeys.push(key)
+      this._largs.push(kind, weight, limit, intervalUs, maxWaitUs)
+      this._lowners.push(owner)
+      this._lresolve.push(resolve)
+      this._lreject.push(reject)
+      if (!this._lscheduled) {
+        this._lscheduled = true
+        process.nextTick(this._lflushBound)
+      }
+    })
+  }
+
+  _flushLimits() {
+    this._lscheduled = false
+    const { _lkeys: keys, _largs: args, _lowners: owners, _lresolve: resolve, _lreject: reject } = this
+    this._lkeys = []
+    this._largs = []
+    this._lowners = []
+    this._lresolve = []
+    this._lreject = []
+    const nowUs = this.clock ? this.clock._nowUs() : -1
+    const lane = (this._lane = (this._lane + 1) >>> 0)
+    for (let start = 0; start < keys.length; start += MAX_BATCH) {
+      const end = Math.min(start + MAX_BATCH, keys.length)
+      const fail = (err) => {
+        const error = fromNative(err)
+        for (let e = start; e < end; e++) reject[e](error)
+      }
+      if (this._closed) {
+        fail(closedError())
+        continue
+      }
+      let pending
+      try {
+        const chunk = new Float64Array(args.slice(start * 5, end * 5))
+        pending = native.redisLimitBatch(this._native, keys.slice(start, end).join('\n'), chunk, nowUs, lane)
+      } catch (err) {
+        fail(err)
+        continue
+      }
+      pending.then((out) => {
+        for (let e = start; e < end; e++) resolve[e](owners[e]._decision(out, 4 * (e - start)))
+      }, fail)
+    }
+  }
+
+  /** @internal one concurrent-limiter operation */
+  async _concurrent(key, op, id, nums) {
+    if (this._closed) throw closedError()
+    try {
+      return await native.redisConcurrent(this._native, key, op, id, nums, this.clock ? this.clock._nowUs() : -1)
+    } catch (err) {
+      throw fromNative(err)
+    }
+  }
+
+  /** @internal subscribes to a grant channel (shared by the waiters of this process) */
+  _listen(channel) {
+    if (this._closed) return Promise.reject(closedError())
+    let entry = this._channels.get(channel)
+    if (!entry) {
+      entry = { count: 0, ready: null }
+      entry.ready = native.redisSubscribe(this._native, channel).catch((err) => {
+        if (this._channels.get(channel) === entry) this._channels.delete(channel)
+        throw fromNative(err)
+      })
+      this._channels.set(channel, entry)
+    }
+    entry.count++
+    return entry.ready
+  }
+
+  _unlisten(channel) {
+    const entry = this._channels.get(channel)
+    if (!entry || --entry.count > 0) return
+    this._channels.delete(channel)
+    entry.ready.then(
+      () => native.redisUnsubscribe(this._native, channel).catch(() => {}),
+      () => {},
+    )
+  }
+
+  /** @internal starts the loop that hands grant messages to waiters, while any wait */
+  _wakeLoop() {
+    if (this._listening || this._closed) return
+    this._listening = true
+    const loop = async () => {
+      try {
+        while (this._waiters.size > 0 && !this._closed) {
+          const messages = await native.redisNextWakes(this._native)
+          for (const m of messages) this._waiters.wake(m)
+        }
+      } catch {
+        // the store closed under the loop; waiters time out through their own deadlines
+      } finally {
+        this._listening = false
+      }
+    }
+    loop()
+  }
+
+  /** @internal a waiter left; ends the pending wake call when none is left */
+  _waiterDone() {
+    if (this._waiters.size === 0 && this._listening) native.redisStopWakes(this._native)
+  }
+
   /** Closes the pool. Calls made afterwards reject with ERR_CLOSED. */
   async close() {
     if (this._closed) return
@@ -266,4 +467,4 @@ class RedisStore {
   }
 }
 
-module.exports = { MemoryStore, RedisStore }
+module.exports = { MemoryStore, RedisStore, Waiters }

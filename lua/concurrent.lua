@@ -14,7 +14,7 @@
 -- ARGV[7]   ttl_ms (integer): expiry of all three keys after a change
 -- ARGV[8]   channel: grants are published there as '<waiter id> <token>'
 -- Returns   acquire / poll / cancel: {status (1 acquired, 0 queued, -1 not waiting), token,
---           earliest lease expiry µs or 0}; release: {1 if the lease was valid, 0, 0};
+--           earliest lease expiry µs or 0, now µs}; release: {1 if the lease was valid, 0, 0};
 --           extend: {1 if extended, 0, 0}; stats: {held, held_us, immediate, waited,
 --           wait_us, overages, reclaimed, current holders, waiters}
 -- Notes     the three keys share the limiter's hash tag (one slot). Every change refreshes
@@ -106,9 +106,9 @@ local function token_of(who)
 end
 
 local function status()
-  if redis.call('ZSCORE', HOLDERS, id) then return { 1, token_of(id), earliest() } end
-  if redis.call('ZSCORE', QUEUE, id) then return { 0, 0, earliest() } end
-  return { -1, 0, earliest() }
+  if redis.call('ZSCORE', HOLDERS, id) then return { 1, token_of(id), earliest(), now } end
+  if redis.call('ZSCORE', QUEUE, id) then return { 0, 0, earliest(), now } end
+  return { -1, 0, earliest(), now }
 end
 
 local reply
@@ -118,15 +118,15 @@ if op == 1 then
     local token = take(id, lock)
     m[5] = m[5] + 1
     changed = true
-    reply = { 1, token, earliest() }
+    reply = { 1, token, earliest(), now }
   elseif wait > 0 then
     m[2] = m[2] + 1
     redis.call('ZADD', QUEUE, m[2], id)
     redis.call('HSET', INFO, 'w:' .. id, struct.pack('<ddd', now + wait, now, lock))
     changed = true
-    reply = { 0, 0, earliest() }
+    reply = { 0, 0, earliest(), now }
   else
-    reply = { -1, 0, earliest() }
+    reply = { -1, 0, earliest(), now }
   end
 elseif op == 2 then
   local valid = 0

@@ -8,7 +8,8 @@
 --           <interval_us> <max_wait_us>
 --           kind: 0 bucket, 1 window, 2 leaky; max_wait_us >= 0: take (charge if it fits
 --           now, or for leaky within max_wait_us by reserving a later slot), -1: adjust
---           (charge unconditionally, negative refunds), -2: reset (delete the key)
+--           (charge unconditionally, negative refunds), -2: reset (delete the key),
+--           -3: peek (the answer of a take with max_wait_us 0, charging nothing)
 -- Returns   flat array, 4 integers per call: allowed (0/1), remaining, retry_after_us,
 --           reset_after_us
 -- Notes     every key is read at most once and written (SET PX, or DEL) at most once, with
@@ -59,6 +60,8 @@ local function counter(k, used, start, finish, limit, weight, max_wait)
   if max_wait == -1 then
     after = used + weight
     if after < 0 then after = 0 end
+  elseif max_wait == -3 then
+    allowed = used + weight <= limit
   elseif used + weight <= limit then
     after = used + weight
   else
@@ -84,6 +87,9 @@ local function leaky(k, limit, interval, weight, max_wait)
   if max_wait == -1 then
     after = tat + weight * per_unit
     if after < now then after = now end
+  elseif max_wait == -3 then
+    wait = tat + weight * per_unit - now - interval
+    allowed = wait <= 0
   else
     wait = tat + weight * per_unit - now - interval
     if wait <= max_wait then after = tat + weight * per_unit else allowed = false end

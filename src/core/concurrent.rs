@@ -94,7 +94,7 @@ pub const NOT_WAITING: f64 = -1.0;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Reply {
   /// Acquire / poll / cancel: `[status, token (0 if none), earliest lease expiry µs (0 if
-  /// none)]`. Release: `[1 if the lease was valid, 0, 0]`. Extend: `[1 if extended, 0, 0]`.
+  /// none), now µs]` (the store's time, so a waiter can time its next poll). Release: `[1 if the lease was valid, 0, 0]`. Extend: `[1 if extended, 0, 0]`.
   /// Stats: held, held_us, immediate, waited, wait_us, overages, reclaimed, current holders,
   /// waiters.
   pub values: Vec<f64>,
@@ -154,13 +154,13 @@ impl Semaphore {
     changed
   }
 
-  fn status(&self, id: &str) -> Vec<f64> {
+  fn status(&self, id: &str, now_us: f64) -> Vec<f64> {
     if let Some(i) = self.holder(id) {
-      vec![ACQUIRED, self.holders[i].token, self.earliest_expiry()]
+      vec![ACQUIRED, self.holders[i].token, self.earliest_expiry(), now_us]
     } else if self.queue.iter().any(|w| w.id == id) {
-      vec![QUEUED, 0.0, self.earliest_expiry()]
+      vec![QUEUED, 0.0, self.earliest_expiry(), now_us]
     } else {
-      vec![NOT_WAITING, 0.0, self.earliest_expiry()]
+      vec![NOT_WAITING, 0.0, self.earliest_expiry(), now_us]
     }
   }
 
@@ -182,7 +182,7 @@ impl Semaphore {
           let token = self.take(id, lock_us, now_us);
           self.stats.immediate += 1.0;
           changed = true;
-          vec![ACQUIRED, token, self.earliest_expiry()]
+          vec![ACQUIRED, token, self.earliest_expiry(), now_us]
         } else if wait_us > 0.0 {
           self.queue.push_back(Waiter {
             id: id.to_owned(),
@@ -191,9 +191,9 @@ impl Semaphore {
             lock_us,
           });
           changed = true;
-          vec![QUEUED, 0.0, self.earliest_expiry()]
+          vec![QUEUED, 0.0, self.earliest_expiry(), now_us]
         } else {
-          vec![NOT_WAITING, 0.0, self.earliest_expiry()]
+          vec![NOT_WAITING, 0.0, self.earliest_expiry(), now_us]
         }
       }
       Request::Release { limit } => {
@@ -220,7 +220,7 @@ impl Semaphore {
       },
       Request::Poll { limit } => {
         changed |= self.grant(limit, now_us, &mut grants);
-        self.status(id)
+        self.status(id, now_us)
       }
       Request::Cancel { limit } => {
         if let Some(i) = self.queue.iter().position(|w| w.id == id) {
@@ -228,7 +228,7 @@ impl Semaphore {
           changed = true;
         }
         changed |= self.grant(limit, now_us, &mut grants);
-        self.status(id)
+        self.status(id, now_us)
       }
       Request::Stats => vec![],
     };

@@ -30,6 +30,10 @@ pub fn step(state: Option<State>, p: &Params, weight: f64, op: Op, now_us: f64) 
       let allowed = wait_us <= max_wait_us;
       (allowed, wait_us, if allowed { tat + weight * per_unit_us } else { tat })
     }
+    Op::Peek => {
+      let wait_us = tat + weight * per_unit_us - now_us - p.interval_us;
+      (wait_us <= 0.0, wait_us, tat)
+    }
     Op::Adjust => (true, 0.0, (tat + weight * per_unit_us).max(now_us)),
   };
   let changed = tat_after != tat;

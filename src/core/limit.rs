@@ -53,6 +53,8 @@ pub enum Op {
   /// Charge `weight` if it is admitted now, or (leaky only) within `max_wait_us` by
   /// reserving a later slot; otherwise charge nothing. Weight 0 is a pure probe.
   Take { max_wait_us: f64 },
+  /// The decision `Take { max_wait_us: 0 }` would get, without charging anything.
+  Peek,
   /// Charge `weight` unconditionally; negative refunds (never below an empty state).
   Adjust,
 }
@@ -109,6 +111,7 @@ pub(crate) fn counter_step(used: f64, start_us: f64, end_us: f64, p: &Params, we
       let allowed = used + weight <= p.limit;
       (allowed, if allowed { used + weight } else { used })
     }
+    Op::Peek => (used + weight <= p.limit, used),
     Op::Adjust => (true, (used + weight).max(0.0)),
   };
   let changed = used_after != used;

@@ -3,8 +3,9 @@
 //!
 //! Flat encoding from the JS layer: `keys` joined by `\n`, one per entry, and
 //! [`LIMIT_FIELDS`] numbers per entry: `kind, weight, limit, interval_us, max_wait_us`, where
-//! `max_wait_us` ≥ 0 asks for a take, [`ADJUST`] for an unconditional charge (weight may be
-//! negative), [`RESET`] to delete the key. Results: [`LIMIT_RESULT_FIELDS`] numbers per
+//! `max_wait_us` ≥ 0 asks for a take, [`PEEK`] for a take's answer without the charge,
+//! [`ADJUST`] for an unconditional charge (weight may be negative), [`RESET`] to delete the
+//! key. Results: [`LIMIT_RESULT_FIELDS`] numbers per
 //! entry: `allowed (0/1), remaining, retry_after_us, reset_after_us`.
 
 use super::validate_key;
@@ -19,6 +20,8 @@ pub const LIMIT_RESULT_FIELDS: usize = 4;
 pub const ADJUST: f64 = -1.0;
 /// `max_wait_us` code of a reset.
 pub const RESET: f64 = -2.0;
+/// `max_wait_us` code of a peek.
+pub const PEEK: f64 = -3.0;
 /// Largest limit or |weight|: counters stay exact integers in a double.
 pub const MAX_LIMIT: f64 = 1e9;
 /// Longest interval, µs (10 years).
@@ -93,6 +96,8 @@ pub fn decode_entry(f: &[f64]) -> Result<(Kind, Params, f64, Action)> {
     Action::Step(Op::Adjust)
   } else if max_wait_us == RESET {
     Action::Reset
+  } else if max_wait_us == PEEK {
+    Action::Step(Op::Peek)
   } else if max_wait_us.is_finite() && (0.0..=MAX_DELAY_US).contains(&max_wait_us) {
     Action::Step(Op::Take { max_wait_us })
   } else {

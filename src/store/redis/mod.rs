@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind, Result};
 use fred::clients::SubscriberClient;
 use fred::prelude::*;
 use fred::types::config::{Config as FredConfig, ReconnectPolicy, ServerConfig};
-use super::limits::{Action, LimitBatch, LIMIT_RESULT_FIELDS, ADJUST, RESET};
+use super::limits::{Action, LimitBatch, ADJUST, LIMIT_RESULT_FIELDS, PEEK, RESET};
 use crate::core::limit;
 use script::{Script, CONCURRENT, LIMITER, PACER, PACER_UNDO};
 use std::collections::BTreeMap;
@@ -311,6 +311,7 @@ impl RedisStore {
       let max_wait = match entry.action {
         Action::Reset => RESET,
         Action::Step(limit::Op::Adjust) => ADJUST,
+        Action::Step(limit::Op::Peek) => PEEK,
         Action::Step(limit::Op::Take { max_wait_us }) => max_wait_us,
       };
       args.extend([

@@ -1,0 +1,246 @@
+'use strict'
+
+const { randomBytes } = require('node:crypto')
+const { invalidArgument } = require('./errors')
+const {
+  limiterOptions,
+  checkInteger,
+  checkSignal,
+  withinOptions,
+  sleep,
+  overLimit,
+  aborted,
+  MAX_LIMIT,
+  MAX_MS,
+} = require('./limiters')
+
+const ACQUIRE = 1
+const RELEASE = 2
+const EXTEND = 3
+const POLL = 4
+const CANCEL = 5
+const STATS = 6
+
+// Lease and waiter ids: unique across processes (random process tag) and within one.
+const PROCESS_TAG = randomBytes(8).toString('hex')
+let sequence = 0
+const nextId = () => `${PROCESS_TAG}-${(++sequence).toString(36)}`
+
+/** A slot of a ConcurrentLimiter, held until released or until its lock time passes. */
+class Lease {
+  constructor(limiter, id, token) {
+    this._limiter = limiter
+    this._id = id
+    /** Fencing token: strictly increasing per limiter; pass it to the resource you protect. */
+    this.token = token
+  }
+
+  /** Gives the slot back; true if the lease was still valid (not expired and reclaimed). */
+  async release() {
+    const values = await this._limiter._op(RELEASE, this._id, 0)
+    return values[0] === 1
+  }
+
+  /** Extends the lease to `ms` (default lockTimeoutMs) from now; false if it had expired. */
+  async extend(ms) {
+    const lockMs = ms === undefined ? this._limiter._lockTimeoutMs : ms
+    checkInteger('ms', lockMs, 1, MAX_MS, invalidArgument)
+    const values = await this._limiter._op(EXTEND, this._id, 0, lockMs)
+    return values[0] === 1
+  }
+}
+
+/**
+ * A distributed semaphore: at most `limit` leases at once across every process sharing the
+ * store (`limit: 1` is a distributed mutex). Waiters queue first come, first served, and a
+ * release hands its slot to the next one at once (Redis: pushed over pub/sub, no polling, no
+ * blocked connection). A lease not released within `lockTimeoutMs` (its holder crashed, or
+ * ran over) is reclaimed.
+ */
+class ConcurrentLimiter {
+  constructor(store, options) {
+    const common = limiterOptions(store, options, ['limit', 'lockTimeoutMs'])
+    this._store = store
+    this._name = common.name
+    this._waitTimeoutMs = common.waitTimeoutMs
+    this._policy = common.policy
+    this._ttlMs = common.ttlMs
+    this._limit = checkInteger('limit', options.limit, 1, MAX_LIMIT)
+    const lockTimeoutMs = options.lockTimeoutMs === undefined ? 30_000 : options.lockTimeoutMs
+    this._lockTimeoutMs = checkInteger('lockTimeoutMs', lockTimeoutMs, 1, MAX_MS)
+    this._key = `${store.keyPrefix}:concurrent:{${common.name}}`
+    this._channel = `${this._key}:wake`
+  }
+
+  get name() {
+    return this._name
+  }
+  get limit() {
+    return this._limit
+  }
+
+  /** @internal one operation: `[limit, lockUs, waitUs, ttlMs]` */
+  _op(op, id, waitMs, lockMs = this._lockTimeoutMs) {
+    const nums = new Float64Array([this._limit, lockMs * 1000, waitMs * 1000, this._ttlMs])
+    return this._store._concurrent(this._key, op, id, nums)
+  }
+
+  /** A lease if a slot is free now and nobody is queued; otherwise null. Never waits. */
+  async tryAcquire() {
+    const id = nextId()
+    const [status, token] = await this._op(ACQUIRE, id, 0)
+    return status === 1 ? new Lease(this, id, token) : null
+  }
+
+  /**
+   * A lease, waiting up to `waitTimeoutMs` in the queue; then OverLimitError (whatever the
+   * policy: `policy` applies to withinLimit). `signal` aborts the wait (ERR_ABORTED).
+   */
+  async acquire(options) {
+    const { signal } = withinOptions(options, ['signal'])
+    checkSignal(signal)
+    const got = await this._acquire(signal)
+    if (got instanceof Lease) return got
+    throw overLimit(this, got)
+  }
+
+  /** @internal a Lease, or the retry hint (ms) when the wait timed out */
+  async _acquire(signal) {
+    const store = this._store
+    if (!(store._channels && store._channels.has(this._channel))) {
+      // fast path: a free slot needs no subscription
+      const id = nextId()
+      const [status, token, earliest, nowUs] = await this._op(ACQUIRE, id, 0)
+      if (status === 1) return new Lease(this, id, token)
+      if (this._waitTimeoutMs === 0) return hintMs(earliest, nowUs)
+    }
+    return this._wait(nextId(), signal)
+  }
+
+  /** @internal queues waiter `id`; a Lease when granted, the retry hint when timed out */
+  async _wait(id, signal) {
+    const store = this._store
+    const timers = new AbortController() // ends this wait's timers however it ends
+    let settle
+    const outcome = new Promise((resolve) => (settle = resolve))
+    const after = (ms, fn) =>
+      sleep(store, ms, timers.signal).then(
+        () => fn(),
+        () => {},
+      )
+    let expiry = null
+    // A lease can be reclaimed once it expires: poll then, if that is before the deadline.
+    // Grants otherwise arrive pushed (waiter.grant); nothing polls on an interval.
+    const armExpiry = (earliest, nowUs) => {
+      if (expiry) expiry.abort()
+      expiry = null
+      if (!(earliest > 0)) return
+      const ms = Math.max(1, Math.ceil((earliest - nowUs) / 1000) + 1)
+      if (ms >= this._waitTimeoutMs) return
+      const own = (expiry = new AbortController())
+      sleep(store, ms, AbortSignal.any([timers.signal, own.signal])).then(poll, () => {})
+    }
+    let polling = false
+    const poll = async () => {
+      if (polling) return
+      polling = true
+      try {
+        const [status, token, earliest, nowUs] = await this._op(POLL, id, 0)
+        if (status === 1) settle({ token })
+        else if (status === -1) settle({ timeout: true })
+        else armExpiry(earliest, nowUs)
+      } catch (error) {
+        settle({ error })
+      } finally {
+        polling = false
+      }
+    }
+    const onAbort = () => settle({ aborted: true })
+    store._waiters.add(id, { grant: (token) => settle({ token }), resync: poll })
+    try {
+      await store._listen(this._channel)
+      try {
+        store._wakeLoop()
+        const [status, token, earliest, nowUs] = await this._op(ACQUIRE, id, this._waitTimeoutMs)
+        if (status === 1) return new Lease(this, id, token)
+        armExpiry(earliest, nowUs)
+        after(this._waitTimeoutMs, () => settle({ timeout: true }))
+        if (signal) signal.addEventListener('abort', onAbort, { once: true })
+        const result = await outcome
+        if (result.token !== undefined) return new Lease(this, id, result.token)
+        if (result.error) throw result.error
+        // timed out or aborted: leave the queue; a grant that raced the timeout is still ours
+        const [cstatus, ctoken, cearliest, cnow] = await this._op(CANCEL, id, 0)
+        if (cstatus === 1) {
+          const lease = new Lease(this, id, ctoken)
+          if (!result.aborted) return lease
+          await lease.release().catch(() => {})
+        }
+        if (result.aborted) throw aborted(signal)
+        return hintMs(cearliest, cnow)
+      } finally {
+        store._unlisten(this._channel)
+      }
+    } finally {
+      timers.abort()
+      if (signal) signal.removeEventListener('abort', onAbort)
+      store._waiters.delete(id)
+      store._waiterDone()
+    }
+  }
+
+  /**
+   * Runs `fn(lease)` holding a slot, and releases it in every outcome. Over the limit after
+   * `waitTimeoutMs`: OverLimitError (policy 'raise') or undefined without running `fn`
+   * (policy 'skip').
+   */
+  async withinLimit(fn, options) {
+    if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
+    const { signal } = withinOptions(options, ['signal'])
+    checkSignal(signal)
+    const lease = await this._acquire(signal)
+    if (!(lease instanceof Lease)) {
+      if (this._policy === 'skip') return undefined
+      throw overLimit(this, lease)
+    }
+    let failed = false
+    try {
+      return await fn(lease)
+    } catch (err) {
+      failed = true
+      throw err
+    } finally {
+      const released = lease.release()
+      // after a failure of fn, its error wins over a failure to release
+      if (failed) await released.catch(() => {})
+      else await released
+    }
+  }
+
+  /**
+   * Counters since the limiter's keys were created (they live `ttlMs` after the last
+   * operation): leases `held` and `heldTimeMs`, `immediate` and `waited` acquisitions,
+   * `waitTimeMs`, `overages` (leases that outlived lockTimeoutMs), `reclaimed`, and the
+   * `current` holders and `waiting` waiters.
+   */
+  async stats() {
+    const v = await this._op(STATS, 'stats', 0)
+    return {
+      held: v[0],
+      heldTimeMs: Math.round(v[1] / 1000),
+      immediate: v[2],
+      waited: v[3],
+      waitTimeMs: Math.round(v[4] / 1000),
+      overages: v[5],
+      reclaimed: v[6],
+      current: v[7],
+      waiting: v[8],
+    }
+  }
+}
+
+function hintMs(earliest, nowUs) {
+  return earliest > 0 ? Math.max(0, Math.ceil((earliest - nowUs) / 1000)) : 0
+}
+
+module.exports = { ConcurrentLimiter, Lease }

@@ -1,0 +1,378 @@
+'use strict'
+
+const { MemoryStore, RedisStore } = require('./stores')
+const { SluiceError, OverLimitError, invalidConfig, invalidArgument } = require('./errors')
+
+const NAME = /^[A-Za-z0-9_-]{1,256}$/
+const MAX_LIMIT = 1e9
+const MAX_MS = 315_360_000_000 // 10 years
+const DAY_MS = 86_400_000
+const INTERVALS = { second: 1_000, minute: 60_000, hour: 3_600_000, day: DAY_MS }
+const KIND = { bucket: 0, window: 1, leaky: 2, points: 2 }
+const ADJUST = -1
+const RESET = -2
+const PEEK = -3
+
+function checkStore(store) {
+  if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
+    throw invalidConfig('store must be a MemoryStore or a RedisStore')
+  }
+}
+
+function checkInteger(name, value, min, max, make = invalidConfig) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw make(`${name} must be an integer in [${min}, ${max}], got ${String(value)}`)
+  }
+  return value
+}
+
+/**
+ * Validates the options every limiter shares (name, waitTimeoutMs, policy, ttlMs) plus the
+ * kind's own, and rejects unknown ones.
+ */
+function limiterOptions(store, options, own) {
+  checkStore(store)
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalidConfig('options must be an object')
+  }
+  const known = ['name', 'waitTimeoutMs', 'policy', 'ttlMs', ...own]
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw invalidConfig(`unknown limiter option ${JSON.stringify(key)}`)
+  }
+  const { name, waitTimeoutMs = 5_000, policy = 'raise', ttlMs = 90 * DAY_MS } = options
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
+  }
+  checkInteger('waitTimeoutMs', waitTimeoutMs, 0, MAX_MS)
+  if (policy !== 'raise' && policy !== 'skip') throw invalidConfig("policy must be 'raise' or 'skip'")
+  checkInteger('ttlMs', ttlMs, 1, MAX_MS)
+  return { name, waitTimeoutMs, policy, ttlMs }
+}
+
+/** An interval name or a number of ms, as ms. */
+function intervalMs(interval) {
+  if (typeof interval === 'string' && Object.hasOwn(INTERVALS, interval)) return INTERVALS[interval]
+  if (typeof interval === 'number' && Number.isInteger(interval) && interval >= 1 && interval <= MAX_MS) {
+    return interval
+  }
+  throw invalidConfig(`interval must be 'second', 'minute', 'hour', 'day' or whole ms in [1, ${MAX_MS}]`)
+}
+
+function nowMs(store) {
+  return store.clock ? store.clock.now() : Date.now()
+}
+
+const aborted = (signal) => new SluiceError('ERR_ABORTED', 'the operation was aborted', { cause: signal.reason })
+
+function checkSignal(signal) {
+  if (signal !== undefined && (signal === null || typeof signal.aborted !== 'boolean')) {
+    throw invalidArgument('signal must be an AbortSignal')
+  }
+  if (signal && signal.aborted) throw aborted(signal)
+}
+
+/**
+ * Waits `ms` on the store's clock (a ManualClock moves only when advanced); rejects with
+ * ERR_ABORTED when `signal` aborts. Returns a promise and, through `onCancel`, nothing else.
+ */
+function sleep(store, ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal && signal.aborted) return reject(aborted(signal))
+    let cancel = null
+    let settled = false
+    const onAbort = () => {
+      if (settled) return
+      settled = true
+      if (cancel) cancel()
+      reject(aborted(signal))
+    }
+    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    const done = () => {
+      if (settled) return
+      settled = true
+      if (signal) signal.removeEventListener('abort', onAbort)
+      resolve()
+    }
+    if (store.clock) {
+      cancel = store.clock._schedule(ms, done)
+    } else {
+      const timer = setTimeout(done, Math.max(0, ms))
+      cancel = () => clearTimeout(timer)
+    }
+  })
+}
+
+function overLimit(limiter, retryAfterMs) {
+  return new OverLimitError(`over the limit of ${limiter.name}; retry after ${retryAfterMs} ms`, {
+    limiter: limiter.name,
+    retryAfterMs,
+  })
+}
+
+function withinOptions(options, names) {
+  if (options === undefined) return {}
+  if (options === null || typeof options !== 'object') throw invalidArgument('options must be an object')
+  for (const key of Object.keys(options)) {
+    if (!names.includes(key)) throw invalidArgument(`unknown option ${JSON.stringify(key)}`)
+  }
+  return options
+}
+
+/**
+ * What Bucket, Window, Leaky and Points limiters share: one decision per call, one round trip
+ * (calls of one tick share it), waiting in `withinLimit` up to `waitTimeoutMs`.
+ */
+class RateLimiter {
+  constructor(store, options, segment, own, limitName) {
+    const common = limiterOptions(store, options, own)
+    this._store = store
+    this._name = common.name
+    this._waitTimeoutMs = common.waitTimeoutMs
+    this._policy = common.policy
+    this._ttlMs = common.ttlMs
+    this._limit = checkInteger(limitName, options[limitName], 1, MAX_LIMIT)
+    this._intervalMs = intervalMs(options.interval)
+    this._intervalUs = this._intervalMs * 1000
+    this._kind = KIND[segment]
+    this._key = `${store.keyPrefix}:${segment}:{${common.name}}`
+  }
+
+  /** The limiter's name. */
+  get name() {
+    return this._name
+  }
+  /** Units admitted per interval. */
+  get limit() {
+    return this._limit
+  }
+  /** The interval, ms. */
+  get intervalMs() {
+    return this._intervalMs
+  }
+
+  _checkWeight(weight, name = 'weight') {
+    checkInteger(name, weight, 0, this._limit, (m) =>
+      invalidArgument(`${m} (a weight above the limit can never be admitted)`),
+    )
+    return weight
+  }
+
+  /** @internal one call: resolves with a Decision (plus `_waitUs` for reservations) */
+  _call(weight, maxWaitUs) {
+    const store = this._store
+    if (store._sync) {
+      try {
+        return Promise.resolve(this._decision(store._limit(this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs), 0))
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }
+    return store._limit(this, this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs)
+  }
+
+  /** @internal */
+  _decision(out, o) {
+    const retryUs = out[o + 2]
+    return {
+      allowed: out[o] === 1,
+      limit: this._limit,
+      remaining: out[o + 1],
+      retryAfterMs: retryUs > 0 ? Math.ceil(retryUs / 1000) : 0,
+      resetAfterMs: out[o + 3] > 0 ? Math.ceil(out[o + 3] / 1000) : 0,
+    }
+  }
+
+  /**
+   * One decision, no waiting: charges `weight` (default 1) only if it is admitted now.
+   * Rejects with ERR_INVALID_ARGUMENT for a weight that is not an integer in [0, limit].
+   */
+  async check(weight = 1) {
+    return this._call(this._checkWeight(weight), 0)
+  }
+
+  /** The decision a call of weight 1 would get now, without charging anything. */
+  async peek() {
+    return this._call(1, PEEK)
+  }
+
+  /** Forgets everything this limiter has counted. */
+  async reset() {
+    await this._call(0, RESET)
+  }
+
+  /** @internal whether waiting happens by reserving a future slot (leaky, points) */
+  get _reserves() {
+    return this._kind === KIND.leaky
+  }
+
+  /**
+   * Runs `fn` when `weight` (default 1) is admitted, waiting up to `waitTimeoutMs` for it.
+   * Over the limit after that: OverLimitError (policy 'raise') or resolves undefined without
+   * running `fn` (policy 'skip'). `signal` aborts the wait (ERR_ABORTED).
+   */
+  async withinLimit(fn, options) {
+    if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
+    const { weight = 1, signal } = withinOptions(options, ['weight', 'signal'])
+    this._checkWeight(weight)
+    checkSignal(signal)
+    if (!(await this._admit(weight, signal))) return undefined
+    return fn()
+  }
+
+  /** @internal waits for `weight`; true when admitted, false when skipped */
+  async _admit(weight, signal) {
+    const store = this._store
+    const deadline = nowMs(store) + this._waitTimeoutMs
+    for (;;) {
+      const left = Math.max(0, deadline - nowMs(store))
+      const d = await this._call(weight, this._reserves ? left * 1000 : 0)
+      if (d.allowed) {
+        if (d.retryAfterMs > 0) {
+          try {
+            await sleep(store, d.retryAfterMs, signal)
+          } catch (err) {
+            // give the reserved slot back; if that fails the charge stays (admits less, never more)
+            await this._call(-weight, ADJUST).catch(() => {})
+            throw err
+          }
+        }
+        return true
+      }
+      if (this._reserves || d.retryAfterMs > deadline - nowMs(store)) {
+        if (this._policy === 'skip') return false
+        throw overLimit(this, d.retryAfterMs)
+      }
+      await sleep(store, d.retryAfterMs, signal)
+    }
+  }
+}
+
+/** At most `limit` per calendar-aligned interval (UTC second, minute, hour, day, or ms). */
+class BucketLimiter extends RateLimiter {
+  constructor(store, options) {
+    super(store, options, 'bucket', ['limit', 'interval'], 'limit')
+  }
+}
+
+/** At most `limit` per interval that starts at the first call after the previous one ended. */
+class WindowLimiter extends RateLimiter {
+  constructor(store, options) {
+    super(store, options, 'window', ['limit', 'interval'], 'limit')
+  }
+}
+
+/**
+ * A burst of `limit`, then one every `interval / limit`, exactly. Waiters in `withinLimit`
+ * reserve their own future slot, in arrival order, so none of them starves.
+ */
+class LeakyLimiter extends RateLimiter {
+  constructor(store, options) {
+    super(store, options, 'leaky', ['limit', 'interval'], 'limit')
+  }
+}
+
+/**
+ * A budget of `points`, refilled continuously at `points` per interval, for APIs that cost a
+ * variable number of points per call. `withinLimit` charges an estimate up front; the
+ * function reports the real cost through its handle and the difference is settled after.
+ */
+class PointsLimiter extends RateLimiter {
+  constructor(store, options) {
+    super(store, options, 'points', ['points', 'interval'], 'points')
+  }
+
+  /** The budget. */
+  get points() {
+    return this._limit
+  }
+
+  /**
+   * Charges `estimate` (default 1) when it fits (waiting up to `waitTimeoutMs`), runs
+   * `fn(handle)`, then settles: if `handle.pointsUsed(actual)` was called, the difference is
+   * refunded or charged. The settlement is awaited; a store failure there rejects.
+   */
+  async withinLimit(fn, options) {
+    if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
+    const o = withinOptions(options, ['estimate', 'weight', 'signal'])
+    const estimate = o.estimate !== undefined ? o.estimate : o.weight !== undefined ? o.weight : 1
+    this._checkWeight(estimate, 'estimate')
+    checkSignal(o.signal)
+    if (!(await this._admit(estimate, o.signal))) return undefined
+    let actual = null
+    const handle = {
+      pointsUsed(points) {
+        checkInteger('points used', points, 0, MAX_LIMIT, invalidArgument)
+        actual = points
+      },
+    }
+    let result
+    try {
+      result = await fn(handle)
+    } finally {
+      if (actual !== null && actual !== estimate) await this._call(actual - estimate, ADJUST)
+    }
+    return result
+  }
+}
+
+const UNLIMITED_DECISION = Object.freeze({
+  allowed: true,
+  limit: Infinity,
+  remaining: Infinity,
+  retryAfterMs: 0,
+  resetAfterMs: 0,
+})
+
+/**
+ * Never limits: accepts any options and always runs the function. A drop-in for any other
+ * limiter in tests or when limiting is switched off.
+ */
+class UnlimitedLimiter {
+  constructor(..._ignored) {
+    this.name = 'unlimited'
+  }
+  async check() {
+    return UNLIMITED_DECISION
+  }
+  async peek() {
+    return UNLIMITED_DECISION
+  }
+  async reset() {}
+  async withinLimit(fn) {
+    let token = 0
+    const handle = {
+      token: ++token,
+      pointsUsed() {},
+      release: async () => true,
+      extend: async () => true,
+    }
+    return fn(handle)
+  }
+  async acquire() {
+    return { token: 0, release: async () => true, extend: async () => true }
+  }
+  async tryAcquire() {
+    return this.acquire()
+  }
+  async stats() {
+    return { held: 0, heldTimeMs: 0, immediate: 0, waited: 0, waitTimeMs: 0, overages: 0, reclaimed: 0, current: 0, waiting: 0 }
+  }
+}
+
+module.exports = {
+  BucketLimiter,
+  WindowLimiter,
+  LeakyLimiter,
+  PointsLimiter,
+  UnlimitedLimiter,
+  limiterOptions,
+  checkInteger,
+  checkSignal,
+  withinOptions,
+  sleep,
+  nowMs,
+  overLimit,
+  aborted,
+  MAX_LIMIT,
+  MAX_MS,
+}
