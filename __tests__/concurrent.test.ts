@@ -106,7 +106,7 @@ describe.each(STORE_KINDS)('ConcurrentLimiter on %s', (kind) => {
     expect(await c.stats()).toMatchObject({ reclaimed: 1, overages: 1, heldTimeMs: 1000, current: 1 })
   })
 
-  it('a queued waiter gets an expired lease\'s slot when the lock time passes', async () => {
+  it("a queued waiter gets an expired lease's slot when the lock time passes", async () => {
     const c = limiter({ limit: 1, lockTimeoutMs: 1000, waitTimeoutMs: 5000 })
     await c.acquire()
     const waiting = c.acquire()

@@ -58,7 +58,9 @@ describe.each(STORE_KINDS)('rate limiters on %s', (kind) => {
 
     it('aligns minute, hour and day buckets to UTC boundaries', async () => {
       clock.set(T0 + 59_000)
-      expect((await new BucketLimiter(store, { name: name(), limit: 1, interval: 'minute' }).check()).resetAfterMs).toBe(1000)
+      expect(
+        (await new BucketLimiter(store, { name: name(), limit: 1, interval: 'minute' }).check()).resetAfterMs,
+      ).toBe(1000)
       expect((await new BucketLimiter(store, { name: name(), limit: 1, interval: 'hour' }).check()).resetAfterMs).toBe(
         3_600_000 - 59_000,
       )
@@ -255,9 +257,9 @@ describe.each(STORE_KINDS)('rate limiters on %s', (kind) => {
 
   it('UnlimitedLimiter takes any options and always runs the function', async () => {
     const u = new UnlimitedLimiter('anything', 5, { interval: 'nonsense' })
-    expect(await u.withinLimit((h: { pointsUsed(n: number): void }) => (h.pointsUsed(3), 'x'), { estimate: 1e12 })).toBe(
-      'x',
-    )
+    expect(
+      await u.withinLimit((h: { pointsUsed(n: number): void }) => (h.pointsUsed(3), 'x'), { estimate: 1e12 }),
+    ).toBe('x')
     expect((await u.check(1e9)).allowed).toBe(true)
     expect(await (await u.acquire()).release()).toBe(true)
   })

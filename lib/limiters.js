@@ -162,7 +162,9 @@ class RateLimiter {
     const store = this._store
     if (store._sync) {
       try {
-        return Promise.resolve(this._decision(store._limit(this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs), 0))
+        return Promise.resolve(
+          this._decision(store._limit(this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs), 0),
+        )
       } catch (err) {
         return Promise.reject(err)
       }
@@ -355,7 +357,17 @@ class UnlimitedLimiter {
     return this.acquire()
   }
   async stats() {
-    return { held: 0, heldTimeMs: 0, immediate: 0, waited: 0, waitTimeMs: 0, overages: 0, reclaimed: 0, current: 0, waiting: 0 }
+    return {
+      held: 0,
+      heldTimeMs: 0,
+      immediate: 0,
+      waited: 0,
+      waitTimeMs: 0,
+      overages: 0,
+      reclaimed: 0,
+      current: 0,
+      waiting: 0,
+    }
   }
 }
 
