@@ -130,3 +130,185 @@ export declare class PacerComposite implements Pacer {
   pace(weight?: number): Promise<PacerCompositeOutcome>
   rateLimit(weight?: number): Promise<PacerCompositeOutcome>
 }
+
+// ---------------------------------------------------------------------------------------
+// The limiter family (Sidekiq Enterprise's limiters, in Node idiom)
+
+/** 'second' | 'minute' | 'hour' | 'day' (UTC-aligned for buckets), or whole ms. */
+export type Interval = 'second' | 'minute' | 'hour' | 'day' | number
+
+/** The answer to one limiter call. */
+export interface Decision {
+  /** Whether the call was admitted (and charged). */
+  allowed: boolean
+  /** The limiter's limit (points for PointsLimiter). */
+  limit: number
+  /** Units that could still be taken right now. */
+  remaining: number
+  /** Refused: ms until this weight would be admitted (0 when allowed). */
+  retryAfterMs: number
+  /** ms until the limiter is back at full capacity. */
+  resetAfterMs: number
+}
+
+export interface LimiterOptions {
+  /** 1..256 characters of [A-Za-z0-9_-]; limiters with the same name and kind share one limit. */
+  name: string
+  /** How long withinLimit / acquire may wait for capacity, ms, default 5000; 0 = fail at once. */
+  waitTimeoutMs?: number
+  /** Over the limit after the wait: 'raise' (OverLimitError, default) or 'skip' (resolve undefined). */
+  policy?: 'raise' | 'skip'
+  /**
+   * How long a ConcurrentLimiter's keys (fencing counter, statistics) live after its last
+   * operation, ms, default 90 days. The time-based limiters keep their one key only while it
+   * can still change a decision (the rest of the bucket or window, or until drained).
+   */
+  ttlMs?: number
+}
+
+export interface WithinLimitOptions {
+  /** Units this call costs, integer in [0, limit], default 1. */
+  weight?: number
+  /** Aborts the wait: rejects with ERR_ABORTED (a leaky/points reservation is given back). */
+  signal?: AbortSignal
+}
+
+/** What Bucket, Window, Leaky and Points limiters share. One round trip per decision. */
+export interface RateLimiter {
+  readonly name: string
+  readonly limit: number
+  readonly intervalMs: number
+  /** One decision, no waiting: charges `weight` (default 1) only if it is admitted now. */
+  check(weight?: number): Promise<Decision>
+  /** The decision a call of weight 1 would get now, charging nothing. */
+  peek(): Promise<Decision>
+  /** Runs `fn` once `weight` is admitted, waiting up to waitTimeoutMs; see `policy`. */
+  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
+  /** Forgets everything this limiter counted. */
+  reset(): Promise<void>
+}
+
+/** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
+export declare class BucketLimiter implements RateLimiter {
+  constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
+  readonly name: string
+  readonly limit: number
+  readonly intervalMs: number
+  check(weight?: number): Promise<Decision>
+  peek(): Promise<Decision>
+  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
+  reset(): Promise<void>
+}
+
+/** At most `limit` per interval that starts at the first call after the previous one ended. */
+export declare class WindowLimiter implements RateLimiter {
+  constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
+  readonly name: string
+  readonly limit: number
+  readonly intervalMs: number
+  check(weight?: number): Promise<Decision>
+  peek(): Promise<Decision>
+  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
+  reset(): Promise<void>
+}
+
+/**
+ * A burst of `limit`, then one every `interval / limit`, exactly. withinLimit reserves the
+ * caller's own future slot (arrival order), so waiters never race for the same drip.
+ */
+export declare class LeakyLimiter implements RateLimiter {
+  constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
+  readonly name: string
+  readonly limit: number
+  readonly intervalMs: number
+  check(weight?: number): Promise<Decision>
+  peek(): Promise<Decision>
+  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
+  reset(): Promise<void>
+}
+
+/** Handed to PointsLimiter.withinLimit's function: report what the call really cost. */
+export interface PointsHandle {
+  /** The real cost; the difference to the estimate is refunded or charged after fn. */
+  pointsUsed(actual: number): void
+}
+
+/** A budget of `points`, refilled continuously at `points` per interval (GraphQL-style costs). */
+export declare class PointsLimiter implements RateLimiter {
+  constructor(store: Store, options: LimiterOptions & { points: number; interval: Interval })
+  readonly name: string
+  readonly limit: number
+  readonly points: number
+  readonly intervalMs: number
+  check(weight?: number): Promise<Decision>
+  peek(): Promise<Decision>
+  /** Charges `estimate` (default 1) up front, runs fn(handle), settles the reported actual use. */
+  withinLimit<T>(
+    fn: (handle: PointsHandle) => T | Promise<T>,
+    options?: { estimate?: number; weight?: number; signal?: AbortSignal },
+  ): Promise<T | undefined>
+  reset(): Promise<void>
+}
+
+/** A slot of a ConcurrentLimiter. */
+export declare class Lease {
+  private constructor()
+  /** Fencing token: strictly increasing per limiter; pass it to the resource you protect. */
+  readonly token: number
+  /** Gives the slot back; true if the lease was still valid (not expired). */
+  release(): Promise<boolean>
+  /** Extends the lease to `ms` (default lockTimeoutMs) from now; false if it had expired. */
+  extend(ms?: number): Promise<boolean>
+}
+
+export interface ConcurrentStats {
+  /** Leases handed out. */
+  held: number
+  /** Total time leases were held, ms. */
+  heldTimeMs: number
+  /** Leases taken without waiting. */
+  immediate: number
+  /** Leases taken after waiting in the queue. */
+  waited: number
+  /** Total time those waited, ms. */
+  waitTimeMs: number
+  /** Leases that outlived lockTimeoutMs (reclaimed, or released late). */
+  overages: number
+  /** Expired leases taken back. */
+  reclaimed: number
+  /** Leases held now. */
+  current: number
+  /** Waiters queued now. */
+  waiting: number
+}
+
+/**
+ * A distributed semaphore of `limit` slots (1 = a distributed mutex). Waiters queue first
+ * come, first served across processes and are woken by a release (pushed; no polling, no
+ * blocked connection); a holder that crashed loses its slot after lockTimeoutMs.
+ */
+export declare class ConcurrentLimiter {
+  constructor(store: Store, options: LimiterOptions & { limit: number; lockTimeoutMs?: number })
+  readonly name: string
+  readonly limit: number
+  /** A lease, waiting up to waitTimeoutMs; then OverLimitError. */
+  acquire(options?: { signal?: AbortSignal }): Promise<Lease>
+  /** A lease if a slot is free now and nobody waits; otherwise null. */
+  tryAcquire(): Promise<Lease | null>
+  /** Runs fn(lease) holding a slot; releases it in every outcome. */
+  withinLimit<T>(fn: (lease: Lease) => T | Promise<T>, options?: { signal?: AbortSignal }): Promise<T | undefined>
+  stats(): Promise<ConcurrentStats>
+}
+
+/** Never limits: accepts any options, always runs the function (tests, switched-off limits). */
+export declare class UnlimitedLimiter {
+  constructor(...options: unknown[])
+  readonly name: string
+  check(weight?: number): Promise<Decision>
+  peek(): Promise<Decision>
+  reset(): Promise<void>
+  withinLimit<T>(fn: (handle: PointsHandle & Lease) => T | Promise<T>, options?: object): Promise<T>
+  acquire(options?: object): Promise<Lease>
+  tryAcquire(): Promise<Lease>
+  stats(): Promise<ConcurrentStats>
+}

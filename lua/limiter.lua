@@ -14,18 +14,22 @@
 --           reset_after_us
 -- Notes     every key is read at most once and written (SET PX, or DEL) at most once, with
 --           PX = the time until its state no longer matters (end of the bucket or window,
---           or until the leaky bucket has drained), in whole ms, at least 1.
+--           or until the leaky bucket has drained), in whole ms, at least 1; plus 60 s when
+--           now_us is given (a test's ManualClock: Redis still expires keys on its own
+--           clock, and a frozen or slow test clock must not lose state to it).
 --           All KEYS share one hash slot: the caller groups calls by slot.
 
 local nargs = #ARGV
 assert(nargs >= 6 and (nargs - 1) % 5 == 0 and #KEYS >= 1, 'limiter: expected keys and calls')
 
 local now
+local margin = 0
 if ARGV[1] == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
   now = tonumber(ARGV[1])
+  margin = 60000
 end
 local MAX_TTL_MS = 315360000000
 local MAX_DELAY_US = 9e15
@@ -47,7 +51,7 @@ local function load(k)
 end
 
 local function ttl_ms(span)
-  local t = math.ceil(span / 1000)
+  local t = math.ceil(span / 1000) + margin
   if t < 1 then return 1 end
   if t > MAX_TTL_MS then return MAX_TTL_MS end
   return t

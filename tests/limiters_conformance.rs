@@ -1,0 +1,162 @@
+//! Conformance of the limiter family: random sequences decided by the Rust model (the memory
+//! store) and by the Lua scripts on a real Redis, with the same clock; every answer must be
+//! identical. `lua/limiter.lua` (bucket, window, leaky/points: takes, reservations, peeks,
+//! adjustments, resets) and `lua/concurrent.lua` (acquire, release, extend, poll, cancel,
+//! stats). Standalone and cluster.
+//!
+//! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER`, which `npm test` sets.
+
+use sluice::core::concurrent::Request;
+use sluice::store::limits::{LimitBatch, ADJUST, PEEK, RESET};
+use sluice::store::memory::MemoryStore;
+use sluice::store::redis::{RedisOptions, RedisStore};
+use std::time::Duration;
+
+fn env(name: &str) -> String {
+  std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run the suite with `npm test`"))
+}
+
+/// xorshift64*: deterministic sequences, reproducible from the seed in a failure message.
+struct Rng(u64);
+impl Rng {
+  fn next(&mut self) -> u64 {
+    self.0 ^= self.0 >> 12;
+    self.0 ^= self.0 << 25;
+    self.0 ^= self.0 >> 27;
+    self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+  }
+  fn below(&mut self, n: u64) -> u64 {
+    self.next() % n
+  }
+  fn pick(&mut self, options: &[f64]) -> f64 {
+    options[self.below(options.len() as u64) as usize]
+  }
+}
+
+fn options() -> RedisOptions {
+  RedisOptions { command_timeout: Duration::from_secs(5), ..RedisOptions::default() }
+}
+
+fn cluster_options() -> RedisOptions {
+  RedisOptions { cluster: env("SLUICE_REDIS_CLUSTER").split(',').map(str::to_owned).collect(), ..options() }
+}
+
+/// Moves the simulated clock. (Redis expires keys on its own clock; with an explicit clock
+/// the scripts add 60 s to every TTL, so a sequence that runs for a few seconds of real time
+/// sees the same keys as the model.)
+fn step_clock(rng: &mut Rng, now: &mut f64) {
+  match rng.below(10) {
+    0 => {}
+    1 => *now -= rng.below(50_000) as f64, // a clock that steps back
+    2 => *now += rng.below(3_000_000) as f64,
+    _ => *now += rng.below(150_000) as f64,
+  }
+}
+
+/// One random batch of limiter calls; each key keeps its kind, limit and interval, as in real
+/// use (the memory model expires a key on the simulated clock, Redis on its own: with
+/// parameters changing between calls, a key could outlive its TTL on one and not the other).
+fn random_batch(rng: &mut Rng, keys: &[(String, f64, f64)]) -> (String, Vec<f64>) {
+  let mut batch_keys = vec![];
+  let mut args = vec![];
+  for _ in 0..1 + rng.below(8) {
+    let k = rng.below(keys.len() as u64) as usize;
+    let (key, limit, interval_us) = &keys[k];
+    batch_keys.push(key.clone());
+    let action = rng.pick(&[0.0, 0.0, 0.0, 0.0, 250_000.0, 2e6, PEEK, ADJUST, RESET]);
+    let mut weight = rng.pick(&[0.0, 1.0, 1.0, 1.0, 2.0, 3.0, 5.0, 12.0]);
+    if action == ADJUST && rng.below(2) == 0 {
+      weight = -weight;
+    }
+    args.extend([(k % 3) as f64, weight, *limit, *interval_us, action]);
+  }
+  (batch_keys.join("\n"), args)
+}
+
+async fn conform_limits(options: RedisOptions, label: &str) {
+  let store = RedisStore::connect(options).await.expect("connect");
+  let run = format!("lconf{}", std::process::id());
+  let mut decisions = 0;
+  for seed in 1..=40u64 {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let model = MemoryStore::new();
+    let keys: Vec<(String, f64, f64)> = (0..6)
+      .map(|k| {
+        let limit = rng.pick(&[1.0, 2.0, 3.0, 7.0, 10.0, 1000.0]);
+        let interval_us = rng.pick(&[1.0, 1000.0, 333_333.0, 1e6, 3e6, 6e7]);
+        (format!("{run}:limit:{{{label}{seed}}}:{k}"), limit, interval_us)
+      })
+      .collect();
+    let mut now: f64 = 1_800_000_000_000_000.0 + (seed as f64) * 1e9;
+    for step in 0..120 {
+      step_clock(&mut rng, &mut now);
+      let (batch_keys, args) = random_batch(&mut rng, &keys);
+      let batch = LimitBatch::decode(&batch_keys, &args).expect("valid batch");
+      let expected = model.limit_batch(&batch, now);
+      let actual = store.limit_batch(&batch, Some(now), step as u32).await.expect("redis decision");
+      assert_eq!(expected, actual, "{label} seed {seed} step {step}\nbatch {batch:?}");
+      decisions += expected.len();
+    }
+  }
+  assert!(decisions > 15_000, "only {decisions} decisions compared");
+  store.close().await;
+}
+
+async fn conform_concurrent(options: RedisOptions, label: &str) {
+  let store = RedisStore::connect(options).await.expect("connect");
+  let run = format!("cconf{}", std::process::id());
+  let mut replies = 0;
+  for seed in 1..=30u64 {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let model = MemoryStore::new();
+    let key = format!("{run}:concurrent:{{{label}{seed}}}");
+    let mut ids: Vec<String> = vec![];
+    let mut now: f64 = 1_800_000_000_000_000.0 + (seed as f64) * 1e9;
+    for step in 0..150 {
+      step_clock(&mut rng, &mut now);
+      let limit = if rng.below(10) == 0 { rng.pick(&[1.0, 4.0]) } else { 2.0 };
+      let lock_us = rng.pick(&[1000.0, 200_000.0, 500_000.0, 2e6]);
+      let wait_us = rng.pick(&[0.0, 0.0, 100_000.0, 1e6, 3e6]);
+      let op = if ids.is_empty() { 1.0 } else { rng.pick(&[1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 6.0]) };
+      // acquires use fresh ids (as the JS layer does); the rest pick a known one
+      let id = if op == 1.0 {
+        ids.push(format!("{seed}-{step}"));
+        ids[ids.len() - 1].clone()
+      } else {
+        ids[rng.below(ids.len() as u64) as usize].clone()
+      };
+      // a TTL far beyond the simulated span: Redis expires keys on its own clock
+      let nums = [limit, lock_us, wait_us, 86_400_000.0];
+      let (request, ttl_ms) = sluice::store::limits::decode_concurrent(op, &id, &nums).expect("valid op");
+      let expected = model.concurrent(&key, &id, request, ttl_ms, now).values;
+      let actual = store.concurrent(&key, &id, op, &nums, Some(now)).await.expect("redis reply");
+      assert_eq!(expected, actual, "{label} seed {seed} step {step}: {request:?} for {id}");
+      if request == Request::Stats {
+        assert_eq!(expected.len(), 9);
+      }
+      replies += 1;
+    }
+  }
+  assert!(replies >= 4_000, "only {replies} replies compared");
+  store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limiter_lua_matches_the_model_on_standalone() {
+  conform_limits(RedisOptions { url: env("SLUICE_REDIS_URL"), ..options() }, "s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limiter_lua_matches_the_model_on_cluster() {
+  conform_limits(cluster_options(), "c").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_lua_matches_the_model_on_standalone() {
+  conform_concurrent(RedisOptions { url: env("SLUICE_REDIS_URL"), ..options() }, "s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_lua_matches_the_model_on_cluster() {
+  conform_concurrent(cluster_options(), "c").await;
+}
