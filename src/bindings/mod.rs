@@ -8,9 +8,9 @@
 
 use crate::core::pacer::Mode;
 use crate::error::{Error, ErrorKind};
+use crate::store::limits::{decode_concurrent, decode_entry, encode_limit_decisions, LimitBatch, LIMIT_FIELDS};
 use crate::store::memory::{system_now_us, MemoryStore};
 use crate::store::redis::{pacer_batch_flat, RedisOptions, RedisStore};
-use crate::store::limits::{decode_concurrent, decode_entry, encode_limit_decisions, LimitBatch, LIMIT_FIELDS};
 use crate::store::{encode_decisions, validate_key, validate_params, validate_weight, PacerBatch};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -288,7 +288,11 @@ pub fn redis_concurrent<'env>(
 
 /// Subscribes the store's listener to a grant channel; resolves once Redis confirmed.
 #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-pub fn redis_subscribe<'env>(env: &'env Env, store: &NativeRedisStore, channel: String) -> Result<PromiseRaw<'env, ()>> {
+pub fn redis_subscribe<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  channel: String,
+) -> Result<PromiseRaw<'env, ()>> {
   let inner = store.inner.clone();
   env.spawn_future(async move { inner.subscribe(&channel).await.map_err(js_error) })
 }

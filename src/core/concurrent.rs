@@ -170,8 +170,17 @@ impl Semaphore {
     if let Request::Stats = request {
       let live = self.holders.iter().filter(|h| h.expires_us > now_us).count() as f64;
       let s = self.stats;
-      let values =
-        vec![s.held, s.held_us, s.immediate, s.waited, s.wait_us, s.overages, s.reclaimed, live, self.queue.len() as f64];
+      let values = vec![
+        s.held,
+        s.held_us,
+        s.immediate,
+        s.waited,
+        s.wait_us,
+        s.overages,
+        s.reclaimed,
+        live,
+        self.queue.len() as f64,
+      ];
       return Reply { values, grants, changed: false };
     }
     let mut changed = self.reclaim(now_us);

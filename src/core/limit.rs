@@ -104,7 +104,15 @@ pub fn ttl_ms(span_us: f64) -> f64 {
 
 /// The counter step shared by bucket and window: `used` units of `limit` in an interval that
 /// started at `start_us` and ends at `end_us`.
-pub(crate) fn counter_step(used: f64, start_us: f64, end_us: f64, p: &Params, weight: f64, op: Op, now_us: f64) -> Outcome {
+pub(crate) fn counter_step(
+  used: f64,
+  start_us: f64,
+  end_us: f64,
+  p: &Params,
+  weight: f64,
+  op: Op,
+  now_us: f64,
+) -> Outcome {
   let reset_after_us = (end_us - now_us).ceil();
   let (allowed, used_after) = match op {
     Op::Take { .. } => {
@@ -185,7 +193,13 @@ mod tests {
     let ds = run(
       Kind::Window,
       p,
-      &[(t0, 1.0, TAKE), (t0 + 0.4 * S, 1.0, TAKE), (t0 + 0.9 * S, 1.0, TAKE), (t0 + S - 1.0, 1.0, TAKE), (t0 + S, 1.0, TAKE)],
+      &[
+        (t0, 1.0, TAKE),
+        (t0 + 0.4 * S, 1.0, TAKE),
+        (t0 + 0.9 * S, 1.0, TAKE),
+        (t0 + S - 1.0, 1.0, TAKE),
+        (t0 + S, 1.0, TAKE),
+      ],
     );
     assert_eq!(allowed(&ds), [true, true, false, false, true]);
     assert_eq!(ds[2].retry_after_us, 0.1 * S);
@@ -238,7 +252,8 @@ mod tests {
   fn leaky_reservations_give_each_waiter_its_own_slot() {
     let p = Params { limit: 1.0, interval_us: S };
     let wait = Op::Take { max_wait_us: 3.5 * S };
-    let ds = run(Kind::Leaky, p, &[(0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait)]);
+    let ds =
+      run(Kind::Leaky, p, &[(0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait), (0.0, 1.0, wait)]);
     assert_eq!(allowed(&ds), [true, true, true, true, false]);
     let waits: Vec<f64> = ds.iter().map(|d| d.retry_after_us).collect();
     assert_eq!(waits, [0.0, S, 2.0 * S, 3.0 * S, 4.0 * S]);

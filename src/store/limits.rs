@@ -58,7 +58,7 @@ fn integer_in(x: f64, lo: f64, hi: f64) -> bool {
 impl LimitBatch {
   /// Decodes and validates the flat encoding; nothing invalid reaches a store.
   pub fn decode(keys: &str, args: &[f64]) -> Result<LimitBatch> {
-    if args.len() % LIMIT_FIELDS != 0 {
+    if !args.len().is_multiple_of(LIMIT_FIELDS) {
       return Err(Error::argument("malformed limiter batch: truncated"));
     }
     let mut batch = LimitBatch::default();
@@ -124,43 +124,6 @@ pub fn encode_limit_decisions(decisions: &[Decision]) -> Vec<f64> {
   out
 }
 
-#[cfg(test)]
-mod tests {
-  use super::*;
-  use crate::error::ErrorKind;
-
-  #[test]
-  fn decodes_mixed_kinds_and_actions() {
-    let args = [0.0, 1.0, 5.0, 1e6, 0.0, 2.0, -3.0, 10.0, 1e6, ADJUST, 1.0, 0.0, 2.0, 1e6, RESET, 2.0, 1.0, 10.0, 1e6, 5e5];
-    let b = LimitBatch::decode("a\nb\nc\nb", &args).unwrap();
-    assert_eq!(b.keys, ["a", "b", "c"]);
-    assert_eq!(b.entries[1].action, Action::Step(Op::Adjust));
-    assert_eq!(b.entries[2].action, Action::Reset);
-    assert_eq!(b.entries[3].key, 1);
-    assert_eq!(b.entries[3].action, Action::Step(Op::Take { max_wait_us: 5e5 }));
-  }
-
-  #[test]
-  fn rejects_bad_numbers_and_shapes() {
-    for args in [
-      [3.0, 1.0, 5.0, 1e6, 0.0],
-      [0.0, 1.5, 5.0, 1e6, 0.0],
-      [0.0, -1.0, 5.0, 1e6, 0.0],
-      [0.0, 1.0, 0.0, 1e6, 0.0],
-      [0.0, 1.0, 2.5, 1e6, 0.0],
-      [0.0, 1.0, 5.0, 0.0, 0.0],
-      [0.0, 1.0, 5.0, f64::NAN, 0.0],
-      [0.0, 1.0, 5.0, 1e6, -3.0],
-      [0.0, 1.0, 5.0, 1e6, f64::INFINITY],
-      [0.0, 2e9, 5.0, 1e6, 0.0],
-    ] {
-      assert_eq!(LimitBatch::decode("a", &args).unwrap_err().kind, ErrorKind::InvalidArgument, "{args:?}");
-    }
-    assert!(LimitBatch::decode("a\nb", &[0.0, 1.0, 5.0, 1e6, 0.0]).is_err());
-    assert!(LimitBatch::decode("a", &[0.0, 1.0, 5.0, 1e6]).is_err());
-  }
-}
-
 /// Decodes and validates one concurrent-limiter operation: `op` (1 acquire, 2 release,
 /// 3 extend, 4 poll, 5 cancel, 6 stats), the lease or waiter `id`, and
 /// `[limit, lock_us, wait_us, ttl_ms]`.
@@ -191,4 +154,42 @@ pub fn decode_concurrent(op: f64, id: &str, nums: &[f64]) -> Result<(Request, f6
     _ => return Err(Error::argument(format!("unknown concurrent op {op}"))),
   };
   Ok((request, ttl_ms))
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::error::ErrorKind;
+
+  #[test]
+  fn decodes_mixed_kinds_and_actions() {
+    let args =
+      [0.0, 1.0, 5.0, 1e6, 0.0, 2.0, -3.0, 10.0, 1e6, ADJUST, 1.0, 0.0, 2.0, 1e6, RESET, 2.0, 1.0, 10.0, 1e6, 5e5];
+    let b = LimitBatch::decode("a\nb\nc\nb", &args).unwrap();
+    assert_eq!(b.keys, ["a", "b", "c"]);
+    assert_eq!(b.entries[1].action, Action::Step(Op::Adjust));
+    assert_eq!(b.entries[2].action, Action::Reset);
+    assert_eq!(b.entries[3].key, 1);
+    assert_eq!(b.entries[3].action, Action::Step(Op::Take { max_wait_us: 5e5 }));
+  }
+
+  #[test]
+  fn rejects_bad_numbers_and_shapes() {
+    for args in [
+      [3.0, 1.0, 5.0, 1e6, 0.0],
+      [0.0, 1.5, 5.0, 1e6, 0.0],
+      [0.0, -1.0, 5.0, 1e6, 0.0],
+      [0.0, 1.0, 0.0, 1e6, 0.0],
+      [0.0, 1.0, 2.5, 1e6, 0.0],
+      [0.0, 1.0, 5.0, 0.0, 0.0],
+      [0.0, 1.0, 5.0, f64::NAN, 0.0],
+      [0.0, 1.0, 5.0, 1e6, -3.0],
+      [0.0, 1.0, 5.0, 1e6, f64::INFINITY],
+      [0.0, 2e9, 5.0, 1e6, 0.0],
+    ] {
+      assert_eq!(LimitBatch::decode("a", &args).unwrap_err().kind, ErrorKind::InvalidArgument, "{args:?}");
+    }
+    assert!(LimitBatch::decode("a\nb", &[0.0, 1.0, 5.0, 1e6, 0.0]).is_err());
+    assert!(LimitBatch::decode("a", &[0.0, 1.0, 5.0, 1e6]).is_err());
+  }
 }

@@ -86,7 +86,15 @@ impl Inner {
   }
 
   /// One rate-limiter call on an interned key.
-  fn limit(&mut self, id: usize, kind: Kind, params: &limit::Params, weight: f64, action: Action, now_us: f64) -> limit::Decision {
+  fn limit(
+    &mut self,
+    id: usize,
+    kind: Kind,
+    params: &limit::Params,
+    weight: f64,
+    action: Action,
+    now_us: f64,
+  ) -> limit::Decision {
     let op = match action {
       Action::Reset => {
         self.slots[id].state = None;

@@ -11,14 +11,14 @@
 
 mod script;
 
+use super::limits::{Action, LimitBatch, ADJUST, LIMIT_RESULT_FIELDS, PEEK, RESET};
 use super::{encode_decisions, PacerBatch};
+use crate::core::limit;
 use crate::core::pacer::{Decision, Mode};
 use crate::error::{Error, ErrorKind, Result};
 use fred::clients::SubscriberClient;
 use fred::prelude::*;
 use fred::types::config::{Config as FredConfig, ReconnectPolicy, ServerConfig};
-use super::limits::{Action, LimitBatch, ADJUST, LIMIT_RESULT_FIELDS, PEEK, RESET};
-use crate::core::limit;
 use script::{Script, CONCURRENT, LIMITER, PACER, PACER_UNDO};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -332,7 +332,12 @@ impl RedisStore {
         let int = |i: usize| {
           f[i].as_i64().map(|x| x as f64).ok_or_else(|| Error::new(ErrorKind::Script, "malformed limiter reply"))
         };
-        Ok(limit::Decision { allowed: int(0)? == 1.0, remaining: int(1)?, retry_after_us: int(2)?, reset_after_us: int(3)? })
+        Ok(limit::Decision {
+          allowed: int(0)? == 1.0,
+          remaining: int(1)?,
+          retry_after_us: int(2)?,
+          reset_after_us: int(3)?,
+        })
       })
       .collect()
   }
@@ -618,14 +623,7 @@ impl RedisStore {
 
   /// One concurrent-limiter operation on the limiter whose keys start with `key` (its three
   /// keys share the hash tag inside `key`); grants are published on `<key>:wake`.
-  pub async fn concurrent(
-    &self,
-    key: &str,
-    id: &str,
-    op: f64,
-    nums: &[f64],
-    now_us: Option<f64>,
-  ) -> Result<Vec<f64>> {
+  pub async fn concurrent(&self, key: &str, id: &str, op: f64, nums: &[f64], now_us: Option<f64>) -> Result<Vec<f64>> {
     let keys: Vec<Key> = ["h", "q", "i"].iter().map(|part| Key::from(format!("{key}:{part}"))).collect();
     let now = now_us.map(number).unwrap_or_else(|| Value::String("".into()));
     let mut args = vec![number(op), now, Value::String(id.into())];
