@@ -14,6 +14,13 @@ const Redis = require('ioredis')
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)
 const IMPLS = (process.env.BENCH_IMPLS || 'sluice,reference,rate-limiter-flexible').split(',')
 const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',') : null // e.g. 1x256,10000x1
+// which suites: the pacer (vs its reference and rate-limiter-flexible) and the limiter family
+// (vs rate-limiter-flexible and redis-semaphore)
+const SUITES = (process.env.BENCH_SUITES || 'pacer,limiters').split(',')
+const LIMITER_IMPLS = (
+  process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
+).split(',')
+const SEMAPHORE_IMPLS = (process.env.BENCH_SEMAPHORE_IMPLS || 'sluice-concurrent,redis-semaphore').split(',')
 
 function freePort() {
   return new Promise((resolve) => {
@@ -49,10 +56,10 @@ async function redisCpuUs(client) {
   return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
 }
 
-async function runOne(client, cfg) {
+async function runOne(client, cfg, script = 'scenario.js') {
   const before = await redisCpuUs(client)
   const result = await new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, 'scenario.js'), [JSON.stringify(cfg)])
+    const child = fork(path.join(__dirname, script), [JSON.stringify(cfg)])
     child.once('message', resolve)
     child.once('exit', (code) => code !== 0 && reject(new Error(`${cfg.impl} exited with ${code}`)))
   })
@@ -85,8 +92,33 @@ async function main() {
       if (!ONLY || ONLY.includes(`${keys}x${inflight}`)) scenarios.push({ keys, inflight })
   }
   const results = {}
+  const limiterScenarios = [
+    // rate limiters: one check() per decision, every check admitted (and written)
+    ...[
+      [1, 256],
+      [10000, 256],
+      [10000, 1],
+    ].map(([keys, inflight]) => ({ suite: 'check', keys, inflight, impls: LIMITER_IMPLS })),
+    // semaphores: acquire + release per decision; uncontended (limit above the callers), and
+    // contended (16 slots, 256 callers queueing)
+    { suite: 'semaphore', keys: 10000, inflight: 256, limit: 1000, impls: SEMAPHORE_IMPLS },
+    { suite: 'semaphore', keys: 1, inflight: 256, limit: 16, impls: SEMAPHORE_IMPLS },
+  ].filter((s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`))
+  const limiterKey = (s, impl) => `${s.suite}|${impl}|${s.keys}|${s.inflight}|${s.limit || 0}`
   try {
     for (let round = 0; round < ROUNDS; round++) {
+      for (const s of SUITES.includes('limiters') ? limiterScenarios : []) {
+        for (const impl of s.impls) {
+          const count = s.inflight === 1 ? 10000 : s.suite === 'semaphore' ? 50000 : 200000
+          const cfg = { impl, keys: s.keys, inflight: s.inflight, limit: s.limit, count, url: redis.url }
+          const r = await runOne(client, { ...cfg, prefix: `lbench${round}${impl}` }, 'limiter-scenario.js')
+          ;(results[limiterKey(s, impl)] ??= []).push(r)
+          process.stderr.write(
+            `round ${round + 1} ${s.suite} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`,
+          )
+        }
+      }
+      if (!SUITES.includes('pacer')) continue
       for (const s of scenarios) {
         for (const impl of IMPLS) {
           const count = s.inflight === 1 ? 20000 : 200000
@@ -95,7 +127,7 @@ async function main() {
           process.stderr.write(`round ${round + 1} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`)
         }
       }
-      for (const impl of ['sluice-memory', 'sluice-memory-reused', 'noop']) {
+      for (const impl of SUITES.includes('pacer') ? ['sluice-memory', 'sluice-memory-reused', 'noop'] : []) {
         for (const inflight of [1, 256]) {
           const r = await runOne(client, { impl, keys: 10000, inflight, count: 2000000, url: redis.url, prefix: 'mem' })
           ;(results[`${impl}|10000|${inflight}`] ??= []).push(r)
@@ -121,6 +153,40 @@ async function main() {
       switches: median(runs.map((r) => r.switchesPerDecision)),
     }
   }
+  const lines = []
+  if (SUITES.includes('pacer')) lines.push(...pacerTable(scenarios, summary))
+  if (SUITES.includes('limiters')) lines.push('', ...limiterTable(limiterScenarios, limiterKey, summary))
+  const table = lines.join('\n')
+  console.log(`\nsluice benchmark, ${ROUNDS} interleaved rounds, ${os.cpus().length} cores, Node ${process.version}\n`)
+  console.log(table)
+  fs.mkdirSync(path.join(__dirname, 'results'), { recursive: true })
+  fs.writeFileSync(path.join(__dirname, 'results', 'latest.md'), table + '\n')
+  fs.writeFileSync(path.join(__dirname, 'results', 'latest.json'), JSON.stringify(results, null, 1))
+}
+
+function limiterTable(limiterScenarios, limiterKey, summary) {
+  const lines = [
+    `| limiter scenario | implementation | decisions/s (median, min-max) | vs peer | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision |`,
+    `| --- | --- | --- | --- | --- | --- | --- | --- |`,
+  ]
+  for (const s of limiterScenarios) {
+    const peer = s.suite === 'check' ? 'rate-limiter-flexible' : 'redis-semaphore'
+    const p = s.impls.includes(peer) ? summary(limiterKey(s, peer)) : { rps: NaN }
+    const label =
+      s.suite === 'check'
+        ? `check(), ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight`
+        : `acquire+release, ${s.keys === 1 ? 'hot key' : '10k keys'}, limit ${s.limit}, ${s.inflight} in flight`
+    for (const impl of s.impls) {
+      const m = summary(limiterKey(s, impl))
+      lines.push(
+        `| ${label} | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / p.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`,
+      )
+    }
+  }
+  return lines
+}
+
+function pacerTable(scenarios, summary) {
   const lines = []
   lines.push(
     `| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision | Node context switches/decision |`,
@@ -152,12 +218,7 @@ async function main() {
       )
     }
   }
-  const table = lines.join('\n')
-  console.log(`\nsluice benchmark, ${ROUNDS} interleaved rounds, ${os.cpus().length} cores, Node ${process.version}\n`)
-  console.log(table)
-  fs.mkdirSync(path.join(__dirname, 'results'), { recursive: true })
-  fs.writeFileSync(path.join(__dirname, 'results', 'latest.md'), table + '\n')
-  fs.writeFileSync(path.join(__dirname, 'results', 'latest.json'), JSON.stringify(results, null, 1))
+  return lines
 }
 
 main().catch((err) => {

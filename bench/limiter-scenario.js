@@ -1,0 +1,94 @@
+'use strict'
+// One limiter benchmark run in a fresh process: argv[2] = JSON { impl, keys, inflight, count,
+// url, prefix, limit }. A decision is one check() (rate limiters) or one acquire + release
+// (semaphores). Sends back { decisions, seconds, p50Us, p99Us, nodeCpuUs } over IPC.
+const cfg = JSON.parse(process.argv[2])
+const BIG = 1e9 // rate limits nobody reaches: every check is admitted and writes
+
+async function makeDecide() {
+  if (cfg.impl.startsWith('sluice-')) {
+    const sluice = require('../lib/index.js')
+    const store = await sluice.RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix })
+    const close = () => store.close()
+    if (cfg.impl === 'sluice-concurrent') {
+      const limiters = new Map()
+      const limiter = (key) => {
+        let l = limiters.get(key)
+        if (!l)
+          limiters.set(
+            key,
+            (l = new sluice.ConcurrentLimiter(store, { name: key, limit: cfg.limit, waitTimeoutMs: 60_000 })),
+          )
+        return l
+      }
+      return { decide: (key) => limiter(key).withinLimit(() => undefined), close }
+    }
+    const Limiter = {
+      'sluice-bucket': sluice.BucketLimiter,
+      'sluice-window': sluice.WindowLimiter,
+      'sluice-leaky': sluice.LeakyLimiter,
+    }[cfg.impl]
+    // a limiter object per decision, as a request handler would create it
+    return { decide: (key) => new Limiter(store, { name: key, limit: BIG, interval: 60_000 }).check(), close }
+  }
+  const Redis = require('ioredis')
+  const redis = new Redis(cfg.url)
+  const close = () => redis.quit()
+  if (cfg.impl === 'rate-limiter-flexible') {
+    const { RateLimiterRedis } = require('rate-limiter-flexible')
+    const limiter = new RateLimiterRedis({ storeClient: redis, points: BIG, duration: 60, keyPrefix: cfg.prefix })
+    return { decide: (key) => limiter.consume(key), close }
+  }
+  if (cfg.impl === 'redis-semaphore') {
+    const { Semaphore } = require('redis-semaphore')
+    return {
+      decide: async (key) => {
+        const s = new Semaphore(redis, `${cfg.prefix}:${key}`, cfg.limit, {
+          acquireTimeout: 60_000,
+          lockTimeout: 30_000,
+        })
+        await s.acquire()
+        await s.release()
+      },
+      close,
+    }
+  }
+  throw new Error(`unknown impl ${cfg.impl}`)
+}
+
+async function main() {
+  const { decide, close } = await makeDecide()
+  const keyOf = cfg.keys === 1 ? () => 'hot' : (i) => `k${(i * 7919) % cfg.keys}`
+  for (let i = 0; i < Math.min(2000, cfg.count / 10); i++) await decide(keyOf(i))
+  const latencies = new Float64Array(cfg.count)
+  let next = 0
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  async function loop() {
+    for (;;) {
+      const i = next++
+      if (i >= cfg.count) return
+      const start = performance.now()
+      await decide(keyOf(i))
+      latencies[i] = performance.now() - start
+    }
+  }
+  await Promise.all(Array.from({ length: cfg.inflight }, loop))
+  const seconds = (performance.now() - t0) / 1000
+  const cpu = process.cpuUsage(cpu0)
+  latencies.sort()
+  await close()
+  process.send({
+    decisions: cfg.count,
+    seconds,
+    p50Us: latencies[Math.floor(cfg.count * 0.5)] * 1000,
+    p99Us: latencies[Math.floor(cfg.count * 0.99)] * 1000,
+    nodeCpuUs: (cpu.user + cpu.system) / cfg.count,
+    switchesPerDecision: NaN,
+  })
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
