@@ -98,10 +98,13 @@ export interface NativeRedisOptions {
 }
 
 /**
- * One concurrent-limiter operation on a Redis store (arguments as `memoryConcurrent`);
- * grants are published on `<key>:wake`.
+ * Concurrent-limiter operations on a Redis store, sent together on the connection of
+ * `lane`: `keys` and `ids` joined by `
+`, `nums` = 5 per operation (`op, limit, lockUs,
+ * waitUs, ttlMs`, as `memoryConcurrent`). Resolves with 9 numbers per operation (its reply,
+ * zero-padded); grants are published on `<key>:wake`.
  */
-export declare function redisConcurrent(store: NativeRedisStore, key: string, op: number, id: string, nums: Float64Array, nowUs: number): Promise<Float64Array>
+export declare function redisConcurrentBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
 /**
  * A batch of rate-limiter calls on a Redis store, in the flat encoding of

@@ -210,6 +210,8 @@ class RedisStore {
     this._waiters = new Waiters()
     this._channels = new Map() // channel -> { count, ready }
     this._listening = false
+    this._cops = { keys: [], ids: [], nums: [], resolve: [], reject: [] } // operations of this tick
+    this._cflushBound = () => this._flushConcurrent()
   }
 
   /**
@@ -395,13 +397,55 @@ class RedisStore {
     }
   }
 
-  /** @internal one concurrent-limiter operation */
-  async _concurrent(key, op, id, nums) {
-    if (this._closed) throw closedError()
-    try {
-      return await native.redisConcurrent(this._native, key, op, id, nums, this.clock ? this.clock._nowUs() : -1)
-    } catch (err) {
-      throw fromNative(err)
+  /**
+   * @internal one concurrent-limiter operation, sent with the other operations of this tick
+   * (one napi crossing, pipelined on one connection); resolves with its reply
+   */
+  _concurrent(key, op, id, nums) {
+    if (this._closed) return Promise.reject(closedError())
+    return new Promise((resolve, reject) => {
+      const c = this._cops
+      c.keys.push(key)
+      c.ids.push(id)
+      c.nums.push(op, nums[0], nums[1], nums[2], nums[3])
+      c.resolve.push(resolve)
+      c.reject.push(reject)
+      if (c.keys.length === 1) process.nextTick(this._cflushBound)
+    })
+  }
+
+  _flushConcurrent() {
+    const { keys, ids, nums, resolve, reject } = this._cops
+    this._cops = { keys: [], ids: [], nums: [], resolve: [], reject: [] }
+    const nowUs = this.clock ? this.clock._nowUs() : -1
+    const lane = (this._lane = (this._lane + 1) >>> 0)
+    for (let start = 0; start < keys.length; start += MAX_BATCH) {
+      const end = Math.min(start + MAX_BATCH, keys.length)
+      const fail = (err) => {
+        const error = fromNative(err)
+        for (let e = start; e < end; e++) reject[e](error)
+      }
+      if (this._closed) {
+        fail(closedError())
+        continue
+      }
+      let pending
+      try {
+        pending = native.redisConcurrentBatch(
+          this._native,
+          keys.slice(start, end).join('\n'),
+          ids.slice(start, end).join('\n'),
+          new Float64Array(nums.slice(start * 5, end * 5)),
+          nowUs,
+          lane,
+        )
+      } catch (err) {
+        fail(err)
+        continue
+      }
+      pending.then((out) => {
+        for (let e = start; e < end; e++) resolve[e](out.subarray(9 * (e - start), 9 * (e - start + 1)))
+      }, fail)
     }
   }
 

@@ -14,12 +14,13 @@
 -- ARGV[7]   ttl_ms (integer): expiry of all three keys after a change
 -- ARGV[8]   channel: grants are published there as '<waiter id> <token>'
 -- Returns   acquire / poll / cancel: {status (1 acquired, 0 queued, -1 not waiting), token,
---           earliest lease expiry µs or 0, now µs}; release: {1 if the lease was valid, 0, 0};
+--           earliest lease expiry µs (0 when acquired or none held), now µs}; release: {1 if the lease was valid, 0, 0};
 --           extend: {1 if extended, 0, 0}; stats: {held, held_us, immediate, waited,
 --           wait_us, overages, reclaimed, current holders, waiters}
 -- Notes     the three keys share the limiter's hash tag (one slot). Every change refreshes
---           the TTL of all three (an emptied zset is deleted by Redis and comes back with a
---           TTL on its next write).
+--           the TTL of holders and info, and of the queue when it was written (an emptied
+--           zset is deleted by Redis and comes back with a TTL on its next write).
+--           Counts are read once and tracked, so an uncontended acquire is 8 commands.
 
 assert(#KEYS == 3 and #ARGV == 8, 'concurrent: expected 3 keys and 8 arguments')
 local HOLDERS, QUEUE, INFO = KEYS[1], KEYS[2], KEYS[3]
@@ -38,7 +39,10 @@ assert(op and limit and lock and wait, 'concurrent: malformed arguments')
 -- seq, qseq, held, held_us, immediate, waited, wait_us, overages, reclaimed
 local m = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 local raw = redis.call('HGET', INFO, 'm')
-if raw and #raw == 72 then m = { struct.unpack('<ddddddddd', raw) } m[10] = nil end
+if raw and #raw == 72 then
+  m = { struct.unpack('<ddddddddd', raw) }
+  m[10] = nil -- struct.unpack also returns the next position
+end
 
 local function earliest()
   local first = redis.call('ZRANGE', HOLDERS, 0, 0, 'WITHSCORES')
@@ -51,41 +55,59 @@ if op == 6 then
   return { m[3], m[4], m[5], m[6], m[7], m[8], m[9], live, redis.call('ZCARD', QUEUE) }
 end
 
-local changed = false
+local changed, queue_written = false, false
+local count -- holders, read once then tracked
+local function holders()
+  if count == nil then count = redis.call('ZCARD', HOLDERS) end
+  return count
+end
 
 local function take(who, lock_us)
+  holders()
   m[1] = m[1] + 1
   m[3] = m[3] + 1
   redis.call('ZADD', HOLDERS, now + lock_us, who)
   redis.call('HSET', INFO, 'h:' .. who, struct.pack('<dd', m[1], now))
+  count = count + 1
+  changed = true
   return m[1]
 end
 
 -- reclaim expired leases
 local expired = redis.call('ZRANGEBYSCORE', HOLDERS, '-inf', now, 'WITHSCORES')
-for i = 1, #expired, 2 do
-  local h = 'h:' .. expired[i]
-  local info = redis.call('HGET', INFO, h)
-  local acquired = tonumber(expired[i + 1])
-  if info and #info == 16 then local _ _, acquired = struct.unpack('<dd', info) end
-  m[4] = m[4] + tonumber(expired[i + 1]) - acquired
-  m[8] = m[8] + 1
-  m[9] = m[9] + 1
-  redis.call('HDEL', INFO, h)
-  redis.call('ZREM', HOLDERS, expired[i])
+if #expired > 0 then
+  local fields = {}
+  for i = 1, #expired, 2 do fields[#fields + 1] = 'h:' .. expired[i] end
+  local infos = redis.call('HMGET', INFO, unpack(fields))
+  for i = 1, #expired, 2 do
+    local expires = tonumber(expired[i + 1])
+    local acquired = expires
+    local info = infos[(i + 1) / 2]
+    if info and #info == 16 then
+      local _, at = struct.unpack('<dd', info)
+      acquired = at
+    end
+    m[4] = m[4] + expires - acquired
+    m[8] = m[8] + 1
+    m[9] = m[9] + 1
+  end
+  redis.call('HDEL', INFO, unpack(fields))
+  redis.call('ZREMRANGEBYSCORE', HOLDERS, '-inf', now)
   changed = true
 end
 
--- hand free slots to the queue's head
+-- hands free slots to the queue's head (dropping waiters past their deadline); returns
+-- whether the queue is now empty
 local function grant()
-  local count = redis.call('ZCARD', HOLDERS)
-  while count < limit do
+  while true do
     local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
-    if not head then break end
-    changed = true
+    if not head then return true end
+    if holders() >= limit then return false end
     redis.call('ZREM', QUEUE, head)
-    local info = redis.call('HGET', INFO, 'w:' .. head)
-    redis.call('HDEL', INFO, 'w:' .. head)
+    local w = 'w:' .. head
+    local info = redis.call('HGET', INFO, w)
+    redis.call('HDEL', INFO, w)
+    changed, queue_written = true, true
     if info and #info == 24 then
       local deadline, enqueued, lock_us = struct.unpack('<ddd', info)
       if deadline >= now then
@@ -93,49 +115,46 @@ local function grant()
         m[6] = m[6] + 1
         m[7] = m[7] + now - enqueued
         redis.call('PUBLISH', channel, head .. ' ' .. string.format('%.17g', token))
-        count = count + 1
       end
     end
   end
 end
 
-local function token_of(who)
-  local info = redis.call('HGET', INFO, 'h:' .. who)
-  if info and #info == 16 then return (struct.unpack('<dd', info)) end
-  return 0
-end
-
 local function status()
-  if redis.call('ZSCORE', HOLDERS, id) then return { 1, token_of(id), earliest(), now } end
+  local info = redis.call('HGET', INFO, 'h:' .. id)
+  if info and #info == 16 then return { 1, (struct.unpack('<dd', info)), 0, now } end
   if redis.call('ZSCORE', QUEUE, id) then return { 0, 0, earliest(), now } end
   return { -1, 0, earliest(), now }
 end
 
 local reply
 if op == 1 then
-  grant()
-  if redis.call('ZCARD', HOLDERS) < limit and redis.call('ZCARD', QUEUE) == 0 then
+  if grant() and holders() < limit then
     local token = take(id, lock)
     m[5] = m[5] + 1
-    changed = true
-    reply = { 1, token, earliest(), now }
+    reply = { 1, token, 0, now }
   elseif wait > 0 then
     m[2] = m[2] + 1
     redis.call('ZADD', QUEUE, m[2], id)
     redis.call('HSET', INFO, 'w:' .. id, struct.pack('<ddd', now + wait, now, lock))
-    changed = true
+    changed, queue_written = true, true
     reply = { 0, 0, earliest(), now }
   else
     reply = { -1, 0, earliest(), now }
   end
 elseif op == 2 then
   local valid = 0
-  local info = redis.call('HGET', INFO, 'h:' .. id)
-  if redis.call('ZREM', HOLDERS, id) == 1 then
+  local h = 'h:' .. id
+  local info = redis.call('HGET', INFO, h)
+  if info then
     local acquired = now
-    if info and #info == 16 then local _ _, acquired = struct.unpack('<dd', info) end
+    if #info == 16 then
+      local _, at = struct.unpack('<dd', info)
+      acquired = at
+    end
     m[4] = m[4] + now - acquired
-    redis.call('HDEL', INFO, 'h:' .. id)
+    redis.call('ZREM', HOLDERS, id)
+    redis.call('HDEL', INFO, h)
     changed = true
     valid = 1
   end
@@ -155,7 +174,7 @@ elseif op == 4 then
 elseif op == 5 then
   if redis.call('ZREM', QUEUE, id) == 1 then
     redis.call('HDEL', INFO, 'w:' .. id)
-    changed = true
+    changed, queue_written = true, true
   end
   grant()
   reply = status()
@@ -167,6 +186,6 @@ if changed then
   redis.call('HSET', INFO, 'm', struct.pack('<ddddddddd', m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9]))
   redis.call('PEXPIRE', INFO, ttl)
   redis.call('PEXPIRE', HOLDERS, ttl)
-  redis.call('PEXPIRE', QUEUE, ttl)
+  if queue_written then redis.call('PEXPIRE', QUEUE, ttl) end
 end
 return reply

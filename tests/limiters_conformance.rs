@@ -129,7 +129,7 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
       let nums = [limit, lock_us, wait_us, 86_400_000.0];
       let (request, ttl_ms) = sluice::store::limits::decode_concurrent(op, &id, &nums).expect("valid op");
       let expected = model.concurrent(&key, &id, request, ttl_ms, now).values;
-      let actual = store.concurrent(&key, &id, op, &nums, Some(now)).await.expect("redis reply");
+      let actual = store.concurrent(&key, &id, op, &nums, Some(now), 0).await.expect("redis reply");
       assert_eq!(expected, actual, "{label} seed {seed} step {step}: {request:?} for {id}");
       if request == Request::Stats {
         assert_eq!(expected.len(), 9);

@@ -263,26 +263,39 @@ pub fn redis_limit_batch<'env>(
   })
 }
 
-/// One concurrent-limiter operation on a Redis store (arguments as `memoryConcurrent`);
-/// grants are published on `<key>:wake`.
+/// Concurrent-limiter operations on a Redis store, sent together on the connection of
+/// `lane`: `keys` and `ids` joined by `\n`, `nums` = 5 per operation (`op, limit, lockUs,
+/// waitUs, ttlMs`, as `memoryConcurrent`). Resolves with 9 numbers per operation (its reply,
+/// zero-padded); grants are published on `<key>:wake`.
 #[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
-pub fn redis_concurrent<'env>(
+pub fn redis_concurrent_batch<'env>(
   env: &'env Env,
   store: &NativeRedisStore,
-  key: String,
-  op: f64,
-  id: String,
+  keys: String,
+  ids: String,
   nums: Float64Array,
   now_us: f64,
+  lane: u32,
 ) -> Result<PromiseRaw<'env, Float64Array>> {
-  validate_key(&key).map_err(js_error)?;
-  decode_concurrent(op, &id, &nums).map_err(js_error)?;
+  let mut ops = vec![];
+  let (mut keys, mut ids) = (keys.split('\n'), ids.split('\n'));
+  for f in nums.chunks(5) {
+    let (Some(key), Some(id), [op, limit, lock_us, wait_us, ttl_ms]) = (keys.next(), ids.next(), f) else {
+      return Err(js_error(Error::argument("malformed concurrent batch")));
+    };
+    validate_key(key).map_err(js_error)?;
+    let nums = [*limit, *lock_us, *wait_us, *ttl_ms];
+    decode_concurrent(*op, id, &nums).map_err(js_error)?;
+    ops.push((key.to_owned(), id.to_owned(), *op, nums));
+  }
+  if keys.next().is_some() || ids.next().is_some() {
+    return Err(js_error(Error::argument("malformed concurrent batch")));
+  }
   let now = explicit_now(now_us).map_err(js_error)?;
-  let nums = nums.to_vec();
   let inner = store.inner.clone();
   env.spawn_future(async move {
-    let values = inner.concurrent(&key, &id, op, &nums, now).await.map_err(js_error)?;
-    Ok(Float64Array::new(values))
+    let out = inner.concurrent_batch(&ops, now, lane).await.map_err(js_error)?;
+    Ok(Float64Array::new(out))
   })
 }
 

@@ -93,8 +93,9 @@ pub const NOT_WAITING: f64 = -1.0;
 /// The answer to one operation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Reply {
-  /// Acquire / poll / cancel: `[status, token (0 if none), earliest lease expiry µs (0 if
-  /// none), now µs]` (the store's time, so a waiter can time its next poll). Release: `[1 if the lease was valid, 0, 0]`. Extend: `[1 if extended, 0, 0]`.
+  /// Acquire / poll / cancel: `[status, token (0 if none), earliest lease expiry µs (0 when
+  /// acquired, or if none is held), now µs]` (the store's time, so a waiter can time its next
+  /// poll). Release: `[1 if the lease was valid, 0, 0]`. Extend: `[1 if extended, 0, 0]`.
   /// Stats: held, held_us, immediate, waited, wait_us, overages, reclaimed, current holders,
   /// waiters.
   pub values: Vec<f64>,
@@ -156,7 +157,7 @@ impl Semaphore {
 
   fn status(&self, id: &str, now_us: f64) -> Vec<f64> {
     if let Some(i) = self.holder(id) {
-      vec![ACQUIRED, self.holders[i].token, self.earliest_expiry(), now_us]
+      vec![ACQUIRED, self.holders[i].token, 0.0, now_us]
     } else if self.queue.iter().any(|w| w.id == id) {
       vec![QUEUED, 0.0, self.earliest_expiry(), now_us]
     } else {
@@ -191,7 +192,7 @@ impl Semaphore {
           let token = self.take(id, lock_us, now_us);
           self.stats.immediate += 1.0;
           changed = true;
-          vec![ACQUIRED, token, self.earliest_expiry(), now_us]
+          vec![ACQUIRED, token, 0.0, now_us]
         } else if wait_us > 0.0 {
           self.queue.push_back(Waiter {
             id: id.to_owned(),

@@ -76,6 +76,9 @@ impl Wakes {
   }
 }
 
+/// Numbers per operation in [`RedisStore::concurrent_batch`]'s result (stats has the most).
+pub const CONCURRENT_RESULT_FIELDS: usize = 9;
+
 /// The message that tells JS to re-poll every waiter: the subscriber reconnected or fell
 /// behind, so a grant may have been missed.
 pub const WAKE_RESYNC: &str = "*";
@@ -543,6 +546,28 @@ pub async fn pacer_batch_flat(
 }
 
 impl RedisStore {
+  /// Several concurrent-limiter operations, sent together on the connection of `lane` (so
+  /// they reach Redis in order, pipelined): each is its own script call, and all of them
+  /// answer in one reply to JS. `ops` = (key, id, op, [limit, lock_us, wait_us, ttl_ms]).
+  /// Results: [`CONCURRENT_RESULT_FIELDS`] numbers per operation, zero-padded; a failed
+  /// operation fails the batch.
+  pub async fn concurrent_batch(
+    &self,
+    ops: &[(String, String, f64, [f64; 4])],
+    now_us: Option<f64>,
+    lane: u32,
+  ) -> Result<Vec<f64>> {
+    let calls = ops.iter().map(|(key, id, op, nums)| self.concurrent(key, id, *op, nums, now_us, lane));
+    let mut out = Vec::with_capacity(ops.len() * CONCURRENT_RESULT_FIELDS);
+    for values in futures::future::join_all(calls).await {
+      let values = values?;
+      let start = out.len();
+      out.extend(values.into_iter().take(CONCURRENT_RESULT_FIELDS));
+      out.resize(start + CONCURRENT_RESULT_FIELDS, 0.0);
+    }
+    Ok(out)
+  }
+
   /// Connects the subscriber on first use: it resubscribes by itself after a reconnect, and
   /// every reconnect or overflow queues [`WAKE_RESYNC`].
   async fn subscriber(&self) -> Result<&SubscriberClient> {
@@ -623,13 +648,21 @@ impl RedisStore {
 
   /// One concurrent-limiter operation on the limiter whose keys start with `key` (its three
   /// keys share the hash tag inside `key`); grants are published on `<key>:wake`.
-  pub async fn concurrent(&self, key: &str, id: &str, op: f64, nums: &[f64], now_us: Option<f64>) -> Result<Vec<f64>> {
+  pub async fn concurrent(
+    &self,
+    key: &str,
+    id: &str,
+    op: f64,
+    nums: &[f64],
+    now_us: Option<f64>,
+    lane: u32,
+  ) -> Result<Vec<f64>> {
     let keys: Vec<Key> = ["h", "q", "i"].iter().map(|part| Key::from(format!("{key}:{part}"))).collect();
     let now = now_us.map(number).unwrap_or_else(|| Value::String("".into()));
     let mut args = vec![number(op), now, Value::String(id.into())];
     args.extend(nums.iter().map(|x| number(*x)));
     args.push(Value::String(format!("{key}:wake").into()));
-    let reply = self.run(0, &CONCURRENT, keys, args).await?;
+    let reply = self.run(lane, &CONCURRENT, keys, args).await?;
     reply
       .iter()
       .map(|v| v.as_i64().map(|x| x as f64).ok_or_else(|| Error::new(ErrorKind::Script, "malformed concurrent reply")))
