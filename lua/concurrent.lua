@@ -1,191 +1,234 @@
--- concurrent.lua: one operation on a concurrent limiter (distributed semaphore).
--- Mirrors src/core/concurrent.rs `Semaphore::apply` operation for operation.
+-- concurrent.lua: a batch of operations on concurrent limiters (distributed semaphores),
+-- decided in order. Mirrors src/core/concurrent.rs `Semaphore::apply` operation for
+-- operation (the replies are identical; the layout below is the script's own).
 --
--- KEYS[1]   holders: zset, member = lease id, score = expiry µs
--- KEYS[2]   queue: zset, member = waiter id, score = arrival number
--- KEYS[3]   info: hash; 'm' = struct '<ddddddddd' (seq, qseq, held, held_us, immediate,
---           waited, wait_us, overages, reclaimed); 'h:<id>' = '<dd' (token, acquired_us);
---           'w:<id>' = '<ddd' (deadline_us, enqueued_us, lock_us)
--- ARGV[1]   op: 1 acquire, 2 release, 3 extend, 4 poll, 5 cancel, 6 stats
--- ARGV[2]   now_us: integer µs, or '' to use the server clock (TIME)
--- ARGV[3]   lease or waiter id (string)
--- ARGV[4]   limit (integer)          ARGV[5] lock_us (integer)
--- ARGV[6]   wait_us (integer, acquire: 0 = do not queue)
--- ARGV[7]   ttl_ms (integer): expiry of all three keys after a change
--- ARGV[8]   channel: grants are published there as '<waiter id> <token>'
--- Returns   acquire / poll / cancel: {status (1 acquired, 0 queued, -1 not waiting), token,
---           earliest lease expiry µs (0 when acquired or none held), now µs}; release: {1 if the lease was valid, 0, 0};
---           extend: {1 if extended, 0, 0}; stats: {held, held_us, immediate, waited,
---           wait_us, overages, reclaimed, current holders, waiters}
--- Notes     the three keys share the limiter's hash tag (one slot). Every change refreshes
---           the TTL of holders and info, and of the queue when it was written (an emptied
---           zset is deleted by Redis and comes back with a TTL on its next write).
---           Counts are read once and tracked, so an uncontended acquire is 8 commands.
+-- KEYS[3g-2] holders of limiter g: zset, member = lease id, score = expiry µs
+-- KEYS[3g-1] queue of limiter g: zset, member = waiter id, score = arrival number
+-- KEYS[3g]   info of limiter g: hash; 'm' = struct of 12 doubles (seq, qseq, held, held_us,
+--            immediate, waited, wait_us, overages, reclaimed, holders, waiters, a lower
+--            bound of the earliest lease expiry); 'h:<id>' = '<dd' (token, acquired_us);
+--            'w:<id>' = '<ddd' (deadline_us, enqueued_us, lock_us)
+-- ARGV[1]    now_us: integer µs, or '' to use the server clock (TIME)
+-- ARGV[2]    G, the number of limiters; then G channels (grants of limiter g are published
+--            on its channel as '<waiter id> <token>')
+-- then       7 values per operation: <g> <op> <id> <limit> <lock_us> <wait_us> <ttl_ms>
+--            op: 1 acquire, 2 release, 3 extend, 4 poll, 5 cancel, 6 stats; wait_us: 0 = do
+--            not queue; ttl_ms: the expiry of the limiter's keys after a change
+-- Returns    flat array, per operation: acquire / poll / cancel {status (1 acquired,
+--            0 queued, -1 not waiting), token, earliest lease expiry µs (0 when acquired or
+--            none held), now µs}; release {1 if the lease was valid, 0, 0, 0}; extend {1 if
+--            extended, 0, 0, 0}; stats {held, held_us, immediate, waited, wait_us, overages,
+--            reclaimed, current holders, waiters}
+-- Notes      a limiter's three keys share its hash tag; all KEYS share one slot (the caller
+--            groups operations by slot). Counts and the expiry bound are tracked in 'm', so
+--            an uncontended acquire or release reads nothing but 'm' (and the lease's
+--            'h:' field). Every change refreshes the TTL of holders and info, and of the
+--            queue when it was written; 'm' and the zsets are written together, and a
+--            missing or foreign 'm' is rebuilt from the zsets.
 
-assert(#KEYS == 3 and #ARGV == 8, 'concurrent: expected 3 keys and 8 arguments')
-local HOLDERS, QUEUE, INFO = KEYS[1], KEYS[2], KEYS[3]
-local op = tonumber(ARGV[1])
+local nargs = #ARGV
 local now
-if ARGV[2] == '' then
+if ARGV[1] == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
-  now = tonumber(ARGV[2])
+  now = tonumber(ARGV[1])
 end
-local id, limit, lock, wait, ttl, channel =
-  ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8]
-assert(op and limit and lock and wait, 'concurrent: malformed arguments')
+local G = tonumber(ARGV[2])
+assert(G and G >= 1 and #KEYS == 3 * G and (nargs - 2 - G) % 7 == 0, 'concurrent: malformed arguments')
 
--- seq, qseq, held, held_us, immediate, waited, wait_us, overages, reclaimed
-local m = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-local raw = redis.call('HGET', INFO, 'm')
-if raw and #raw == 72 then
-  m = { struct.unpack('<ddddddddd', raw) }
-  m[10] = nil -- struct.unpack also returns the next position
+-- m fields
+local SEQ, QSEQ, HELD, HELD_US, IMMEDIATE, WAITED, WAIT_US, OVERAGES, RECLAIMED, COUNT, QLEN, BOUND =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+local FORMAT = '<dddddddddddd'
+
+local M, changed, qwritten, ttl = {}, {}, {}, {}
+
+local function load(g)
+  local info = KEYS[3 * g]
+  local raw = redis.call('HGET', info, 'm')
+  local m
+  if raw and #raw == 96 then
+    m = { struct.unpack(FORMAT, raw) }
+    m[13] = nil -- struct.unpack also returns the next position
+  else
+    m = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    m[COUNT] = redis.call('ZCARD', KEYS[3 * g - 2])
+    m[QLEN] = redis.call('ZCARD', KEYS[3 * g - 1])
+    local q = redis.call('ZRANGE', KEYS[3 * g - 1], -1, -1, 'WITHSCORES')
+    if q[2] then m[QSEQ] = tonumber(q[2]) end
+  end
+  M[g] = m
+  return m
 end
 
-local function earliest()
-  local first = redis.call('ZRANGE', HOLDERS, 0, 0, 'WITHSCORES')
+local function earliest(g)
+  local first = redis.call('ZRANGE', KEYS[3 * g - 2], 0, 0, 'WITHSCORES')
   if first[2] then return tonumber(first[2]) end
   return 0
 end
 
-if op == 6 then
-  local live = redis.call('ZCOUNT', HOLDERS, '(' .. string.format('%.17g', now), '+inf')
-  return { m[3], m[4], m[5], m[6], m[7], m[8], m[9], live, redis.call('ZCARD', QUEUE) }
+local function take(g, m, who, lock_us)
+  local expires = now + lock_us
+  m[SEQ] = m[SEQ] + 1
+  m[HELD] = m[HELD] + 1
+  redis.call('ZADD', KEYS[3 * g - 2], expires, who)
+  redis.call('HSET', KEYS[3 * g], 'h:' .. who, struct.pack('<dd', m[SEQ], now))
+  if m[COUNT] == 0 or expires < m[BOUND] then m[BOUND] = expires end
+  m[COUNT] = m[COUNT] + 1
+  changed[g] = true
+  return m[SEQ]
 end
 
-local changed, queue_written = false, false
-local count -- holders, read once then tracked
-local function holders()
-  if count == nil then count = redis.call('ZCARD', HOLDERS) end
-  return count
-end
-
-local function take(who, lock_us)
-  holders()
-  m[1] = m[1] + 1
-  m[3] = m[3] + 1
-  redis.call('ZADD', HOLDERS, now + lock_us, who)
-  redis.call('HSET', INFO, 'h:' .. who, struct.pack('<dd', m[1], now))
-  count = count + 1
-  changed = true
-  return m[1]
-end
-
--- reclaim expired leases
-local expired = redis.call('ZRANGEBYSCORE', HOLDERS, '-inf', now, 'WITHSCORES')
-if #expired > 0 then
-  local fields = {}
-  for i = 1, #expired, 2 do fields[#fields + 1] = 'h:' .. expired[i] end
-  local infos = redis.call('HMGET', INFO, unpack(fields))
-  for i = 1, #expired, 2 do
-    local expires = tonumber(expired[i + 1])
-    local acquired = expires
-    local info = infos[(i + 1) / 2]
-    if info and #info == 16 then
-      local _, at = struct.unpack('<dd', info)
-      acquired = at
+-- takes back expired leases; skipped while no lease can have expired
+local function reclaim(g, m)
+  if m[COUNT] == 0 or now < m[BOUND] then return end
+  local holders, info = KEYS[3 * g - 2], KEYS[3 * g]
+  local expired = redis.call('ZRANGEBYSCORE', holders, '-inf', now, 'WITHSCORES')
+  if #expired > 0 then
+    local fields = {}
+    for i = 1, #expired, 2 do fields[#fields + 1] = 'h:' .. expired[i] end
+    local infos = redis.call('HMGET', info, unpack(fields))
+    for i = 1, #expired, 2 do
+      local expires = tonumber(expired[i + 1])
+      local acquired = expires
+      local h = infos[(i + 1) / 2]
+      if h and #h == 16 then
+        local _, at = struct.unpack('<dd', h)
+        acquired = at
+      end
+      m[HELD_US] = m[HELD_US] + expires - acquired
+      m[OVERAGES] = m[OVERAGES] + 1
+      m[RECLAIMED] = m[RECLAIMED] + 1
     end
-    m[4] = m[4] + expires - acquired
-    m[8] = m[8] + 1
-    m[9] = m[9] + 1
+    redis.call('HDEL', info, unpack(fields))
+    redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+    m[COUNT] = m[COUNT] - #fields
+    changed[g] = true
   end
-  redis.call('HDEL', INFO, unpack(fields))
-  redis.call('ZREMRANGEBYSCORE', HOLDERS, '-inf', now)
-  changed = true
+  m[BOUND] = earliest(g)
 end
 
--- hands free slots to the queue's head (dropping waiters past their deadline); returns
--- whether the queue is now empty
-local function grant()
-  while true do
-    local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
-    if not head then return true end
-    if holders() >= limit then return false end
-    redis.call('ZREM', QUEUE, head)
+-- hands free slots to the queue's head, dropping waiters past their deadline
+local function grant(g, m, limit, channel)
+  local queue, info = KEYS[3 * g - 1], KEYS[3 * g]
+  while m[QLEN] > 0 and m[COUNT] < limit do
+    local head = redis.call('ZRANGE', queue, 0, 0)[1]
+    if not head then
+      m[QLEN] = 0
+      break
+    end
+    redis.call('ZREM', queue, head)
     local w = 'w:' .. head
-    local info = redis.call('HGET', INFO, w)
-    redis.call('HDEL', INFO, w)
-    changed, queue_written = true, true
-    if info and #info == 24 then
-      local deadline, enqueued, lock_us = struct.unpack('<ddd', info)
+    local data = redis.call('HGET', info, w)
+    redis.call('HDEL', info, w)
+    m[QLEN] = m[QLEN] - 1
+    changed[g], qwritten[g] = true, true
+    if data and #data == 24 then
+      local deadline, enqueued, lock_us = struct.unpack('<ddd', data)
       if deadline >= now then
-        local token = take(head, lock_us)
-        m[6] = m[6] + 1
-        m[7] = m[7] + now - enqueued
+        local token = take(g, m, head, lock_us)
+        m[WAITED] = m[WAITED] + 1
+        m[WAIT_US] = m[WAIT_US] + now - enqueued
         redis.call('PUBLISH', channel, head .. ' ' .. string.format('%.17g', token))
       end
     end
   end
 end
 
-local function status()
-  local info = redis.call('HGET', INFO, 'h:' .. id)
-  if info and #info == 16 then return { 1, (struct.unpack('<dd', info)), 0, now } end
-  if redis.call('ZSCORE', QUEUE, id) then return { 0, 0, earliest(), now } end
-  return { -1, 0, earliest(), now }
+local function status(g, id)
+  local h = redis.call('HGET', KEYS[3 * g], 'h:' .. id)
+  if h and #h == 16 then return 1, (struct.unpack('<dd', h)), 0, now end
+  if redis.call('ZSCORE', KEYS[3 * g - 1], id) then return 0, 0, earliest(g), now end
+  return -1, 0, earliest(g), now
 end
 
-local reply
-if op == 1 then
-  if grant() and holders() < limit then
-    local token = take(id, lock)
-    m[5] = m[5] + 1
-    reply = { 1, token, 0, now }
-  elseif wait > 0 then
-    m[2] = m[2] + 1
-    redis.call('ZADD', QUEUE, m[2], id)
-    redis.call('HSET', INFO, 'w:' .. id, struct.pack('<ddd', now + wait, now, lock))
-    changed, queue_written = true, true
-    reply = { 0, 0, earliest(), now }
+local out, n = {}, 0
+local function reply(a, b, c, d)
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = a, b, c, d
+  n = n + 4
+end
+
+for i = 3 + G, nargs, 7 do
+  local g, op, id = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]
+  local limit, lock, wait, op_ttl = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
+  assert(g and KEYS[3 * g] and op and limit and lock and wait and op_ttl, 'concurrent: malformed operation')
+  local channel = ARGV[2 + g]
+  local m = M[g] or load(g)
+  if not ttl[g] or op_ttl > ttl[g] then ttl[g] = op_ttl end
+  if op == 6 then
+    local live = redis.call('ZCOUNT', KEYS[3 * g - 2], '(' .. string.format('%.17g', now), '+inf')
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = m[HELD], m[HELD_US], m[IMMEDIATE], m[WAITED], m[WAIT_US]
+    out[n + 6], out[n + 7], out[n + 8], out[n + 9] = m[OVERAGES], m[RECLAIMED], live, redis.call('ZCARD', KEYS[3 * g - 1])
+    n = n + 9
   else
-    reply = { -1, 0, earliest(), now }
-  end
-elseif op == 2 then
-  local valid = 0
-  local h = 'h:' .. id
-  local info = redis.call('HGET', INFO, h)
-  if info then
-    local acquired = now
-    if #info == 16 then
-      local _, at = struct.unpack('<dd', info)
-      acquired = at
+    reclaim(g, m)
+    if op == 1 then
+      grant(g, m, limit, channel)
+      if m[QLEN] == 0 and m[COUNT] < limit then
+        local token = take(g, m, id, lock)
+        m[IMMEDIATE] = m[IMMEDIATE] + 1
+        reply(1, token, 0, now)
+      elseif wait > 0 then
+        m[QSEQ] = m[QSEQ] + 1
+        m[QLEN] = m[QLEN] + 1
+        redis.call('ZADD', KEYS[3 * g - 1], m[QSEQ], id)
+        redis.call('HSET', KEYS[3 * g], 'w:' .. id, struct.pack('<ddd', now + wait, now, lock))
+        changed[g], qwritten[g] = true, true
+        reply(0, 0, earliest(g), now)
+      else
+        reply(-1, 0, earliest(g), now)
+      end
+    elseif op == 2 then
+      local valid = 0
+      local h = 'h:' .. id
+      local data = redis.call('HGET', KEYS[3 * g], h)
+      if data then
+        local acquired = now
+        if #data == 16 then
+          local _, at = struct.unpack('<dd', data)
+          acquired = at
+        end
+        m[HELD_US] = m[HELD_US] + now - acquired
+        redis.call('ZREM', KEYS[3 * g - 2], id)
+        redis.call('HDEL', KEYS[3 * g], h)
+        m[COUNT] = m[COUNT] - 1
+        changed[g] = true
+        valid = 1
+      end
+      grant(g, m, limit, channel)
+      reply(valid, 0, 0, 0)
+    elseif op == 3 then
+      if redis.call('ZSCORE', KEYS[3 * g - 2], id) then
+        redis.call('ZADD', KEYS[3 * g - 2], 'XX', now + lock, id)
+        if now + lock < m[BOUND] then m[BOUND] = now + lock end
+        changed[g] = true
+        reply(1, 0, 0, 0)
+      else
+        reply(0, 0, 0, 0)
+      end
+    elseif op == 4 then
+      grant(g, m, limit, channel)
+      reply(status(g, id))
+    elseif op == 5 then
+      if redis.call('ZREM', KEYS[3 * g - 1], id) == 1 then
+        redis.call('HDEL', KEYS[3 * g], 'w:' .. id)
+        m[QLEN] = m[QLEN] - 1
+        changed[g], qwritten[g] = true, true
+      end
+      grant(g, m, limit, channel)
+      reply(status(g, id))
+    else
+      error('concurrent: unknown op ' .. tostring(op))
     end
-    m[4] = m[4] + now - acquired
-    redis.call('ZREM', HOLDERS, id)
-    redis.call('HDEL', INFO, h)
-    changed = true
-    valid = 1
   end
-  grant()
-  reply = { valid, 0, 0 }
-elseif op == 3 then
-  if redis.call('ZSCORE', HOLDERS, id) then
-    redis.call('ZADD', HOLDERS, 'XX', now + lock, id)
-    changed = true
-    reply = { 1, 0, 0 }
-  else
-    reply = { 0, 0, 0 }
-  end
-elseif op == 4 then
-  grant()
-  reply = status()
-elseif op == 5 then
-  if redis.call('ZREM', QUEUE, id) == 1 then
-    redis.call('HDEL', INFO, 'w:' .. id)
-    changed, queue_written = true, true
-  end
-  grant()
-  reply = status()
-else
-  error('concurrent: unknown op ' .. tostring(op))
 end
 
-if changed then
-  redis.call('HSET', INFO, 'm', struct.pack('<ddddddddd', m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9]))
-  redis.call('PEXPIRE', INFO, ttl)
-  redis.call('PEXPIRE', HOLDERS, ttl)
-  if queue_written then redis.call('PEXPIRE', QUEUE, ttl) end
+for g, _ in pairs(changed) do
+  local m = M[g]
+  redis.call('HSET', KEYS[3 * g], 'm', struct.pack(FORMAT, m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11], m[12]))
+  redis.call('PEXPIRE', KEYS[3 * g], ttl[g])
+  redis.call('PEXPIRE', KEYS[3 * g - 2], ttl[g])
+  if qwritten[g] then redis.call('PEXPIRE', KEYS[3 * g - 1], ttl[g]) end
 end
-return reply
+return out

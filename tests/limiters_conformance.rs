@@ -109,35 +109,46 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
   for seed in 1..=30u64 {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let model = MemoryStore::new();
-    let key = format!("{run}:concurrent:{{{label}{seed}}}");
-    let mut ids: Vec<String> = vec![];
+    // two limiters per sequence, sharing a hash tag so a batch can hold both on a cluster
+    let keys: Vec<String> = (0..2).map(|k| format!("{run}:concurrent:{{{label}{seed}}}:{k}")).collect();
+    let mut ids: Vec<(usize, String)> = vec![];
     let mut now: f64 = 1_800_000_000_000_000.0 + (seed as f64) * 1e9;
-    for step in 0..150 {
+    for step in 0..100 {
       step_clock(&mut rng, &mut now);
-      let limit = if rng.below(10) == 0 { rng.pick(&[1.0, 4.0]) } else { 2.0 };
-      let lock_us = rng.pick(&[1000.0, 200_000.0, 500_000.0, 2e6]);
-      let wait_us = rng.pick(&[0.0, 0.0, 100_000.0, 1e6, 3e6]);
-      let op = if ids.is_empty() { 1.0 } else { rng.pick(&[1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 6.0]) };
-      // acquires use fresh ids (as the JS layer does); the rest pick a known one
-      let id = if op == 1.0 {
-        ids.push(format!("{seed}-{step}"));
-        ids[ids.len() - 1].clone()
-      } else {
-        ids[rng.below(ids.len() as u64) as usize].clone()
-      };
-      // a TTL far beyond the simulated span: Redis expires keys on its own clock
-      let nums = [limit, lock_us, wait_us, 86_400_000.0];
-      let (request, ttl_ms) = sluice::store::limits::decode_concurrent(op, &id, &nums).expect("valid op");
-      let expected = model.concurrent(&key, &id, request, ttl_ms, now).values;
-      let actual = store.concurrent(&key, &id, op, &nums, Some(now), 0).await.expect("redis reply");
-      assert_eq!(expected, actual, "{label} seed {seed} step {step}: {request:?} for {id}");
-      if request == Request::Stats {
-        assert_eq!(expected.len(), 9);
+      // whole ms, like the lock times: operations often land exactly on an expiry
+      now = (now / 1000.0).round() * 1000.0;
+      let mut ops = vec![];
+      for o in 0..1 + rng.below(4) {
+        let limit = if rng.below(10) == 0 { rng.pick(&[1.0, 4.0]) } else { 2.0 };
+        let lock_us = rng.pick(&[1000.0, 200_000.0, 500_000.0, 2e6]);
+        let wait_us = rng.pick(&[0.0, 0.0, 100_000.0, 1e6, 3e6]);
+        let op = if ids.is_empty() { 1.0 } else { rng.pick(&[1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 6.0]) };
+        // acquires use fresh ids (as the JS layer does); the rest pick a known one
+        let (k, id) = if op == 1.0 {
+          ids.push((rng.below(2) as usize, format!("{seed}-{step}-{o}")));
+          ids[ids.len() - 1].clone()
+        } else {
+          ids[rng.below(ids.len() as u64) as usize].clone()
+        };
+        // a TTL far beyond the simulated span: Redis expires keys on its own clock
+        ops.push((keys[k].clone(), id, op, [limit, lock_us, wait_us, 86_400_000.0]));
       }
-      replies += 1;
+      let mut expected = vec![];
+      for (key, id, op, nums) in &ops {
+        let (request, ttl_ms) = sluice::store::limits::decode_concurrent(*op, id, nums).expect("valid op");
+        let mut values = model.concurrent(key, id, request, ttl_ms, now).values;
+        if request == Request::Stats {
+          assert_eq!(values.len(), 9);
+        }
+        values.resize(9, 0.0);
+        expected.extend(values);
+      }
+      let actual = store.concurrent_batch(&ops, Some(now), step as u32).await.expect("redis reply");
+      assert_eq!(expected, actual, "{label} seed {seed} step {step}: {ops:?}");
+      replies += ops.len();
     }
   }
-  assert!(replies >= 4_000, "only {replies} replies compared");
+  assert!(replies >= 6_000, "only {replies} replies compared");
   store.close().await;
 }
 

@@ -546,26 +546,70 @@ pub async fn pacer_batch_flat(
 }
 
 impl RedisStore {
-  /// Several concurrent-limiter operations, sent together on the connection of `lane` (so
-  /// they reach Redis in order, pipelined): each is its own script call, and all of them
-  /// answer in one reply to JS. `ops` = (key, id, op, [limit, lock_us, wait_us, ttl_ms]).
-  /// Results: [`CONCURRENT_RESULT_FIELDS`] numbers per operation, zero-padded; a failed
-  /// operation fails the batch.
+  /// Several concurrent-limiter operations, decided in order: one script call per hash slot
+  /// (on a standalone server, one for all), on the connection of `lane`. `ops` = (limiter
+  /// key, lease or waiter id, op, [limit, lock_us, wait_us, ttl_ms]); the limiter's keys are
+  /// `<key>:h`, `<key>:q`, `<key>:i` and its grant channel `<key>:wake`. Results:
+  /// [`CONCURRENT_RESULT_FIELDS`] numbers per operation, zero-padded.
   pub async fn concurrent_batch(
     &self,
     ops: &[(String, String, f64, [f64; 4])],
     now_us: Option<f64>,
     lane: u32,
   ) -> Result<Vec<f64>> {
-    let calls = ops.iter().map(|(key, id, op, nums)| self.concurrent(key, id, *op, nums, now_us, lane));
-    let mut out = Vec::with_capacity(ops.len() * CONCURRENT_RESULT_FIELDS);
-    for values in futures::future::join_all(calls).await {
-      let values = values?;
-      let start = out.len();
-      out.extend(values.into_iter().take(CONCURRENT_RESULT_FIELDS));
-      out.resize(start + CONCURRENT_RESULT_FIELDS, 0.0);
+    let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (i, (key, ..)) in ops.iter().enumerate() {
+      let slot = if self.cluster { fred::util::redis_keyslot(key.as_bytes()) } else { 0 };
+      groups.entry(slot).or_default().push(i);
+    }
+    let calls = groups.values().map(|members| self.concurrent_call(ops, members, now_us, lane));
+    let results = futures::future::join_all(calls).await;
+    let mut out = vec![0.0; ops.len() * CONCURRENT_RESULT_FIELDS];
+    for (members, result) in groups.values().zip(results) {
+      for (i, values) in members.iter().zip(result?) {
+        let at = i * CONCURRENT_RESULT_FIELDS;
+        out[at..at + values.len()].copy_from_slice(&values);
+      }
     }
     Ok(out)
+  }
+
+  async fn concurrent_call(
+    &self,
+    ops: &[(String, String, f64, [f64; 4])],
+    members: &[usize],
+    now_us: Option<f64>,
+    lane: u32,
+  ) -> Result<Vec<Vec<f64>>> {
+    let mut limiters: Vec<&str> = vec![];
+    let mut encoded: Vec<Value> = Vec::with_capacity(members.len() * 7);
+    for i in members {
+      let (key, id, op, nums) = &ops[*i];
+      let g = match limiters.iter().position(|k| k == key) {
+        Some(g) => g,
+        None => {
+          limiters.push(key);
+          limiters.len() - 1
+        }
+      };
+      encoded.extend([Value::Integer(g as i64 + 1), number(*op), Value::String(id.as_str().into())]);
+      encoded.extend(nums.iter().map(|x| number(*x)));
+    }
+    let keys: Vec<Key> =
+      limiters.iter().flat_map(|k| ["h", "q", "i"].map(|part| Key::from(format!("{k}:{part}")))).collect();
+    let mut args = vec![now_us.map(number).unwrap_or_else(|| Value::String("".into())), number(limiters.len() as f64)];
+    args.extend(limiters.iter().map(|k| Value::String(format!("{k}:wake").into())));
+    args.extend(encoded);
+    let reply = self.run(lane, &CONCURRENT, keys, args).await?;
+    let malformed = || Error::new(ErrorKind::Script, "malformed concurrent reply");
+    let mut fields = reply.iter();
+    members
+      .iter()
+      .map(|i| {
+        let width = if ops[*i].2 == 6.0 { 9 } else { 4 };
+        (0..width).map(|_| fields.next().and_then(Value::as_i64).map(|x| x as f64).ok_or_else(malformed)).collect()
+      })
+      .collect()
   }
 
   /// Connects the subscriber on first use: it resubscribes by itself after a reconnect, and
@@ -644,28 +688,5 @@ impl RedisStore {
   /// Ends the pending [`next_wakes`](Self::next_wakes) call with an empty list.
   pub fn stop_wakes(&self) {
     self.wakes.push(String::new());
-  }
-
-  /// One concurrent-limiter operation on the limiter whose keys start with `key` (its three
-  /// keys share the hash tag inside `key`); grants are published on `<key>:wake`.
-  pub async fn concurrent(
-    &self,
-    key: &str,
-    id: &str,
-    op: f64,
-    nums: &[f64],
-    now_us: Option<f64>,
-    lane: u32,
-  ) -> Result<Vec<f64>> {
-    let keys: Vec<Key> = ["h", "q", "i"].iter().map(|part| Key::from(format!("{key}:{part}"))).collect();
-    let now = now_us.map(number).unwrap_or_else(|| Value::String("".into()));
-    let mut args = vec![number(op), now, Value::String(id.into())];
-    args.extend(nums.iter().map(|x| number(*x)));
-    args.push(Value::String(format!("{key}:wake").into()));
-    let reply = self.run(lane, &CONCURRENT, keys, args).await?;
-    reply
-      .iter()
-      .map(|v| v.as_i64().map(|x| x as f64).ok_or_else(|| Error::new(ErrorKind::Script, "malformed concurrent reply")))
-      .collect()
   }
 }
