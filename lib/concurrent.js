@@ -7,7 +7,6 @@ const {
   checkInteger,
   checkSignal,
   withinOptions,
-  sleep,
   overLimit,
   aborted,
   MAX_LIMIT,
@@ -120,25 +119,18 @@ class ConcurrentLimiter {
   /** @internal queues waiter `id`; a Lease when granted, the retry hint when timed out */
   async _wait(id, signal) {
     const store = this._store
-    const timers = new AbortController() // ends this wait's timers however it ends
     let settle
     const outcome = new Promise((resolve) => (settle = resolve))
-    const after = (ms, fn) =>
-      sleep(store, ms, timers.signal).then(
-        () => fn(),
-        () => {},
-      )
-    let expiry = null
+    let cancelDeadline = null
+    let cancelExpiry = null
     // A lease can be reclaimed once it expires: poll then, if that is before the deadline.
     // Grants otherwise arrive pushed (waiter.grant); nothing polls on an interval.
     const armExpiry = (earliest, nowUs) => {
-      if (expiry) expiry.abort()
-      expiry = null
+      if (cancelExpiry) cancelExpiry()
+      cancelExpiry = null
       if (!(earliest > 0)) return
       const ms = Math.max(1, Math.ceil((earliest - nowUs) / 1000) + 1)
-      if (ms >= this._waitTimeoutMs) return
-      const own = (expiry = new AbortController())
-      sleep(store, ms, AbortSignal.any([timers.signal, own.signal])).then(poll, () => {})
+      if (ms < this._waitTimeoutMs) cancelExpiry = timer(store, ms, poll)
     }
     let polling = false
     const poll = async () => {
@@ -164,7 +156,7 @@ class ConcurrentLimiter {
         const [status, token, earliest, nowUs] = await this._op(ACQUIRE, id, this._waitTimeoutMs)
         if (status === 1) return new Lease(this, id, token)
         armExpiry(earliest, nowUs)
-        after(this._waitTimeoutMs, () => settle({ timeout: true }))
+        cancelDeadline = timer(store, this._waitTimeoutMs, () => settle({ timeout: true }))
         if (signal) signal.addEventListener('abort', onAbort, { once: true })
         const result = await outcome
         if (result.token !== undefined) return new Lease(this, id, result.token)
@@ -182,7 +174,8 @@ class ConcurrentLimiter {
         store._unlisten(this._channel)
       }
     } finally {
-      timers.abort()
+      if (cancelDeadline) cancelDeadline()
+      if (cancelExpiry) cancelExpiry()
       if (signal) signal.removeEventListener('abort', onAbort)
       store._waiters.delete(id)
       store._waiterDone()
@@ -237,6 +230,13 @@ class ConcurrentLimiter {
       waiting: v[8],
     }
   }
+}
+
+/** Calls `fn` after `ms` on the store's clock; returns a function that cancels it. */
+function timer(store, ms, fn) {
+  if (store.clock) return store.clock._schedule(ms, fn)
+  const t = setTimeout(fn, ms)
+  return () => clearTimeout(t)
 }
 
 function hintMs(earliest, nowUs) {
