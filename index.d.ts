@@ -24,6 +24,12 @@ export declare class NativeRedisStore {
   close(): Promise<void>
 }
 
+/** The answer to `redisConcurrentBatch`. */
+export interface ConcurrentBatchReply {
+  values: Float64Array
+  grants: Array<string>
+}
+
 /** The answer to a concurrent-limiter operation on the embedded store. */
 export interface ConcurrentReply {
   /** See `core::concurrent::Reply::values`. */
@@ -101,10 +107,11 @@ export interface NativeRedisOptions {
  * Concurrent-limiter operations on a Redis store, sent together on the connection of
  * `lane`: `keys` and `ids` joined by `
 `, `nums` = 5 per operation (`op, limit, lockUs,
- * waitUs, ttlMs`, as `memoryConcurrent`). Resolves with 9 numbers per operation (its reply,
- * zero-padded); grants are published on `<key>:wake`.
+ * waitUs, ttlMs`, as `memoryConcurrent`). Resolves with `values`, 9 numbers per operation
+ * (its reply, zero-padded), and `grants`, the slots it handed to waiters (also published on
+ * `<key>:wake`).
  */
-export declare function redisConcurrentBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
+export declare function redisConcurrentBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<ConcurrentBatchReply>
 
 /**
  * A batch of rate-limiter calls on a Redis store, in the flat encoding of

@@ -443,8 +443,10 @@ class RedisStore {
         fail(err)
         continue
       }
-      pending.then((out) => {
-        for (let e = start; e < end; e++) resolve[e](out.subarray(9 * (e - start), 9 * (e - start + 1)))
+      pending.then(({ values, grants }) => {
+        // this process's own waiters are woken from the reply, before the published message
+        for (const grant of grants) this._waiters.wake(grant)
+        for (let e = start; e < end; e++) resolve[e](values.subarray(9 * (e - start), 9 * (e - start + 1)))
       }, fail)
     }
   }

@@ -18,7 +18,9 @@
 --            0 queued, -1 not waiting), token, earliest lease expiry µs (0 when acquired or
 --            none held), now µs}; release {1 if the lease was valid, 0, 0, 0}; extend {1 if
 --            extended, 0, 0, 0}; stats {held, held_us, immediate, waited, wait_us, overages,
---            reclaimed, current holders, waiters}
+--            reclaimed, current holders, waiters}; then one string '<waiter id> <token>' per
+--            grant made by the batch (also published), so the caller wakes its own waiters
+--            without waiting for the message
 -- Notes      a limiter's three keys share its hash tag; all KEYS share one slot (the caller
 --            groups operations by slot). Counts and the expiry bound are tracked in 'm', so
 --            an uncontended acquire or release reads nothing but 'm' (and the lease's
@@ -43,6 +45,7 @@ local SEQ, QSEQ, HELD, HELD_US, IMMEDIATE, WAITED, WAIT_US, OVERAGES, RECLAIMED,
 local FORMAT = '<dddddddddddd'
 
 local M, changed, qwritten, ttl = {}, {}, {}, {}
+local grants = {}
 
 local function load(g)
   local info = KEYS[3 * g]
@@ -130,7 +133,9 @@ local function grant(g, m, limit, channel)
         local token = take(g, m, head, lock_us)
         m[WAITED] = m[WAITED] + 1
         m[WAIT_US] = m[WAIT_US] + now - enqueued
-        redis.call('PUBLISH', channel, head .. ' ' .. string.format('%.17g', token))
+        local message = head .. ' ' .. string.format('%.17g', token)
+        redis.call('PUBLISH', channel, message)
+        grants[#grants + 1] = message
       end
     end
   end
@@ -231,4 +236,5 @@ for g, _ in pairs(changed) do
   redis.call('PEXPIRE', KEYS[3 * g - 2], ttl[g])
   if qwritten[g] then redis.call('PEXPIRE', KEYS[3 * g - 1], ttl[g]) end
 end
+for i = 1, #grants do out[n + i] = grants[i] end
 return out

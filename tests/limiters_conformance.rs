@@ -134,17 +134,21 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
         ops.push((keys[k].clone(), id, op, [limit, lock_us, wait_us, 86_400_000.0]));
       }
       let mut expected = vec![];
+      let mut expected_grants = vec![];
       for (key, id, op, nums) in &ops {
         let (request, ttl_ms) = sluice::store::limits::decode_concurrent(*op, id, nums).expect("valid op");
-        let mut values = model.concurrent(key, id, request, ttl_ms, now).values;
+        let reply = model.concurrent(key, id, request, ttl_ms, now);
+        expected_grants.extend(reply.grants.iter().map(|(id, token)| format!("{id} {token}")));
+        let mut values = reply.values;
         if request == Request::Stats {
           assert_eq!(values.len(), 9);
         }
         values.resize(9, 0.0);
         expected.extend(values);
       }
-      let actual = store.concurrent_batch(&ops, Some(now), step as u32).await.expect("redis reply");
+      let (actual, grants) = store.concurrent_batch(&ops, Some(now), step as u32).await.expect("redis reply");
       assert_eq!(expected, actual, "{label} seed {seed} step {step}: {ops:?}");
+      assert_eq!(expected_grants, grants, "{label} seed {seed} step {step}: grants of {ops:?}");
       replies += ops.len();
     }
   }

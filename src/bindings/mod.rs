@@ -265,9 +265,10 @@ pub fn redis_limit_batch<'env>(
 
 /// Concurrent-limiter operations on a Redis store, sent together on the connection of
 /// `lane`: `keys` and `ids` joined by `\n`, `nums` = 5 per operation (`op, limit, lockUs,
-/// waitUs, ttlMs`, as `memoryConcurrent`). Resolves with 9 numbers per operation (its reply,
-/// zero-padded); grants are published on `<key>:wake`.
-#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+/// waitUs, ttlMs`, as `memoryConcurrent`). Resolves with `values`, 9 numbers per operation
+/// (its reply, zero-padded), and `grants`, the slots it handed to waiters (also published on
+/// `<key>:wake`).
+#[napi(catch_unwind, ts_return_type = "Promise<ConcurrentBatchReply>")]
 pub fn redis_concurrent_batch<'env>(
   env: &'env Env,
   store: &NativeRedisStore,
@@ -276,7 +277,7 @@ pub fn redis_concurrent_batch<'env>(
   nums: Float64Array,
   now_us: f64,
   lane: u32,
-) -> Result<PromiseRaw<'env, Float64Array>> {
+) -> Result<PromiseRaw<'env, ConcurrentBatchReply>> {
   let mut ops = vec![];
   let (mut keys, mut ids) = (keys.split('\n'), ids.split('\n'));
   for f in nums.chunks(5) {
@@ -294,9 +295,16 @@ pub fn redis_concurrent_batch<'env>(
   let now = explicit_now(now_us).map_err(js_error)?;
   let inner = store.inner.clone();
   env.spawn_future(async move {
-    let out = inner.concurrent_batch(&ops, now, lane).await.map_err(js_error)?;
-    Ok(Float64Array::new(out))
+    let (values, grants) = inner.concurrent_batch(&ops, now, lane).await.map_err(js_error)?;
+    Ok(ConcurrentBatchReply { values: Float64Array::new(values), grants })
   })
+}
+
+/// The answer to `redisConcurrentBatch`.
+#[napi(object)]
+pub struct ConcurrentBatchReply {
+  pub values: Float64Array,
+  pub grants: Vec<String>,
 }
 
 /// Subscribes the store's listener to a grant channel; resolves once Redis confirmed.

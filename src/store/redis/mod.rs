@@ -550,13 +550,14 @@ impl RedisStore {
   /// (on a standalone server, one for all), on the connection of `lane`. `ops` = (limiter
   /// key, lease or waiter id, op, [limit, lock_us, wait_us, ttl_ms]); the limiter's keys are
   /// `<key>:h`, `<key>:q`, `<key>:i` and its grant channel `<key>:wake`. Results:
-  /// [`CONCURRENT_RESULT_FIELDS`] numbers per operation, zero-padded.
+  /// [`CONCURRENT_RESULT_FIELDS`] numbers per operation, zero-padded, and the grants the
+  /// batch made (`"<waiter id> <token>"`, also published).
   pub async fn concurrent_batch(
     &self,
     ops: &[(String, String, f64, [f64; 4])],
     now_us: Option<f64>,
     lane: u32,
-  ) -> Result<Vec<f64>> {
+  ) -> Result<(Vec<f64>, Vec<String>)> {
     let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, (key, ..)) in ops.iter().enumerate() {
       let slot = if self.cluster { fred::util::redis_keyslot(key.as_bytes()) } else { 0 };
@@ -565,13 +566,16 @@ impl RedisStore {
     let calls = groups.values().map(|members| self.concurrent_call(ops, members, now_us, lane));
     let results = futures::future::join_all(calls).await;
     let mut out = vec![0.0; ops.len() * CONCURRENT_RESULT_FIELDS];
+    let mut grants = vec![];
     for (members, result) in groups.values().zip(results) {
-      for (i, values) in members.iter().zip(result?) {
+      let (replies, granted) = result?;
+      for (i, values) in members.iter().zip(replies) {
         let at = i * CONCURRENT_RESULT_FIELDS;
         out[at..at + values.len()].copy_from_slice(&values);
       }
+      grants.extend(granted);
     }
-    Ok(out)
+    Ok((out, grants))
   }
 
   async fn concurrent_call(
@@ -580,7 +584,7 @@ impl RedisStore {
     members: &[usize],
     now_us: Option<f64>,
     lane: u32,
-  ) -> Result<Vec<Vec<f64>>> {
+  ) -> Result<(Vec<Vec<f64>>, Vec<String>)> {
     let mut limiters: Vec<&str> = vec![];
     let mut encoded: Vec<Value> = Vec::with_capacity(members.len() * 7);
     for i in members {
@@ -603,13 +607,15 @@ impl RedisStore {
     let reply = self.run(lane, &CONCURRENT, keys, args).await?;
     let malformed = || Error::new(ErrorKind::Script, "malformed concurrent reply");
     let mut fields = reply.iter();
-    members
+    let replies = members
       .iter()
       .map(|i| {
         let width = if ops[*i].2 == 6.0 { 9 } else { 4 };
         (0..width).map(|_| fields.next().and_then(Value::as_i64).map(|x| x as f64).ok_or_else(malformed)).collect()
       })
-      .collect()
+      .collect::<Result<Vec<Vec<f64>>>>()?;
+    let grants = fields.map(|v| v.as_string().ok_or_else(malformed)).collect::<Result<Vec<String>>>()?;
+    Ok((replies, grants))
   }
 
   /// Connects the subscriber on first use: it resubscribes by itself after a reconnect, and
