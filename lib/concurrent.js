@@ -1,7 +1,7 @@
 'use strict'
 
 const { randomBytes } = require('node:crypto')
-const { invalidArgument } = require('./errors')
+const { invalidArgument, invalidConfig } = require('./errors')
 const {
   limiterOptions,
   checkInteger,
@@ -67,6 +67,10 @@ class ConcurrentLimiter {
     this._limit = checkInteger('limit', options.limit, 1, MAX_LIMIT)
     const lockTimeoutMs = options.lockTimeoutMs === undefined ? 30_000 : options.lockTimeoutMs
     this._lockTimeoutMs = checkInteger('lockTimeoutMs', lockTimeoutMs, 1, MAX_MS)
+    if (this._ttlMs < this._lockTimeoutMs + this._waitTimeoutMs) {
+      // the keys must outlive every lease and waiter they hold (a release does not refresh them)
+      throw invalidConfig('ttlMs must be at least lockTimeoutMs + waitTimeoutMs')
+    }
     this._key = `${store.keyPrefix}:concurrent:{${common.name}}`
     this._channel = `${this._key}:wake`
   }

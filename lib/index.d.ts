@@ -160,7 +160,8 @@ export interface LimiterOptions {
   policy?: 'raise' | 'skip'
   /**
    * How long a ConcurrentLimiter's keys (fencing counter, statistics) live after its last
-   * operation, ms, default 90 days. The time-based limiters keep their one key only while it
+   * acquisition, queued wait or extension, ms, default 90 days; at least lockTimeoutMs +
+   * waitTimeoutMs. The time-based limiters keep their one key only while it
    * can still change a decision (the rest of the bucket or window, or until drained).
    */
   ttlMs?: number

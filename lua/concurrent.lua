@@ -24,9 +24,10 @@
 -- Notes      a limiter's three keys share its hash tag; all KEYS share one slot (the caller
 --            groups operations by slot). Counts and the expiry bound are tracked in 'm', so
 --            an uncontended acquire or release reads nothing but 'm' (and the lease's
---            'h:' field). Every change refreshes the TTL of holders and info, and of the
---            queue when it was written; 'm' and the zsets are written together, and a
---            missing or foreign 'm' is rebuilt from the zsets.
+--            'h:' field). 'm' and the zsets are written together, and a
+--            missing or foreign 'm' is rebuilt from the zsets. TTLs are refreshed by what adds
+--            (a lease, a waiter, an extension), not by releases: the caller keeps ttl_ms at
+--            least lock + wait, so keys outlive every lease and waiter they hold.
 
 local nargs = #ARGV
 local now
@@ -44,7 +45,7 @@ local SEQ, QSEQ, HELD, HELD_US, IMMEDIATE, WAITED, WAIT_US, OVERAGES, RECLAIMED,
   1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
 local FORMAT = '<dddddddddddd'
 
-local M, changed, qwritten, ttl = {}, {}, {}, {}
+local M, changed, qwritten, ttl, refresh = {}, {}, {}, {}, {}
 local grants = {}
 
 local function load(g)
@@ -79,7 +80,7 @@ local function take(g, m, who, lock_us)
   redis.call('HSET', KEYS[3 * g], 'h:' .. who, struct.pack('<dd', m[SEQ], now))
   if m[COUNT] == 0 or expires < m[BOUND] then m[BOUND] = expires end
   m[COUNT] = m[COUNT] + 1
-  changed[g] = true
+  changed[g], refresh[g] = true, true
   return m[SEQ]
 end
 
@@ -179,7 +180,7 @@ for i = 3 + G, nargs, 7 do
         m[QLEN] = m[QLEN] + 1
         redis.call('ZADD', KEYS[3 * g - 1], m[QSEQ], id)
         redis.call('HSET', KEYS[3 * g], 'w:' .. id, struct.pack('<ddd', now + wait, now, lock))
-        changed[g], qwritten[g] = true, true
+        changed[g], qwritten[g], refresh[g] = true, true, true
         reply(0, 0, earliest(g), now)
       else
         reply(-1, 0, earliest(g), now)
@@ -207,7 +208,7 @@ for i = 3 + G, nargs, 7 do
       if redis.call('ZSCORE', KEYS[3 * g - 2], id) then
         redis.call('ZADD', KEYS[3 * g - 2], 'XX', now + lock, id)
         if now + lock < m[BOUND] then m[BOUND] = now + lock end
-        changed[g] = true
+        changed[g], refresh[g] = true, true
         reply(1, 0, 0, 0)
       else
         reply(0, 0, 0, 0)
@@ -232,9 +233,11 @@ end
 for g, _ in pairs(changed) do
   local m = M[g]
   redis.call('HSET', KEYS[3 * g], 'm', struct.pack(FORMAT, m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11], m[12]))
-  redis.call('PEXPIRE', KEYS[3 * g], ttl[g])
-  redis.call('PEXPIRE', KEYS[3 * g - 2], ttl[g])
-  if qwritten[g] then redis.call('PEXPIRE', KEYS[3 * g - 1], ttl[g]) end
+  if refresh[g] then
+    redis.call('PEXPIRE', KEYS[3 * g], ttl[g])
+    redis.call('PEXPIRE', KEYS[3 * g - 2], ttl[g])
+    if qwritten[g] then redis.call('PEXPIRE', KEYS[3 * g - 1], ttl[g]) end
+  end
 end
 for i = 1, #grants do out[n + i] = grants[i] end
 return out
