@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 'use strict'
 // Several workers share one DistributedPacer on the embedded store and call a fake API as
-// fast as the pacer lets them. Prints the target rate next to the achieved one.
+// fast as the pacer lets them. Prints the target rate next to the achieved one. Then the same
+// workers share a ConcurrentLimiter (at most 3 jobs at once) and a LeakyLimiter.
 //   npm run demo            (or: node examples/demo.js [seconds] [qps] [workers])
-const { MemoryStore, DistributedPacer } = require('../lib/index.js')
+const { MemoryStore, DistributedPacer, ConcurrentLimiter, LeakyLimiter } = require('../lib/index.js')
 
 const seconds = Number(process.argv[2] || 5)
 const qps = Number(process.argv[3] || 40)
@@ -53,7 +54,37 @@ async function main() {
     `target ${qps.toFixed(2)}/s, achieved after the burst ${steadyRate.toFixed(2)}/s ` +
       `(${((100 * (steadyRate - qps)) / qps).toFixed(2)}%)`,
   )
+  await limiters(store)
   await store.close()
+}
+
+// 8 workers, 40 jobs of 20-60 ms, at most 3 at once: the semaphore hands each freed slot to
+// the longest waiter; then 12 calls through a leaky limiter of 4 per second.
+async function limiters(store) {
+  const jobs = new ConcurrentLimiter(store, { name: 'jobs', limit: 3, waitTimeoutMs: 10_000 })
+  let running = 0
+  let most = 0
+  let next = 0
+  const worker = async () => {
+    while (next < 40) {
+      next++
+      await jobs.withinLimit(async () => {
+        most = Math.max(most, ++running)
+        await sleep(20 + Math.random() * 40)
+        running--
+      })
+    }
+  }
+  await Promise.all(Array.from({ length: workers }, worker))
+  const s = await jobs.stats()
+  console.log(
+    `ConcurrentLimiter(limit 3): 40 jobs by ${workers} workers, at most ${most} at once; ` +
+      `${s.immediate} immediate, ${s.waited} waited ${s.waitTimeMs} ms in all`,
+  )
+  const leaky = new LeakyLimiter(store, { name: 'calls', limit: 4, interval: 'second', waitTimeoutMs: 5000 })
+  const start = Date.now()
+  const at = await Promise.all(Array.from({ length: 12 }, () => leaky.withinLimit(() => Date.now() - start)))
+  console.log(`LeakyLimiter(4 per second): 12 calls ran at ms ${at.sort((a, b) => a - b).join(' ')}`)
 }
 
 main().catch((err) => {

@@ -152,6 +152,8 @@ class ConcurrentLimiter {
       }
     }
     const onAbort = () => settle({ aborted: true })
+    // listen before anything is sent: an abort during the round trips is kept in `outcome`
+    if (signal) signal.addEventListener('abort', onAbort, { once: true })
     store._waiters.add(id, { grant: (token) => settle({ token }), resync: poll })
     try {
       await store._listen(this._channel)
@@ -161,7 +163,6 @@ class ConcurrentLimiter {
         if (status === 1) return new Lease(this, id, token)
         armExpiry(earliest, nowUs)
         cancelDeadline = timer(store, this._waitTimeoutMs, () => settle({ timeout: true }))
-        if (signal) signal.addEventListener('abort', onAbort, { once: true })
         const result = await outcome
         if (result.token !== undefined) return new Lease(this, id, result.token)
         if (result.error) throw result.error
