@@ -5,9 +5,9 @@ const { SluiceError, fromNative, invalidConfig } = require('./errors')
 const { ManualClock } = require('./clock')
 
 const PRIVATE = Symbol('sluice.private')
-/** Entries per script call: big enough to amortise the napi crossing and the round trip,
- * small enough that Redis works on one chunk while Node handles the previous one. */
-const MAX_BATCH = 64
+/** Calls per native call: all calls of a tick go in one, so they are sent from one task in
+ * call order (the native side splits them into script calls of 64 per slot). */
+const MAX_BATCH = Infinity
 /** New keys between two checks whether the memory store should drop expired keys. */
 const SWEEP_EVERY = 4096
 
@@ -177,7 +177,7 @@ class MemoryStore {
 
 /**
  * A Redis (or Redis Cluster) store over one native connection pool. Calls made in the same
- * tick are decided together: one napi crossing and one script call per 64 of them (per hash
+ * tick are decided together: one napi crossing, and one script call per 64 of them (per hash
  * slot on a cluster), so a busy process pays the round trip once per batch, not per call.
  */
 class RedisStore {

@@ -6,8 +6,8 @@
 //! - Commands are never re-sent by fred (`max_command_attempts = 1`): a lost reply is an
 //!   error, never a double charge. The only retry is NOSCRIPT: the script is sent again with
 //!   EVAL to the node that answered (EVAL also caches it there).
-//! - On a cluster, a batch is split per hash slot: each slot's entries are one script call on
-//!   the node that owns it, all slots in flight at once.
+//! - On a cluster, a batch is split per hash slot: each slot's entries are script calls (one
+//!   per 64) on the node that owns it, all slots in flight at once.
 
 mod script;
 
@@ -75,6 +75,12 @@ impl Wakes {
     self.notify.notify_one();
   }
 }
+
+/// Calls per script call: a batch is split in chunks of this many per slot, so Redis works on
+/// one chunk while the next is on the wire, and one script call never runs for long. All
+/// chunks of a batch are sent from one task, in order, on one connection: they reach Redis
+/// in call order (separate tasks per chunk did not keep their order reliably).
+const CHUNK: usize = 64;
 
 /// Numbers per operation in [`RedisStore::concurrent_batch`]'s result (stats has the most).
 pub const CONCURRENT_RESULT_FIELDS: usize = 9;
@@ -238,11 +244,11 @@ impl RedisStore {
   pub async fn pacer_batch(&self, batch: &PacerBatch, now_us: Option<f64>, lane: u32) -> Result<Vec<Decision>> {
     let mut decisions = vec![Decision { delay_us: 0.0, watermark_before: 0.0, admitted: false }; batch.members.len()];
     // Entries grouped by slot (one group on a standalone server), plus cross-slot composites.
-    let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     let mut cross_slot = vec![];
     for (e, entry) in batch.entries.iter().enumerate() {
       if !self.cluster {
-        groups.entry(0).or_default().push(e);
+        groups.entry((0, e / CHUNK)).or_default().push(e);
         continue;
       }
       let slots: Vec<u16> = batch.members[entry.members.clone()]
@@ -250,7 +256,7 @@ impl RedisStore {
         .map(|m| fred::util::redis_keyslot(batch.keys[m.key].as_bytes()))
         .collect();
       if slots.iter().all(|s| *s == slots[0]) {
-        groups.entry(slots[0]).or_default().push(e);
+        groups.entry((slots[0], e / CHUNK)).or_default().push(e);
       } else {
         cross_slot.push(e);
       }
@@ -277,10 +283,10 @@ impl RedisStore {
 
   /// Decides a batch of rate-limiter calls; one script call per hash slot.
   pub async fn limit_batch(&self, batch: &LimitBatch, now_us: Option<f64>, lane: u32) -> Result<Vec<limit::Decision>> {
-    let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     for (e, entry) in batch.entries.iter().enumerate() {
       let slot = if self.cluster { fred::util::redis_keyslot(batch.keys[entry.key].as_bytes()) } else { 0 };
-      groups.entry(slot).or_default().push(e);
+      groups.entry((slot, e / CHUNK)).or_default().push(e);
     }
     let calls = groups.values().map(|entries| self.limit_call(batch, entries, now_us, lane));
     let results = futures::future::join_all(calls).await;
@@ -558,10 +564,10 @@ impl RedisStore {
     now_us: Option<f64>,
     lane: u32,
   ) -> Result<(Vec<f64>, Vec<String>)> {
-    let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     for (i, (key, ..)) in ops.iter().enumerate() {
       let slot = if self.cluster { fred::util::redis_keyslot(key.as_bytes()) } else { 0 };
-      groups.entry(slot).or_default().push(i);
+      groups.entry((slot, i / CHUNK)).or_default().push(i);
     }
     let calls = groups.values().map(|members| self.concurrent_call(ops, members, now_us, lane));
     let results = futures::future::join_all(calls).await;
