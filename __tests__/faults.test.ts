@@ -6,7 +6,14 @@ import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { DistributedPacer, ManualClock, RedisStore, SluiceError } from '../lib/index.js'
+import {
+  BucketLimiter,
+  ConcurrentLimiter,
+  DistributedPacer,
+  ManualClock,
+  RedisStore,
+  SluiceError,
+} from '../lib/index.js'
 import { freshPrefix, makeStore, rawClient, redisUrl } from './helpers/stores.js'
 
 function freePort(): Promise<number> {
@@ -113,6 +120,37 @@ describe('store failures', () => {
     }
   })
 
+  it('limiters fail with a store code while Redis is down (a waiter too), then recover', async () => {
+    const port = await freePort()
+    let server = await startRedis(port)
+    const store = await RedisStore.connect({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300 })
+    try {
+      const bucket = new BucketLimiter(store, { name: 'b', limit: 100, interval: 'second' })
+      const mutex = new ConcurrentLimiter(store, { name: 'm', limit: 1, waitTimeoutMs: 2000 })
+      expect((await bucket.check()).allowed).toBe(true)
+      const held = await mutex.acquire()
+      const waiting = timed(mutex.acquire()) // queued, subscribed, then Redis dies
+      await new Promise((r) => setTimeout(r, 100))
+      await stop(server)
+      for (const call of [bucket.check(), bucket.withinLimit(() => 1), mutex.tryAcquire(), held.release()]) {
+        const { ms, error } = await timed(call)
+        expect(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT']).toContain((error as SluiceError).code)
+        expect(ms).toBeLessThan(300 + 250)
+      }
+      // the waiter's deadline passes with Redis down: it fails with a store code, never hangs
+      const { ms, error } = await waiting
+      expect(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT']).toContain((error as SluiceError).code)
+      expect(ms).toBeLessThan(2000 + 300 + 500)
+      server = await startRedis(port)
+      await eventually(() => bucket.check(), 10_000)
+      const lease = await mutex.acquire() // a fresh server: the old lease is gone
+      expect(await lease.release()).toBe(true)
+    } finally {
+      await store.close()
+      await stop(server)
+    }
+  })
+
   it('a hung Redis (SIGSTOP) gives ERR_TIMEOUT within commandTimeoutMs; SIGCONT recovers', async () => {
     const port = await freePort()
     const server = await startRedis(port)
@@ -160,6 +198,19 @@ describe('store failures', () => {
     await closing
     for (const o of outcomes.slice(0, 500)) expect(['ok', 'ERR_CLOSED', 'ERR_STORE_UNAVAILABLE']).toContain(o)
     expect(outcomes.slice(500)).toEqual(Array(10).fill('ERR_CLOSED'))
+  })
+
+  it('a process that never closes its store still exits, also after waiting on a limiter', () => {
+    const program = `const { RedisStore, ConcurrentLimiter } = require('./lib/index.js')
+      RedisStore.connect(${JSON.stringify(redisUrl())}).then(async (s) => {
+        const m = new ConcurrentLimiter(s, { name: 'exit${Date.now()}', limit: 1 })
+        const a = await m.acquire()
+        const b = m.acquire()
+        setTimeout(() => a.release(), 20)
+        console.log('waited', (await b).token)
+      })`
+    const out = execFileSync(process.execPath, ['-e', program], { cwd: join(__dirname, '..'), timeout: 10_000 })
+    expect(String(out).trim()).toBe('waited 2')
   })
 
   it('a process that never closes its store still exits', () => {
