@@ -2,7 +2,7 @@
 // ManualClock (lock and wait timeouts move with the clock; wake-ups are pushed, not timed).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConcurrentLimiter, ManualClock, OverLimitError, type Lease, type Store } from '../lib/index.js'
-import { STORE_KINDS, freshPrefix, makeStore } from './helpers/stores.js'
+import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
 import { eventually, flush, timerArmed } from './helpers/clock.js'
 
 const T0 = 1_800_000_000_000
@@ -10,12 +10,21 @@ const T0 = 1_800_000_000_000
 describe.each(STORE_KINDS)('ConcurrentLimiter on %s', (kind) => {
   let clock: ManualClock
   let store: Store
+  const prefix = freshPrefix()
+  const raw = kind === 'memory' ? null : rawClient(kind)
 
   beforeAll(async () => {
     clock = new ManualClock(T0)
-    store = await makeStore(kind, { clock, keyPrefix: freshPrefix() })
+    store = await makeStore(kind, { clock, keyPrefix: prefix })
   })
   afterAll(async () => {
+    // every key the scenarios left behind expires (zsets emptied and refilled included)
+    if (raw) {
+      const keys = await keysUnder(raw, prefix)
+      expect(keys.length).toBeGreaterThan(0)
+      for (const key of keys) expect(`${key} ${await raw.pttl(key)}`).not.toMatch(/ -\d+$/)
+      raw.disconnect()
+    }
     await store.close()
   })
 

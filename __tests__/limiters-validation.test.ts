@@ -98,8 +98,8 @@ describe.each(STORE_KINDS)('limiter input validation on %s', (kind) => {
     for (const lockTimeoutMs of [0, -1, 1.5, NaN, '1'])
       expect(codeOf(make({ lockTimeoutMs }))).toBe('ERR_INVALID_CONFIG')
     expect(codeOf(make({ interval: 'second' }))).toBe('ERR_INVALID_CONFIG')
-    expect(codeOf(make({ ttlMs: 30_000 }))).toBe('ERR_INVALID_CONFIG') // < lockTimeoutMs + waitTimeoutMs
-    expect(codeOf(make({ ttlMs: 35_000 }))).toBeUndefined()
+    expect(codeOf(make({ ttlMs: 69_999 }))).toBe('ERR_INVALID_CONFIG') // < 2 * (lockTimeoutMs + waitTimeoutMs)
+    expect(codeOf(make({ ttlMs: 70_000 }))).toBeUndefined()
     const c = make({})() as ConcurrentLimiter
     await expect(c.acquire({ signal: 'x' } as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
     await expect(c.withinLimit(null as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })

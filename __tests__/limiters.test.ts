@@ -31,6 +31,10 @@ describe.each(STORE_KINDS)('rate limiters on %s', (kind) => {
     store = await makeStore(kind, { clock, keyPrefix: prefix })
   })
   afterAll(async () => {
+    // every key the scenarios left behind expires
+    if (raw) {
+      for (const key of await keysUnder(raw, prefix)) expect(`${key} ${await raw.pttl(key)}`).not.toMatch(/ -\d+$/)
+    }
     await store.close()
     raw?.disconnect()
   })

@@ -27,9 +27,9 @@ const nextId = () => `${PROCESS_TAG}-${(++sequence).toString(36)}`
 
 /** A slot of a ConcurrentLimiter, held until released or until its lock time passes. */
 class Lease {
-  constructor(limiter, id, token) {
+  constructor(limiter, name, token) {
     this._limiter = limiter
-    this._id = id
+    this._id = name // `id|token|acquiredUs` for a lease taken at once, the id for a handed-over one
     /** Fencing token: strictly increasing per limiter; pass it to the resource you protect. */
     this.token = token
   }
@@ -43,7 +43,8 @@ class Lease {
   /** Extends the lease to `ms` (default lockTimeoutMs) from now; false if it had expired. */
   async extend(ms) {
     const lockMs = ms === undefined ? this._limiter._lockTimeoutMs : ms
-    checkInteger('ms', lockMs, 1, MAX_MS, invalidArgument)
+    // the limiter's keys are only guaranteed to live ttlMs / 2 past any operation
+    checkInteger('ms', lockMs, 1, Math.floor(this._limiter._ttlMs / 2), invalidArgument)
     const values = await this._limiter._op(EXTEND, this._id, 0, lockMs)
     return values[0] === 1
   }
@@ -67,9 +68,10 @@ class ConcurrentLimiter {
     this._limit = checkInteger('limit', options.limit, 1, MAX_LIMIT)
     const lockTimeoutMs = options.lockTimeoutMs === undefined ? 30_000 : options.lockTimeoutMs
     this._lockTimeoutMs = checkInteger('lockTimeoutMs', lockTimeoutMs, 1, MAX_MS)
-    if (this._ttlMs < this._lockTimeoutMs + this._waitTimeoutMs) {
-      // the keys must outlive every lease and waiter they hold (a release does not refresh them)
-      throw invalidConfig('ttlMs must be at least lockTimeoutMs + waitTimeoutMs')
+    if (this._ttlMs < 2 * (this._lockTimeoutMs + this._waitTimeoutMs)) {
+      // the keys must outlive every lease and waiter they hold; their TTL is refreshed at
+      // most every ttlMs / 2
+      throw invalidConfig('ttlMs must be at least 2 * (lockTimeoutMs + waitTimeoutMs)')
     }
     this._key = `${store.keyPrefix}:concurrent:{${common.name}}`
     this._channel = `${this._key}:wake`
@@ -91,8 +93,8 @@ class ConcurrentLimiter {
   /** A lease if a slot is free now and nobody is queued; otherwise null. Never waits. */
   async tryAcquire() {
     const id = nextId()
-    const [status, token] = await this._op(ACQUIRE, id, 0)
-    return status === 1 ? new Lease(this, id, token) : null
+    const [status, token, , nowUs] = await this._op(ACQUIRE, id, 0)
+    return status === 1 ? new Lease(this, `${id}|${token}|${nowUs}`, token) : null
   }
 
   /**
@@ -114,7 +116,7 @@ class ConcurrentLimiter {
       // fast path: a free slot needs no subscription
       const id = nextId()
       const [status, token, earliest, nowUs] = await this._op(ACQUIRE, id, 0)
-      if (status === 1) return new Lease(this, id, token)
+      if (status === 1) return new Lease(this, `${id}|${token}|${nowUs}`, token)
       if (this._waitTimeoutMs === 0) return hintMs(earliest, nowUs)
     }
     return this._wait(nextId(), signal)
@@ -160,7 +162,7 @@ class ConcurrentLimiter {
       try {
         store._wakeLoop()
         const [status, token, earliest, nowUs] = await this._op(ACQUIRE, id, this._waitTimeoutMs)
-        if (status === 1) return new Lease(this, id, token)
+        if (status === 1) return new Lease(this, `${id}|${token}|${nowUs}`, token)
         armExpiry(earliest, nowUs)
         cancelDeadline = timer(store, this._waitTimeoutMs, () => settle({ timeout: true }))
         const result = await outcome

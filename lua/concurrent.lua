@@ -2,18 +2,22 @@
 -- decided in order. Mirrors src/core/concurrent.rs `Semaphore::apply` operation for
 -- operation (the replies are identical; the layout below is the script's own).
 --
--- KEYS[3g-2] holders of limiter g: zset, member = lease id, score = expiry µs
+-- KEYS[3g-2] holders of limiter g: zset, member = lease '<id>|<token>|<acquired_us>', score =
+--            expiry µs, plus the member '~' at +inf that keeps the zset (and its TTL) alive
 -- KEYS[3g-1] queue of limiter g: zset, member = waiter id, score = arrival number
 -- KEYS[3g]   info of limiter g: hash; 'm' = struct of 12 doubles (seq, qseq, held, held_us,
 --            immediate, waited, wait_us, overages, reclaimed, holders, waiters, a lower
---            bound of the earliest lease expiry); 'h:<id>' = '<dd' (token, acquired_us);
+--            bound of the earliest lease expiry, when the TTLs were last set);
+--            'h:<id>' = the lease of a waiter that was handed a slot (it knows only its id);
 --            'w:<id>' = '<ddd' (deadline_us, enqueued_us, lock_us)
 -- ARGV[1]    now_us: integer µs, or '' to use the server clock (TIME)
 -- ARGV[2]    G, the number of limiters; then G channels (grants of limiter g are published
 --            on its channel as '<waiter id> <token>')
 -- then       7 values per operation: <g> <op> <id> <limit> <lock_us> <wait_us> <ttl_ms>
 --            op: 1 acquire, 2 release, 3 extend, 4 poll, 5 cancel, 6 stats; wait_us: 0 = do
---            not queue; ttl_ms: the expiry of the limiter's keys after a change
+--            not queue; ttl_ms: the expiry of the limiter's keys. Release and extend name a
+--            lease taken at once by '<id>|<token>|<acquired_us>' (from the acquire reply),
+--            one handed over from the queue by its id
 -- Returns    flat array, per operation: acquire / poll / cancel {status (1 acquired,
 --            0 queued, -1 not waiting), token, earliest lease expiry µs (0 when acquired or
 --            none held), now µs}; release {1 if the lease was valid, 0, 0, 0}; extend {1 if
@@ -23,11 +27,13 @@
 --            without waiting for the message
 -- Notes      a limiter's three keys share its hash tag; all KEYS share one slot (the caller
 --            groups operations by slot). Counts and the expiry bound are tracked in 'm', so
---            an uncontended acquire or release reads nothing but 'm' (and the lease's
---            'h:' field). 'm' and the zsets are written together, and a
---            missing or foreign 'm' is rebuilt from the zsets. TTLs are refreshed by what adds
---            (a lease, a waiter, an extension), not by releases: the caller keeps ttl_ms at
---            least lock + wait, so keys outlive every lease and waiter they hold.
+--            an uncontended acquire or release is three commands (HGET m, ZADD or ZREM,
+--            HSET m). 'm' and the zsets are written together, and a
+--            missing or foreign 'm' is rebuilt from the zsets. TTLs: set when a key is
+--            created (the queue when it gets its first waiter; the holders zset never empties
+--            thanks to '~'), on an extension, and otherwise at most every ttl/2 on the server
+--            clock (every change under an explicit clock); the caller keeps ttl_ms at least
+--            2 * (lock + wait), so keys outlive every lease and waiter they hold.
 
 local nargs = #ARGV
 local now
@@ -41,26 +47,38 @@ local G = tonumber(ARGV[2])
 assert(G and G >= 1 and #KEYS == 3 * G and (nargs - 2 - G) % 7 == 0, 'concurrent: malformed arguments')
 
 -- m fields
-local SEQ, QSEQ, HELD, HELD_US, IMMEDIATE, WAITED, WAIT_US, OVERAGES, RECLAIMED, COUNT, QLEN, BOUND =
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
-local FORMAT = '<dddddddddddd'
+local SEQ, QSEQ, HELD, HELD_US, IMMEDIATE, WAITED, WAIT_US, OVERAGES, RECLAIMED, COUNT, QLEN, BOUND, REFRESHED =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+local FORMAT = '<ddddddddddddd'
+local explicit_clock = ARGV[1] ~= ''
+local function int(x)
+  return string.format('%.17g', x)
+end
+-- a lease name: id, token, acquired_us
+local function parse(lease)
+  local who, token, at = string.match(lease, '^([^|]*)|([^|]*)|([^|]*)$')
+  return who, tonumber(token), tonumber(at)
+end
 
-local M, changed, qwritten, ttl, refresh = {}, {}, {}, {}, {}
+local M, changed, ttl, refresh = {}, {}, {}, {}
 local grants = {}
 
 local function load(g)
   local info = KEYS[3 * g]
   local raw = redis.call('HGET', info, 'm')
   local m
-  if raw and #raw == 96 then
+  if raw and #raw == 104 then
     m = { struct.unpack(FORMAT, raw) }
-    m[13] = nil -- struct.unpack also returns the next position
+    m[14] = nil -- struct.unpack also returns the next position
   else
-    m = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-    m[COUNT] = redis.call('ZCARD', KEYS[3 * g - 2])
+    local holders = KEYS[3 * g - 2]
+    m = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    redis.call('ZADD', holders, 'inf', '~')
+    m[COUNT] = redis.call('ZCARD', holders) - 1
     m[QLEN] = redis.call('ZCARD', KEYS[3 * g - 1])
     local q = redis.call('ZRANGE', KEYS[3 * g - 1], -1, -1, 'WITHSCORES')
     if q[2] then m[QSEQ] = tonumber(q[2]) end
+    changed[g], refresh[g] = true, true
   end
   M[g] = m
   return m
@@ -68,20 +86,29 @@ end
 
 local function earliest(g)
   local first = redis.call('ZRANGE', KEYS[3 * g - 2], 0, 0, 'WITHSCORES')
-  if first[2] then return tonumber(first[2]) end
+  if first[2] and first[1] ~= '~' then return tonumber(first[2]) end
   return 0
 end
 
-local function take(g, m, who, lock_us)
+-- a lease for `who`; one handed over from the queue is also recorded under its id
+local function take(g, m, who, lock_us, granted)
   local expires = now + lock_us
   m[SEQ] = m[SEQ] + 1
   m[HELD] = m[HELD] + 1
-  redis.call('ZADD', KEYS[3 * g - 2], expires, who)
-  redis.call('HSET', KEYS[3 * g], 'h:' .. who, struct.pack('<dd', m[SEQ], now))
+  local lease = who .. '|' .. int(m[SEQ]) .. '|' .. int(now)
+  redis.call('ZADD', KEYS[3 * g - 2], expires, lease)
+  if granted then redis.call('HSET', KEYS[3 * g], 'h:' .. who, lease) end
   if m[COUNT] == 0 or expires < m[BOUND] then m[BOUND] = expires end
   m[COUNT] = m[COUNT] + 1
-  changed[g], refresh[g] = true, true
+  changed[g] = true
   return m[SEQ]
+end
+
+-- the lease a release or extend names: '<id>|<token>|<acquired>', or the id of one handed
+-- over from the queue
+local function named(g, name)
+  if string.find(name, '|', 1, true) then return name, false end
+  return redis.call('HGET', KEYS[3 * g], 'h:' .. name), true
 end
 
 -- takes back expired leases; skipped while no lease can have expired
@@ -91,17 +118,11 @@ local function reclaim(g, m)
   local expired = redis.call('ZRANGEBYSCORE', holders, '-inf', now, 'WITHSCORES')
   if #expired > 0 then
     local fields = {}
-    for i = 1, #expired, 2 do fields[#fields + 1] = 'h:' .. expired[i] end
-    local infos = redis.call('HMGET', info, unpack(fields))
     for i = 1, #expired, 2 do
+      local who, _, acquired = parse(expired[i])
       local expires = tonumber(expired[i + 1])
-      local acquired = expires
-      local h = infos[(i + 1) / 2]
-      if h and #h == 16 then
-        local _, at = struct.unpack('<dd', h)
-        acquired = at
-      end
-      m[HELD_US] = m[HELD_US] + expires - acquired
+      fields[#fields + 1] = 'h:' .. (who or '')
+      m[HELD_US] = m[HELD_US] + expires - (acquired or expires)
       m[OVERAGES] = m[OVERAGES] + 1
       m[RECLAIMED] = m[RECLAIMED] + 1
     end
@@ -127,14 +148,14 @@ local function grant(g, m, limit, channel)
     local data = redis.call('HGET', info, w)
     redis.call('HDEL', info, w)
     m[QLEN] = m[QLEN] - 1
-    changed[g], qwritten[g] = true, true
+    changed[g] = true
     if data and #data == 24 then
       local deadline, enqueued, lock_us = struct.unpack('<ddd', data)
       if deadline >= now then
-        local token = take(g, m, head, lock_us)
+        local token = take(g, m, head, lock_us, true)
         m[WAITED] = m[WAITED] + 1
         m[WAIT_US] = m[WAIT_US] + now - enqueued
-        local message = head .. ' ' .. string.format('%.17g', token)
+        local message = head .. ' ' .. int(token)
         redis.call('PUBLISH', channel, message)
         grants[#grants + 1] = message
       end
@@ -143,8 +164,11 @@ local function grant(g, m, limit, channel)
 end
 
 local function status(g, id)
-  local h = redis.call('HGET', KEYS[3 * g], 'h:' .. id)
-  if h and #h == 16 then return 1, (struct.unpack('<dd', h)), 0, now end
+  local lease = redis.call('HGET', KEYS[3 * g], 'h:' .. id)
+  if lease then
+    local _, token = parse(lease)
+    return 1, token, 0, now
+  end
   if redis.call('ZSCORE', KEYS[3 * g - 1], id) then return 0, 0, earliest(g), now end
   return -1, 0, earliest(g), now
 end
@@ -163,7 +187,7 @@ for i = 3 + G, nargs, 7 do
   local m = M[g] or load(g)
   if not ttl[g] or op_ttl > ttl[g] then ttl[g] = op_ttl end
   if op == 6 then
-    local live = redis.call('ZCOUNT', KEYS[3 * g - 2], '(' .. string.format('%.17g', now), '+inf')
+    local live = redis.call('ZCOUNT', KEYS[3 * g - 2], '(' .. int(now), '(inf')
     out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = m[HELD], m[HELD_US], m[IMMEDIATE], m[WAITED], m[WAIT_US]
     out[n + 6], out[n + 7], out[n + 8], out[n + 9] = m[OVERAGES], m[RECLAIMED], live, redis.call('ZCARD', KEYS[3 * g - 1])
     n = n + 9
@@ -172,32 +196,27 @@ for i = 3 + G, nargs, 7 do
     if op == 1 then
       grant(g, m, limit, channel)
       if m[QLEN] == 0 and m[COUNT] < limit then
-        local token = take(g, m, id, lock)
+        local token = take(g, m, id, lock, false)
         m[IMMEDIATE] = m[IMMEDIATE] + 1
         reply(1, token, 0, now)
       elseif wait > 0 then
+        if m[QLEN] == 0 then refresh[g] = true end -- the queue zset is created
         m[QSEQ] = m[QSEQ] + 1
         m[QLEN] = m[QLEN] + 1
         redis.call('ZADD', KEYS[3 * g - 1], m[QSEQ], id)
         redis.call('HSET', KEYS[3 * g], 'w:' .. id, struct.pack('<ddd', now + wait, now, lock))
-        changed[g], qwritten[g], refresh[g] = true, true, true
+        changed[g] = true
         reply(0, 0, earliest(g), now)
       else
         reply(-1, 0, earliest(g), now)
       end
     elseif op == 2 then
       local valid = 0
-      local h = 'h:' .. id
-      local data = redis.call('HGET', KEYS[3 * g], h)
-      if data then
-        local acquired = now
-        if #data == 16 then
-          local _, at = struct.unpack('<dd', data)
-          acquired = at
-        end
-        m[HELD_US] = m[HELD_US] + now - acquired
-        redis.call('ZREM', KEYS[3 * g - 2], id)
-        redis.call('HDEL', KEYS[3 * g], h)
+      local lease, granted = named(g, id)
+      if lease and redis.call('ZREM', KEYS[3 * g - 2], lease) == 1 then
+        local _, _, acquired = parse(lease)
+        m[HELD_US] = m[HELD_US] + now - (acquired or now)
+        if granted then redis.call('HDEL', KEYS[3 * g], 'h:' .. id) end
         m[COUNT] = m[COUNT] - 1
         changed[g] = true
         valid = 1
@@ -205,8 +224,9 @@ for i = 3 + G, nargs, 7 do
       grant(g, m, limit, channel)
       reply(valid, 0, 0, 0)
     elseif op == 3 then
-      if redis.call('ZSCORE', KEYS[3 * g - 2], id) then
-        redis.call('ZADD', KEYS[3 * g - 2], 'XX', now + lock, id)
+      local lease = named(g, id)
+      if lease and redis.call('ZSCORE', KEYS[3 * g - 2], lease) then
+        redis.call('ZADD', KEYS[3 * g - 2], 'XX', now + lock, lease)
         if now + lock < m[BOUND] then m[BOUND] = now + lock end
         changed[g], refresh[g] = true, true
         reply(1, 0, 0, 0)
@@ -220,7 +240,7 @@ for i = 3 + G, nargs, 7 do
       if redis.call('ZREM', KEYS[3 * g - 1], id) == 1 then
         redis.call('HDEL', KEYS[3 * g], 'w:' .. id)
         m[QLEN] = m[QLEN] - 1
-        changed[g], qwritten[g] = true, true
+        changed[g] = true
       end
       grant(g, m, limit, channel)
       reply(status(g, id))
@@ -232,11 +252,15 @@ end
 
 for g, _ in pairs(changed) do
   local m = M[g]
-  redis.call('HSET', KEYS[3 * g], 'm', struct.pack(FORMAT, m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11], m[12]))
-  if refresh[g] then
+  local due = refresh[g] or explicit_clock or now >= m[REFRESHED] + ttl[g] * 500
+  if due then m[REFRESHED] = now end
+  -- written before the PEXPIREs: this may be what creates the hash
+  redis.call('HSET', KEYS[3 * g], 'm',
+    struct.pack(FORMAT, m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13]))
+  if due then
     redis.call('PEXPIRE', KEYS[3 * g], ttl[g])
     redis.call('PEXPIRE', KEYS[3 * g - 2], ttl[g])
-    if qwritten[g] then redis.call('PEXPIRE', KEYS[3 * g - 1], ttl[g]) end
+    if m[QLEN] > 0 then redis.call('PEXPIRE', KEYS[3 * g - 1], ttl[g]) end
   end
 end
 for i = 1, #grants do out[n + i] = grants[i] end

@@ -112,6 +112,9 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
     // two limiters per sequence, sharing a hash tag so a batch can hold both on a cluster
     let keys: Vec<String> = (0..2).map(|k| format!("{run}:concurrent:{{{label}{seed}}}:{k}")).collect();
     let mut ids: Vec<(usize, String)> = vec![];
+    // how release and extend name leases: `id|token|acquired` when taken at once, the id when
+    // handed over from the queue (learned from the replies, as the JS layer does)
+    let mut names: Vec<(usize, String)> = vec![];
     let mut now: f64 = 1_800_000_000_000_000.0 + (seed as f64) * 1e9;
     for step in 0..100 {
       step_clock(&mut rng, &mut now);
@@ -123,10 +126,13 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
         let lock_us = rng.pick(&[1000.0, 200_000.0, 500_000.0, 2e6]);
         let wait_us = rng.pick(&[0.0, 0.0, 100_000.0, 1e6, 3e6]);
         let op = if ids.is_empty() { 1.0 } else { rng.pick(&[1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 6.0]) };
-        // acquires use fresh ids (as the JS layer does); the rest pick a known one
+        // acquires use fresh ids (as the JS layer does); poll and cancel a known waiter id;
+        // release and extend mostly a lease name, sometimes a bare id (refused unless handed over)
         let (k, id) = if op == 1.0 {
           ids.push((rng.below(2) as usize, format!("{seed}-{step}-{o}")));
           ids[ids.len() - 1].clone()
+        } else if (op == 2.0 || op == 3.0) && !names.is_empty() && rng.below(5) != 0 {
+          names[rng.below(names.len() as u64) as usize].clone()
         } else {
           ids[rng.below(ids.len() as u64) as usize].clone()
         };
@@ -139,6 +145,11 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
         let (request, ttl_ms) = sluice::store::limits::decode_concurrent(*op, id, nums).expect("valid op");
         let reply = model.concurrent(key, id, request, ttl_ms, now);
         expected_grants.extend(reply.grants.iter().map(|(id, token)| format!("{id} {token}")));
+        let k = keys.iter().position(|x| x == key).unwrap_or(0);
+        if *op == 1.0 && reply.values[0] == 1.0 {
+          names.push((k, format!("{id}|{}|{}", reply.values[1], reply.values[3])));
+        }
+        names.extend(reply.grants.iter().map(|(id, _)| (k, id.clone())));
         let mut values = reply.values;
         if request == Request::Stats {
           assert_eq!(values.len(), 9);

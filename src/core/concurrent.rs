@@ -30,6 +30,17 @@ pub struct Holder {
   pub token: f64,
   pub expires_us: f64,
   pub acquired_us: f64,
+  /// Handed over from the queue (the waiter learns its token from the grant and refers to
+  /// the lease by id); otherwise taken at once (the caller refers to it by [`Holder::lease`]).
+  pub granted: bool,
+}
+
+impl Holder {
+  /// How a lease taken at once is named in release and extend: `<id>|<token>|<acquired_us>`
+  /// (integers), which the caller builds from its acquire reply.
+  pub fn lease(&self) -> String {
+    format!("{}|{}|{}", self.id, self.token, self.acquired_us)
+  }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -73,9 +84,9 @@ pub enum Request {
   /// Take a slot now; or, if `wait_us > 0` and none is free (or others wait), join the queue
   /// until `now + wait_us`.
   Acquire { limit: f64, lock_us: f64, wait_us: f64 },
-  /// Give the lease back.
+  /// Give the lease back (`id` = the lease's name, see [`Holder::lease`]).
   Release { limit: f64 },
-  /// Push the lease's expiry to `now + lock_us`, if it has not expired.
+  /// Push the lease's expiry to `now + lock_us`, if it has not expired (`id` as for release).
   Extend { lock_us: f64 },
   /// A waiter asks where it stands (after a missed wake-up, or when a lease may have expired).
   Poll { limit: f64 },
@@ -111,14 +122,26 @@ impl Semaphore {
     self.holders.iter().map(|h| h.expires_us).reduce(f64::min).unwrap_or(0.0)
   }
 
-  fn holder(&self, id: &str) -> Option<usize> {
-    self.holders.iter().position(|h| h.id == id)
+  /// The holder a caller names: a lease (`id|token|acquired_us`) for a lease taken at once,
+  /// the id for one handed over from the queue.
+  fn holder(&self, name: &str) -> Option<usize> {
+    if name.contains('|') {
+      self.holders.iter().position(|h| !h.granted && h.lease() == name)
+    } else {
+      self.holders.iter().position(|h| h.granted && h.id == name)
+    }
   }
 
-  fn take(&mut self, id: &str, lock_us: f64, now_us: f64) -> f64 {
+  fn take(&mut self, id: &str, lock_us: f64, now_us: f64, granted: bool) -> f64 {
     self.seq += 1.0;
     self.stats.held += 1.0;
-    self.holders.push(Holder { id: id.to_owned(), token: self.seq, expires_us: now_us + lock_us, acquired_us: now_us });
+    self.holders.push(Holder {
+      id: id.to_owned(),
+      token: self.seq,
+      expires_us: now_us + lock_us,
+      acquired_us: now_us,
+      granted,
+    });
     self.seq
   }
 
@@ -147,7 +170,7 @@ impl Semaphore {
       if w.deadline_us < now_us {
         continue;
       }
-      let token = self.take(&w.id, w.lock_us, now_us);
+      let token = self.take(&w.id, w.lock_us, now_us, true);
       self.stats.waited += 1.0;
       self.stats.wait_us += now_us - w.enqueued_us;
       grants.push((w.id, token));
@@ -189,7 +212,7 @@ impl Semaphore {
       Request::Acquire { limit, lock_us, wait_us } => {
         changed |= self.grant(limit, now_us, &mut grants);
         if (self.holders.len() as f64) < limit && self.queue.is_empty() {
-          let token = self.take(id, lock_us, now_us);
+          let token = self.take(id, lock_us, now_us, false);
           self.stats.immediate += 1.0;
           changed = true;
           vec![ACQUIRED, token, 0.0, now_us]

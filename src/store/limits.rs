@@ -128,8 +128,12 @@ pub fn encode_limit_decisions(decisions: &[Decision]) -> Vec<f64> {
 /// 3 extend, 4 poll, 5 cancel, 6 stats), the lease or waiter `id`, and
 /// `[limit, lock_us, wait_us, ttl_ms]`.
 pub fn decode_concurrent(op: f64, id: &str, nums: &[f64]) -> Result<(Request, f64)> {
-  if id.is_empty() || id.len() > 128 || id.contains(|c: char| c.is_whitespace()) {
-    return Err(Error::argument("lease id must be 1..=128 bytes without whitespace"));
+  if id.is_empty() || id.len() > 192 || id.contains(|c: char| c.is_whitespace()) {
+    return Err(Error::argument("lease id must be 1..=192 bytes without whitespace"));
+  }
+  // release and extend may name a lease (`id|token|acquired_us`); the others take a plain id
+  if !matches!(op, 2.0 | 3.0) && id.contains('|') {
+    return Err(Error::argument("a waiter id cannot contain '|'"));
   }
   let [limit, lock_us, wait_us, ttl_ms] = nums else {
     return Err(Error::argument("malformed concurrent call: expected 4 numbers"));
