@@ -154,7 +154,7 @@ async function main() {
     }
   }
   const lines = []
-  if (SUITES.includes('pacer')) lines.push(...pacerTable(scenarios, summary))
+  if (SUITES.includes('pacer')) lines.push(...pacerTable(scenarios, summary, results))
   if (SUITES.includes('limiters')) lines.push('', ...limiterTable(limiterScenarios, limiterKey, summary))
   const table = lines.join('\n')
   console.log(`\nsluice benchmark, ${ROUNDS} interleaved rounds, ${os.cpus().length} cores, Node ${process.version}\n`)
@@ -186,7 +186,7 @@ function limiterTable(limiterScenarios, limiterKey, summary) {
   return lines
 }
 
-function pacerTable(scenarios, summary) {
+function pacerTable(scenarios, summary, results) {
   const lines = []
   lines.push(
     `| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision | Node context switches/decision |`,

@@ -5,9 +5,10 @@ const { SluiceError, fromNative, invalidConfig } = require('./errors')
 const { ManualClock } = require('./clock')
 
 const PRIVATE = Symbol('sluice.private')
-/** Calls per native call: all calls of a tick go in one, so they are sent from one task in
- * call order (the native side splits them into script calls of 64 per slot). */
-const MAX_BATCH = Infinity
+/** Calls per native call (and script call): big enough to amortise the napi crossing and the
+ * round trip, small enough that Redis works on one chunk while Node handles the previous one.
+ * The native side sends the chunks in call order. */
+const MAX_BATCH = 64
 /** New keys between two checks whether the memory store should drop expired keys. */
 const SWEEP_EVERY = 4096
 

@@ -237,8 +237,9 @@ pub fn redis_pacer_batch<'env>(
   let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
   let now = explicit_now(now_us).map_err(js_error)?;
   let inner = store.inner.clone();
+  let ticket = inner.order.ticket();
   env.spawn_future(async move {
-    let out = pacer_batch_flat(&inner, &batch, now, lane).await.map_err(js_error)?;
+    let out = inner.order.run(ticket, pacer_batch_flat(&inner, &batch, now, lane)).await.map_err(js_error)?;
     Ok(Float64Array::new(out))
   })
 }
@@ -257,8 +258,9 @@ pub fn redis_limit_batch<'env>(
   let batch = LimitBatch::decode(&keys, &args).map_err(js_error)?;
   let now = explicit_now(now_us).map_err(js_error)?;
   let inner = store.inner.clone();
+  let ticket = inner.order.ticket();
   env.spawn_future(async move {
-    let decisions = inner.limit_batch(&batch, now, lane).await.map_err(js_error)?;
+    let decisions = inner.order.run(ticket, inner.limit_batch(&batch, now, lane)).await.map_err(js_error)?;
     Ok(Float64Array::new(encode_limit_decisions(&decisions)))
   })
 }
@@ -294,8 +296,9 @@ pub fn redis_concurrent_batch<'env>(
   }
   let now = explicit_now(now_us).map_err(js_error)?;
   let inner = store.inner.clone();
+  let ticket = inner.order.ticket();
   env.spawn_future(async move {
-    let (values, grants) = inner.concurrent_batch(&ops, now, lane).await.map_err(js_error)?;
+    let (values, grants) = inner.order.run(ticket, inner.concurrent_batch(&ops, now, lane)).await.map_err(js_error)?;
     Ok(ConcurrentBatchReply { values: Float64Array::new(values), grants })
   })
 }
