@@ -132,7 +132,13 @@ describe('store failures', () => {
       const waiting = timed(mutex.acquire()) // queued, subscribed, then Redis dies
       await new Promise((r) => setTimeout(r, 100))
       await stop(server)
-      for (const call of [bucket.check(), bucket.withinLimit(() => 1), mutex.tryAcquire(), held.release()]) {
+      const calls: Promise<unknown>[] = [
+        bucket.check(),
+        bucket.withinLimit(() => 1),
+        mutex.tryAcquire(),
+        held.release(),
+      ]
+      for (const call of calls) {
         const { ms, error } = await timed(call)
         expect(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT']).toContain((error as SluiceError).code)
         expect(ms).toBeLessThan(300 + 250)

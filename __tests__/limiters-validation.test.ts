@@ -7,21 +7,11 @@ import {
   LeakyLimiter,
   ManualClock,
   PointsLimiter,
-  SluiceError,
   WindowLimiter,
   type Store,
 } from '../lib/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn()
-  } catch (err) {
-    expect(err).toBeInstanceOf(SluiceError)
-    return (err as SluiceError).code
-  }
-  return undefined
-}
+import { codeOf } from './helpers/errors.js'
 
 const BAD_INTEGERS: unknown[] = [0, -1, 1.5, NaN, Infinity, '10', null, {}, 2e9]
 

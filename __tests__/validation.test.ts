@@ -12,16 +12,7 @@ import {
   type Store,
 } from '../lib/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn()
-  } catch (err) {
-    expect(err).toBeInstanceOf(SluiceError)
-    return (err as SluiceError).code
-  }
-  return undefined
-}
+import { codeOf } from './helpers/errors.js'
 
 const BAD_NUMBERS: unknown[] = [NaN, Infinity, -Infinity, '10', null, {}, 1e12, -1]
 

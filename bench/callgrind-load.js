@@ -1,16 +1,28 @@
 'use strict'
-// The load of bench/callgrind.sh: N pace() decisions over KEYS keys, 256 in flight.
-const { RedisStore, DistributedPacer } = require('../lib/index.js')
+// The load of bench/callgrind.sh: N decisions over KEYS keys, 256 in flight. KIND: pacer
+// (pace()), bucket / window / leaky (check()), or concurrent (acquire + release, counted as
+// one decision).
+const sluice = require('../lib/index.js')
+
+const LIMITERS = { bucket: sluice.BucketLimiter, window: sluice.WindowLimiter, leaky: sluice.LeakyLimiter }
 
 async function main() {
-  const store = await RedisStore.connect({ url: process.env.URL, keyPrefix: 'cg', commandTimeoutMs: 60000 })
+  const store = await sluice.RedisStore.connect({ url: process.env.URL, keyPrefix: 'cg', commandTimeoutMs: 60000 })
   const keys = Number(process.env.KEYS)
   const count = Number(process.env.N)
+  const kind = process.env.KIND || 'pacer'
+  const decide = (key) => {
+    if (kind === 'pacer') return new sluice.DistributedPacer(store, { key, qps: 1e6, maxBurst: 1000 }).pace()
+    if (kind === 'concurrent') {
+      return new sluice.ConcurrentLimiter(store, { name: key, limit: 1000 }).withinLimit(() => undefined)
+    }
+    return new LIMITERS[kind](store, { name: key, limit: 1e9, interval: 60_000 }).check()
+  }
   let next = 0
   async function loop() {
     while (next < count) {
       const i = next++
-      await new DistributedPacer(store, { key: `k${(i * 7919) % keys}`, qps: 1e6, maxBurst: 1000 }).pace()
+      await decide(`k${(i * 7919) % keys}`)
     }
   }
   await Promise.all(Array.from({ length: 256 }, loop))

@@ -2,6 +2,8 @@
 // One limiter benchmark run in a fresh process: argv[2] = JSON { impl, keys, inflight, count,
 // url, prefix, limit }. A decision is one check() (rate limiters) or one acquire + release
 // (semaphores). Sends back { decisions, seconds, p50Us, p99Us, nodeCpuUs } over IPC.
+const { measure } = require('./harness')
+
 const cfg = JSON.parse(process.argv[2])
 const BIG = 1e9 // rate limits nobody reaches: every check is admitted and writes
 
@@ -56,39 +58,9 @@ async function makeDecide() {
   throw new Error(`unknown impl ${cfg.impl}`)
 }
 
-async function main() {
-  const { decide, close } = await makeDecide()
-  const keyOf = cfg.keys === 1 ? () => 'hot' : (i) => `k${(i * 7919) % cfg.keys}`
-  for (let i = 0; i < Math.min(2000, cfg.count / 10); i++) await decide(keyOf(i))
-  const latencies = new Float64Array(cfg.count)
-  let next = 0
-  const cpu0 = process.cpuUsage()
-  const t0 = performance.now()
-  async function loop() {
-    for (;;) {
-      const i = next++
-      if (i >= cfg.count) return
-      const start = performance.now()
-      await decide(keyOf(i))
-      latencies[i] = performance.now() - start
-    }
-  }
-  await Promise.all(Array.from({ length: cfg.inflight }, loop))
-  const seconds = (performance.now() - t0) / 1000
-  const cpu = process.cpuUsage(cpu0)
-  latencies.sort()
-  await close()
-  process.send({
-    decisions: cfg.count,
-    seconds,
-    p50Us: latencies[Math.floor(cfg.count * 0.5)] * 1000,
-    p99Us: latencies[Math.floor(cfg.count * 0.99)] * 1000,
-    nodeCpuUs: (cpu.user + cpu.system) / cfg.count,
-    switchesPerDecision: NaN,
+makeDecide()
+  .then((impl) => measure(cfg, impl))
+  .catch((err) => {
+    console.error(err)
+    process.exit(1)
   })
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
-})

@@ -190,43 +190,25 @@ export interface RateLimiter {
 }
 
 /** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
-export declare class BucketLimiter implements RateLimiter {
+export declare class BucketLimiter {
   constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
-  readonly name: string
-  readonly limit: number
-  readonly intervalMs: number
-  check(weight?: number): Promise<Decision>
-  peek(): Promise<Decision>
-  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
-  reset(): Promise<void>
 }
+export interface BucketLimiter extends RateLimiter {}
 
 /** At most `limit` per interval that starts at the first call after the previous one ended. */
-export declare class WindowLimiter implements RateLimiter {
+export declare class WindowLimiter {
   constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
-  readonly name: string
-  readonly limit: number
-  readonly intervalMs: number
-  check(weight?: number): Promise<Decision>
-  peek(): Promise<Decision>
-  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
-  reset(): Promise<void>
 }
+export interface WindowLimiter extends RateLimiter {}
 
 /**
  * A burst of `limit`, then one every `interval / limit`, exactly. withinLimit reserves the
  * caller's own future slot (arrival order), so waiters never race for the same drip.
  */
-export declare class LeakyLimiter implements RateLimiter {
+export declare class LeakyLimiter {
   constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
-  readonly name: string
-  readonly limit: number
-  readonly intervalMs: number
-  check(weight?: number): Promise<Decision>
-  peek(): Promise<Decision>
-  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
-  reset(): Promise<void>
 }
+export interface LeakyLimiter extends RateLimiter {}
 
 /** Handed to PointsLimiter.withinLimit's function: report what the call really cost. */
 export interface PointsHandle {

@@ -340,14 +340,9 @@ class UnlimitedLimiter {
     return UNLIMITED_DECISION
   }
   async reset() {}
+  /** Runs `fn` with a stub handle that serves as a points handle and as a lease. */
   async withinLimit(fn) {
-    let token = 0
-    const handle = {
-      token: ++token,
-      pointsUsed() {},
-      release: async () => true,
-      extend: async () => true,
-    }
+    const handle = { token: 0, pointsUsed() {}, release: async () => true, extend: async () => true }
     return fn(handle)
   }
   async acquire() {

@@ -81,12 +81,7 @@ class MemoryStore {
     if (this._closed) throw closedError()
     const nowUs = this.clock ? this.clock._nowUs() : -1
     try {
-      let id = this._ids.get(key)
-      if (id === undefined) {
-        if (--this._untilSweep <= 0) this._sweep(nowUs)
-        id = native.memoryIntern(this._handle, key)
-        this._ids.set(key, id)
-      }
+      const id = this._id(key, nowUs)
       const io = this._io
       io[0] = weight
       io[1] = qps
@@ -99,6 +94,17 @@ class MemoryStore {
       throw fromNative(err)
     }
     return this._io
+  }
+
+  /** The interned id of a key (interning it, and now and then sweeping expired keys). */
+  _id(key, nowUs) {
+    let id = this._ids.get(key)
+    if (id === undefined) {
+      if (--this._untilSweep <= 0) this._sweep(nowUs)
+      id = native.memoryIntern(this._handle, key)
+      this._ids.set(key, id)
+    }
+    return id
   }
 
   _sweep(nowUs) {
@@ -127,12 +133,7 @@ class MemoryStore {
     if (this._closed) throw closedError()
     const nowUs = this.clock ? this.clock._nowUs() : -1
     try {
-      let id = this._ids.get(key)
-      if (id === undefined) {
-        if (--this._untilSweep <= 0) this._sweep(nowUs)
-        id = native.memoryIntern(this._handle, key)
-        this._ids.set(key, id)
-      }
+      const id = this._id(key, nowUs)
       const io = this._io
       io[0] = kind
       io[1] = weight
