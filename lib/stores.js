@@ -375,8 +375,26 @@ class RedisStore {
     this._lreject = []
     const nowUs = this.clock ? this.clock._nowUs() : -1
     const lane = (this._lane = (this._lane + 1) >>> 0)
-    for (let start = 0; start < keys.length; start += MAX_BATCH) {
-      const end = Math.min(start + MAX_BATCH, keys.length)
+    this._chunks(
+      keys.length,
+      reject,
+      (start, end) => {
+        const chunk = new Float64Array(args.slice(start * 5, end * 5))
+        return native.redisLimitBatch(this._native, keys.slice(start, end).join('\n'), chunk, nowUs, lane)
+      },
+      (out, start, end) => {
+        for (let e = start; e < end; e++) resolve[e](owners[e]._decision(out, 4 * (e - start)))
+      },
+    )
+  }
+
+  /**
+   * @internal sends `count` queued calls in native calls of up to MAX_BATCH: `send(start, end)`
+   * makes one, `done(out, start, end)` settles its calls; a failure rejects them all
+   */
+  _chunks(count, reject, send, done) {
+    for (let start = 0; start < count; start += MAX_BATCH) {
+      const end = Math.min(start + MAX_BATCH, count)
       const fail = (err) => {
         const error = fromNative(err)
         for (let e = start; e < end; e++) reject[e](error)
@@ -387,15 +405,12 @@ class RedisStore {
       }
       let pending
       try {
-        const chunk = new Float64Array(args.slice(start * 5, end * 5))
-        pending = native.redisLimitBatch(this._native, keys.slice(start, end).join('\n'), chunk, nowUs, lane)
+        pending = send(start, end)
       } catch (err) {
         fail(err)
         continue
       }
-      pending.then((out) => {
-        for (let e = start; e < end; e++) resolve[e](owners[e]._decision(out, 4 * (e - start)))
-      }, fail)
+      pending.then((out) => done(out, start, end), fail)
     }
   }
 
@@ -421,36 +436,24 @@ class RedisStore {
     this._cops = { keys: [], ids: [], nums: [], resolve: [], reject: [] }
     const nowUs = this.clock ? this.clock._nowUs() : -1
     const lane = (this._lane = (this._lane + 1) >>> 0)
-    for (let start = 0; start < keys.length; start += MAX_BATCH) {
-      const end = Math.min(start + MAX_BATCH, keys.length)
-      const fail = (err) => {
-        const error = fromNative(err)
-        for (let e = start; e < end; e++) reject[e](error)
-      }
-      if (this._closed) {
-        fail(closedError())
-        continue
-      }
-      let pending
-      try {
-        pending = native.redisConcurrentBatch(
+    this._chunks(
+      keys.length,
+      reject,
+      (start, end) =>
+        native.redisConcurrentBatch(
           this._native,
           keys.slice(start, end).join('\n'),
           ids.slice(start, end).join('\n'),
           new Float64Array(nums.slice(start * 5, end * 5)),
           nowUs,
           lane,
-        )
-      } catch (err) {
-        fail(err)
-        continue
-      }
-      pending.then(({ values, grants }) => {
+        ),
+      ({ values, grants }, start, end) => {
         // this process's own waiters are woken from the reply, before the published message
         for (const grant of grants) this._waiters.wake(grant)
         for (let e = start; e < end; e++) resolve[e](values.subarray(9 * (e - start), 9 * (e - start + 1)))
-      }, fail)
-    }
+      },
+    )
   }
 
   /** @internal subscribes to a grant channel (shared by the waiters of this process) */
