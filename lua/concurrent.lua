@@ -13,9 +13,13 @@
 -- ARGV[1]    now_us: integer µs, or '' to use the server clock (TIME)
 -- ARGV[2]    G, the number of limiters; then G channels (grants of limiter g are published
 --            on its channel as '<waiter id> <token>')
--- then       7 values per operation: <g> <op> <id> <limit> <lock_us> <wait_us> <ttl_ms>
---            op: 1 acquire, 2 release, 3 extend, 4 poll, 5 cancel, 6 stats; wait_us: 0 = do
---            not queue; ttl_ms: the expiry of the limiter's keys. Release and extend name a
+-- ARGV[3+G] P, the number of parameter sets, then P quadruples <limit> <lock_us> <wait_us>
+--            <ttl_ms> (the operations of a batch mostly share them: one number to parse per
+--            operation instead of four); wait_us: 0 = do not queue; ttl_ms: the expiry of the
+--            limiter's keys
+-- then       2 values per operation: <(g * 1024 + parameter set) * 8 + op> <id> (g and the
+--            set 1-based); op: 1 acquire, 2 release, 3 extend, 4 poll, 5 cancel, 6 stats.
+--            Release and extend name a
 --            lease taken at once by '<id>|<token>|<acquired_us>' (from the acquire reply),
 --            one handed over from the queue by its id
 -- Returns    flat array, per operation: acquire / poll / cancel {status (1 acquired,
@@ -44,7 +48,14 @@ else
   now = tonumber(ARGV[1])
 end
 local G = tonumber(ARGV[2])
-assert(G and G >= 1 and #KEYS == 3 * G and (nargs - 2 - G) % 7 == 0, 'concurrent: malformed arguments')
+assert(G and G >= 1 and #KEYS == 3 * G, 'concurrent: malformed arguments')
+local P = tonumber(ARGV[3 + G])
+assert(P and P >= 1 and (nargs - 3 - G - 4 * P) % 2 == 0, 'concurrent: malformed parameter sets')
+local pL, pK, pW, pT = {}, {}, {}, {}
+for p = 1, P do
+  local a = 4 + G + 4 * (p - 1)
+  pL[p], pK[p], pW[p], pT[p] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+end
 
 -- m fields
 local SEQ, QSEQ, HELD, HELD_US, IMMEDIATE, WAITED, WAIT_US, OVERAGES, RECLAIMED, COUNT, QLEN, BOUND, REFRESHED =
@@ -54,6 +65,7 @@ local explicit_clock = ARGV[1] ~= ''
 local function int(x)
   return string.format('%.17g', x)
 end
+local now_s = int(now)
 -- a lease name: id, token, acquired_us
 local function parse(lease)
   local who, token, at = string.match(lease, '^([^|]*)|([^|]*)|([^|]*)$')
@@ -95,7 +107,7 @@ local function take(g, m, who, lock_us, granted)
   local expires = now + lock_us
   m[SEQ] = m[SEQ] + 1
   m[HELD] = m[HELD] + 1
-  local lease = who .. '|' .. int(m[SEQ]) .. '|' .. int(now)
+  local lease = who .. '|' .. int(m[SEQ]) .. '|' .. now_s
   redis.call('ZADD', KEYS[3 * g - 2], expires, lease)
   if granted then redis.call('HSET', KEYS[3 * g], 'h:' .. who, lease) end
   if m[COUNT] == 0 or expires < m[BOUND] then m[BOUND] = expires end
@@ -179,15 +191,19 @@ local function reply(a, b, c, d)
   n = n + 4
 end
 
-for i = 3 + G, nargs, 7 do
-  local g, op, id = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]
-  local limit, lock, wait, op_ttl = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
-  assert(g and KEYS[3 * g] and op and limit and lock and wait and op_ttl, 'concurrent: malformed operation')
+for i = 4 + G + 4 * P, nargs, 2 do
+  local code, id = tonumber(ARGV[i]), ARGV[i + 1]
+  local op = code % 8
+  local gp = (code - op) / 8
+  local set = gp % 1024
+  local g = (gp - set) / 1024
+  local limit, lock, wait, op_ttl = pL[set], pK[set], pW[set], pT[set]
+  assert(KEYS[3 * g] and limit and lock and wait and op_ttl, 'concurrent: malformed operation')
   local channel = ARGV[2 + g]
   local m = M[g] or load(g)
   if not ttl[g] or op_ttl > ttl[g] then ttl[g] = op_ttl end
   if op == 6 then
-    local live = redis.call('ZCOUNT', KEYS[3 * g - 2], '(' .. int(now), '(inf')
+    local live = redis.call('ZCOUNT', KEYS[3 * g - 2], '(' .. now_s, '(inf')
     out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = m[HELD], m[HELD_US], m[IMMEDIATE], m[WAITED], m[WAIT_US]
     out[n + 6], out[n + 7], out[n + 8], out[n + 9] = m[OVERAGES], m[RECLAIMED], live, redis.call('ZCARD', KEYS[3 * g - 1])
     n = n + 9

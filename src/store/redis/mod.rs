@@ -641,24 +641,32 @@ impl RedisStore {
     now_us: Option<f64>,
     lane: u32,
   ) -> Result<(Vec<Vec<f64>>, Vec<String>)> {
+    // limiters and parameter sets are numbered from 1, in order of first use
+    fn index_of<T: PartialEq + Copy>(list: &mut Vec<T>, item: T) -> usize {
+      match list.iter().position(|x| *x == item) {
+        Some(i) => i + 1,
+        None => {
+          list.push(item);
+          list.len()
+        }
+      }
+    }
     let mut limiters: Vec<&str> = vec![];
-    let mut encoded: Vec<Value> = Vec::with_capacity(members.len() * 7);
+    let mut sets: Vec<[f64; 4]> = vec![];
+    let mut encoded: Vec<Value> = Vec::with_capacity(members.len() * 2);
     for i in members {
       let (key, id, op, nums) = &ops[*i];
-      let g = match limiters.iter().position(|k| k == key) {
-        Some(g) => g,
-        None => {
-          limiters.push(key);
-          limiters.len() - 1
-        }
-      };
-      encoded.extend([Value::Integer(g as i64 + 1), number(*op), Value::String(id.as_str().into())]);
-      encoded.extend(nums.iter().map(|x| number(*x)));
+      let g = index_of(&mut limiters, key.as_str());
+      let set = index_of(&mut sets, *nums);
+      encoded.push(Value::Integer(((g * 1024 + set) * 8) as i64 + *op as i64));
+      encoded.push(Value::String(id.as_str().into()));
     }
     let keys: Vec<Key> =
       limiters.iter().flat_map(|k| ["h", "q", "i"].map(|part| Key::from(format!("{k}:{part}")))).collect();
     let mut args = vec![now_us.map(number).unwrap_or_else(|| Value::String("".into())), number(limiters.len() as f64)];
     args.extend(limiters.iter().map(|k| Value::String(format!("{k}:wake").into())));
+    args.push(number(sets.len() as f64));
+    args.extend(sets.iter().flatten().map(|x| number(*x)));
     args.extend(encoded);
     let reply = self.run(lane, &CONCURRENT, keys, args).await?;
     let malformed = || Error::new(ErrorKind::Script, "malformed concurrent reply");
