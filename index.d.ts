@@ -127,8 +127,9 @@ export declare function redisNextWakes(store: NativeRedisStore): Promise<string[
 
 /**
  * A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
- * call per slot, on the connection of `lane` (batches on one lane keep their order). A function rather than an async method: a method keeps a reference to
- * `this` per call, and releasing it costs a second wake-up of the JS thread.
+ * call per slot, on the connection of `lane` (batches keep their call order). A function
+ * rather than an async method: a method keeps a reference to `this` per call, and releasing
+ * it costs a second wake-up of the JS thread.
  */
 export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 

@@ -36,7 +36,10 @@ export declare class ManualClock {
   now(): number
   /** Sets the time (it may go backwards). */
   set(ms: number): void
-  /** Moves the time forward by `ms` (>= 0). */
+  /**
+   * Moves the time forward by `ms` (>= 0). Waits of sluice on this clock (`withinLimit`,
+   * `acquire`, a waiter's timers) that end by then end.
+   */
   advance(ms: number): void
 }
 

@@ -223,8 +223,9 @@ pub async fn connect_redis(options: NativeRedisOptions) -> Result<NativeRedisSto
 }
 
 /// A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
-/// call per slot, on the connection of `lane` (batches on one lane keep their order). A function rather than an async method: a method keeps a reference to
-/// `this` per call, and releasing it costs a second wake-up of the JS thread.
+/// call per slot, on the connection of `lane` (batches keep their call order). A function
+/// rather than an async method: a method keeps a reference to `this` per call, and releasing
+/// it costs a second wake-up of the JS thread.
 #[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
 pub fn redis_pacer_batch<'env>(
   env: &'env Env,
@@ -236,12 +237,27 @@ pub fn redis_pacer_batch<'env>(
 ) -> Result<PromiseRaw<'env, Float64Array>> {
   let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
   let now = explicit_now(now_us).map_err(js_error)?;
-  let inner = store.inner.clone();
-  let ticket = inner.order.ticket();
-  env.spawn_future(async move {
-    let out = inner.order.run(ticket, pacer_batch_flat(&inner, &batch, now, lane)).await.map_err(js_error)?;
+  spawn_in_order(env, store, move |inner| async move {
+    let out = pacer_batch_flat(&inner, &batch, now, lane).await.map_err(js_error)?;
     Ok(Float64Array::new(out))
   })
+}
+
+/// Spawns a store call whose commands must reach Redis in call order: its ticket is taken
+/// here, on the JS thread, and it sends on its turn (see `SendOrder`).
+fn spawn_in_order<'env, T, F>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  call: impl FnOnce(Arc<RedisStore>) -> F,
+) -> Result<PromiseRaw<'env, T>>
+where
+  T: 'static + Send + ToNapiValue,
+  F: 'static + Send + std::future::Future<Output = Result<T>>,
+{
+  let inner = store.inner.clone();
+  let ticket = inner.order.ticket();
+  let call = call(inner.clone());
+  env.spawn_future(async move { inner.order.run(ticket, call).await })
 }
 
 /// A batch of rate-limiter calls on a Redis store, in the flat encoding of
@@ -257,10 +273,8 @@ pub fn redis_limit_batch<'env>(
 ) -> Result<PromiseRaw<'env, Float64Array>> {
   let batch = LimitBatch::decode(&keys, &args).map_err(js_error)?;
   let now = explicit_now(now_us).map_err(js_error)?;
-  let inner = store.inner.clone();
-  let ticket = inner.order.ticket();
-  env.spawn_future(async move {
-    let decisions = inner.order.run(ticket, inner.limit_batch(&batch, now, lane)).await.map_err(js_error)?;
+  spawn_in_order(env, store, move |inner| async move {
+    let decisions = inner.limit_batch(&batch, now, lane).await.map_err(js_error)?;
     Ok(Float64Array::new(encode_limit_decisions(&decisions)))
   })
 }
@@ -295,10 +309,8 @@ pub fn redis_concurrent_batch<'env>(
     return Err(js_error(Error::argument("malformed concurrent batch")));
   }
   let now = explicit_now(now_us).map_err(js_error)?;
-  let inner = store.inner.clone();
-  let ticket = inner.order.ticket();
-  env.spawn_future(async move {
-    let (values, grants) = inner.order.run(ticket, inner.concurrent_batch(&ops, now, lane)).await.map_err(js_error)?;
+  spawn_in_order(env, store, move |inner| async move {
+    let (values, grants) = inner.concurrent_batch(&ops, now, lane).await.map_err(js_error)?;
     Ok(ConcurrentBatchReply { values: Float64Array::new(values), grants })
   })
 }
