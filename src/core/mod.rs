@@ -8,4 +8,6 @@ pub mod concurrent;
 pub mod leaky;
 pub mod limit;
 pub mod pacer;
+pub mod quota;
+pub mod sliding;
 pub mod window;
