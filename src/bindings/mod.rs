@@ -10,7 +10,8 @@ use crate::core::pacer::Mode;
 use crate::error::{Error, ErrorKind};
 use crate::store::limits::{decode_concurrent, decode_entry, encode_limit_decisions, LimitBatch, LIMIT_FIELDS};
 use crate::store::memory::{system_now_us, MemoryStore};
-use crate::store::redis::{pacer_batch_flat, RedisOptions, RedisStore};
+use crate::store::redis::{pacer_batch_flat, RedisOptions, RedisStore, QUOTA_MARGIN_MS};
+use crate::store::windows::{encode_grants, encode_sliding, quota_timestamp, QuotaCall, QuotaMode, SlidingBatch};
 use crate::store::{encode_decisions, validate_key, validate_params, validate_weight, PacerBatch};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -148,6 +149,39 @@ pub fn memory_concurrent(
   })
 }
 
+/// Sliding-window calls on the embedded store, in the flat encoding of `SlidingBatch`
+/// (`keys` joined by `\n`; per call `[op, weight, windowCount, then limit, intervalUs per
+/// window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs per window]`.
+#[napi(catch_unwind)]
+pub fn memory_sliding(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &External<MemoryHandle>,
+  keys: String,
+  nums: Float64Array,
+  now_us: f64,
+) -> Result<Float64Array> {
+  let batch = SlidingBatch::decode(&keys, &nums).map_err(js_error)?;
+  Ok(Float64Array::new(encode_sliding(&handle.store.sliding_batch(&batch, memory_now(now_us)?))))
+}
+
+/// A quota call on the embedded store (mode 1 check, 2 checkAndUse, 3 use), in the flat
+/// encoding of `QuotaCall`, at `timestamp` (whole seconds); `[timestamp, per request
+/// granted, then reached (0/1) per quota]` (just the timestamp for use).
+#[napi(catch_unwind)]
+pub fn memory_quota(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &External<MemoryHandle>,
+  keys: String,
+  nums: Float64Array,
+  mode: f64,
+  timestamp: f64,
+  now_us: f64,
+) -> Result<Float64Array> {
+  let call = QuotaCall::decode(&keys, &nums).map_err(js_error)?;
+  let mode = QuotaMode::from_code(mode).map_err(js_error)?;
+  let now = memory_now(now_us)?;
+  let t = quota_timestamp(timestamp).map_err(js_error)?.unwrap_or((now / 1e6).floor());
+  Ok(Float64Array::new(encode_grants(t, &handle.store.quota(&call, mode, t, now))))
+}
+
 /// Drops expired keys of the embedded store once enough have accumulated; true = ids were
 /// freed and every id handed out before is invalid.
 #[napi(catch_unwind)]
@@ -276,6 +310,47 @@ pub fn redis_limit_batch<'env>(
   spawn_in_order(env, store, move |inner| async move {
     let decisions = inner.limit_batch(&batch, now, lane).await.map_err(js_error)?;
     Ok(Float64Array::new(encode_limit_decisions(&decisions)))
+  })
+}
+
+/// Sliding-window calls on a Redis store, in the flat encoding of `memorySliding`, one
+/// script call per slot, on the connection of `lane`.
+#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+pub fn redis_sliding_batch<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  keys: String,
+  nums: Float64Array,
+  now_us: f64,
+  lane: u32,
+) -> Result<PromiseRaw<'env, Float64Array>> {
+  let batch = SlidingBatch::decode(&keys, &nums).map_err(js_error)?;
+  let now = explicit_now(now_us).map_err(js_error)?;
+  spawn_in_order(env, store, move |inner| async move {
+    let decisions = inner.sliding_batch(&batch, now, lane).await.map_err(js_error)?;
+    Ok(Float64Array::new(encode_sliding(&decisions)))
+  })
+}
+
+/// A quota call on a Redis store, as `memoryQuota`; `timestamp` -1 = Redis' clock. Atomic
+/// when its counters share a slot; across slots, see `store::redis::windows`.
+#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+pub fn redis_quota<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  keys: String,
+  nums: Float64Array,
+  mode: f64,
+  timestamp: f64,
+  lane: u32,
+) -> Result<PromiseRaw<'env, Float64Array>> {
+  let call = QuotaCall::decode(&keys, &nums).map_err(js_error)?;
+  let mode = QuotaMode::from_code(mode).map_err(js_error)?;
+  let t = quota_timestamp(timestamp).map_err(js_error)?;
+  let margin = if t.is_some() { QUOTA_MARGIN_MS } else { 0.0 };
+  spawn_in_order(env, store, move |inner| async move {
+    let (t, grants) = inner.quota(&call, mode, t, margin, lane).await.map_err(js_error)?;
+    Ok(Float64Array::new(encode_grants(t, &grants)))
   })
 }
 

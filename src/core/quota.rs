@@ -125,24 +125,26 @@ pub struct Grant {
   pub granted: f64,
   /// Per quota, in the request's order: whether it limited the grant.
   pub reached: Vec<bool>,
+  /// Per quota: its remaining as the request saw it (clamped at 0).
+  pub remaining: Vec<f64>,
 }
 
 /// Sentry's loop: the grant starts at `requested` and each quota, in order, whose remaining
 /// is below it lowers it and is reached.
 pub fn grant(requested: f64, remaining: &[f64]) -> Grant {
   let mut granted = requested;
+  let remaining: Vec<f64> = remaining.iter().map(|r| r.max(0.0)).collect();
   let reached = remaining
     .iter()
     .map(|r| {
-      let r = r.max(0.0);
-      let lower = r < granted;
+      let lower = *r < granted;
       if lower {
-        granted = r;
+        granted = *r;
       }
       lower
     })
     .collect();
-  Grant { granted, reached }
+  Grant { granted, reached, remaining }
 }
 
 /// The distinct counters of a request, in first-use order (a request charges each once).
@@ -271,7 +273,7 @@ mod tests {
         }
         let newest = c.granules().last().map(|x| x.0);
         if let Some(newest) = newest {
-          plain.retain(|k, _| *k >= newest - 2 * n + 1);
+          plain.retain(|k, _| *k > newest - 2 * n);
           for g0 in newest - n..=newest + n {
             let want: f64 = plain.range(g0 - n + 1..=g0).map(|(_, x)| x).sum();
             prop_assert_eq!(c.used(g0, n), want);

@@ -7,10 +7,12 @@
 //! (the JS layer) must forget them whenever a sweep reports that it freed some.
 
 use super::limits::{reset_decision, Action, LimitBatch};
+use super::windows::{QuotaCall, QuotaMode, SlidingAction, SlidingBatch};
 use super::{Entry, PacerBatch};
 use crate::core::concurrent::{Reply, Request, Semaphore};
 use crate::core::limit::{self, Kind};
 use crate::core::pacer::{self, Decision, Params, State};
+use crate::core::{quota, sliding};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -36,10 +38,40 @@ struct Inner {
   free: Vec<usize>,
   /// Interned keys after the last sweep; a sweep frees ids only once this has doubled.
   swept_len: usize,
-  /// Concurrent limiters by key, with when they expire (µs).
-  semaphores: HashMap<String, (Semaphore, f64)>,
-  /// Concurrent limiters after their last sweep (same amortisation as the keys).
-  semaphores_swept: usize,
+  /// Concurrent limiters by key.
+  semaphores: Expiring<Semaphore>,
+  /// Sliding-window logs by key.
+  logs: Expiring<sliding::Log>,
+  /// Quota counters by key.
+  counters: Expiring<quota::Counter>,
+}
+
+/// Values by key, each with the time it expires (µs); expired ones are dropped once the map
+/// has doubled since the last sweep (O(1) amortised), and read as fresh before that.
+struct Expiring<T> {
+  map: HashMap<String, (T, f64)>,
+  swept: usize,
+}
+
+impl<T> Default for Expiring<T> {
+  fn default() -> Self {
+    Expiring { map: HashMap::new(), swept: 0 }
+  }
+}
+
+impl<T: Default> Expiring<T> {
+  /// The live value of `key` (a fresh one if absent or expired) and its expiry.
+  fn live(&mut self, key: &str, now_us: f64) -> &mut (T, f64) {
+    if self.map.len() >= 2 * self.swept.max(512) {
+      self.map.retain(|_, (_, expires_us)| *expires_us > now_us);
+      self.swept = self.map.len();
+    }
+    let entry = self.map.entry(key.to_owned()).or_insert_with(|| (T::default(), 0.0));
+    if entry.1 <= now_us {
+      *entry = (T::default(), 0.0);
+    }
+    entry
+  }
 }
 
 /// In-process store.
@@ -213,19 +245,82 @@ impl MemoryStore {
   /// One concurrent-limiter operation.
   pub fn concurrent(&self, key: &str, id: &str, request: Request, ttl_ms: f64, now_us: f64) -> Reply {
     let mut inner = self.inner.lock();
-    if inner.semaphores.len() >= 2 * inner.semaphores_swept.max(512) {
-      inner.semaphores.retain(|_, (_, expires_us)| *expires_us > now_us);
-      inner.semaphores_swept = inner.semaphores.len();
-    }
-    let entry = inner.semaphores.entry(key.to_owned()).or_insert_with(|| (Semaphore::default(), 0.0));
-    if entry.1 <= now_us {
-      *entry = (Semaphore::default(), 0.0);
-    }
+    let entry = inner.semaphores.live(key, now_us);
     let reply = entry.0.apply(id, request, now_us);
     if reply.changed {
       entry.1 = now_us + ttl_ms * 1000.0;
     }
     reply
+  }
+
+  /// Sliding-window calls, in order, under one lock acquisition.
+  pub fn sliding_batch(&self, batch: &SlidingBatch, now_us: f64) -> Vec<sliding::Decision> {
+    let mut inner = self.inner.lock();
+    batch
+      .calls
+      .iter()
+      .map(|call| {
+        let entry = inner.logs.live(&batch.keys[call.key], now_us);
+        match call.action {
+          SlidingAction::Reset => {
+            *entry = (sliding::Log::default(), 0.0);
+            sliding::Decision {
+              allowed: true,
+              retry_after_us: 0.0,
+              windows: call
+                .windows
+                .iter()
+                .map(|w| sliding::WindowDecision { remaining: w.limit, retry_after_us: 0.0 })
+                .collect(),
+            }
+          }
+          SlidingAction::Step(op) => {
+            let d = entry.0.step(&call.windows, call.weight, op, now_us);
+            entry.1 = entry.0.expires_us(&call.windows).unwrap_or(0.0);
+            d
+          }
+        }
+      })
+      .collect()
+  }
+
+  /// One quota call at `timestamp` (seconds), atomically; counters expire on the store's
+  /// clock `now_us`, (window + granularity) after their last charge. Grants are empty for
+  /// [`QuotaMode::Use`].
+  pub fn quota(&self, call: &QuotaCall, mode: QuotaMode, timestamp: f64, now_us: f64) -> Vec<quota::Grant> {
+    let mut inner = self.inner.lock();
+    let (grants, amounts) = match mode {
+      QuotaMode::Use => {
+        let mut amounts = vec![0.0; call.keys.len()];
+        for r in &call.requests {
+          for c in quota::distinct_counters(r) {
+            amounts[c] += r.requested;
+          }
+        }
+        (vec![], amounts)
+      }
+      QuotaMode::Check | QuotaMode::CheckAndUse => {
+        let used: Vec<f64> = call
+          .keys
+          .iter()
+          .zip(call.shapes())
+          .map(|(key, (window_s, granularity_s))| {
+            let counter = &inner.counters.live(key, now_us).0;
+            counter.used(quota::granule(timestamp, *granularity_s), quota::granules(*window_s, *granularity_s))
+          })
+          .collect();
+        let (grants, charged) = quota::plan(&call.requests, &used);
+        (grants, if mode == QuotaMode::Check { vec![] } else { charged })
+      }
+    };
+    for ((key, (window_s, granularity_s)), amount) in call.keys.iter().zip(call.shapes()).zip(amounts) {
+      if amount != 0.0 {
+        let entry = inner.counters.live(key, now_us);
+        entry.0.add(quota::granule(timestamp, *granularity_s), amount, quota::granules(*window_s, *granularity_s));
+        entry.1 = if entry.0.is_empty() { 0.0 } else { now_us + (window_s + granularity_s) * 1e6 };
+      }
+    }
+    grants
   }
 
   /// Drops keys whose TTL has passed, once the number of interned keys has doubled since the

@@ -10,6 +10,7 @@
 pub mod limits;
 pub mod memory;
 pub mod redis;
+pub mod windows;
 
 use crate::core::pacer::{Decision, Mode, Params};
 use crate::error::{Error, Result};

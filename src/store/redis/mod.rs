@@ -10,6 +10,9 @@
 //!   per 64) on the node that owns it, all slots in flight at once.
 
 mod script;
+mod windows;
+
+pub use windows::QUOTA_MARGIN_MS;
 
 use super::limits::{Action, LimitBatch, ADJUST, LIMIT_RESULT_FIELDS, PEEK, RESET};
 use super::{encode_decisions, PacerBatch};

@@ -18,3 +18,5 @@ pub static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("
 pub static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_undo.lua")));
 pub static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/limiter.lua")));
 pub static CONCURRENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/concurrent.lua")));
+pub static SLIDING: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/sliding.lua")));
+pub static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/quota.lua")));

@@ -1,0 +1,151 @@
+-- sliding.lua: decides a batch of sliding-window limiter calls atomically, in order. Each
+-- call checks all of its limiter's windows and charges all or none. Mirrors
+-- src/core/sliding.rs step for step.
+--
+-- KEYS[k]   the sliding log of one limiter: a sorted set, score = the call's time (µs),
+--           member = '<before>:<weight>', before = the running total of the weight logged
+--           before it, zero-padded to 17 digits (so equal scores sort in log order)
+-- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
+-- then      per call: <key index (1-based)> <op> <weight> <window count> then per window
+--           <limit> <interval_us>; op 0: take (charge every window if all have room),
+--           1: peek (the answer of a take, charging nothing), 2: reset (delete the log)
+-- Returns   flat array per call: allowed (0/1), retry_after_us, then per window:
+--           remaining, retry_after_us
+-- Notes     a window of interval I covers (now - I, now]; every call first drops the calls
+--           that left the longest window. The log's TTL (PEXPIRE, whole ms) is the time
+--           until its newest call leaves the longest window, plus 60 s when now_us is given
+--           (a test's ManualClock: Redis still expires keys on its own clock). All KEYS
+--           share one hash slot: the caller groups calls by slot.
+
+local nargs = #ARGV
+assert(nargs >= 5 and #KEYS >= 1, 'sliding: expected keys and calls')
+
+local now
+local margin = 0
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+  margin = 60000
+end
+local MAX_DELAY_US = 9e15
+local REBASE_AT = 1e15
+
+local function num(x)
+  return string.format('%.17g', x)
+end
+
+local function member(before, weight)
+  return string.format('%017.0f:%.0f', before, weight)
+end
+
+local function parse(m)
+  local c = string.find(m, ':', 1, true)
+  return tonumber(string.sub(m, 1, c - 1)), tonumber(string.sub(m, c + 1))
+end
+
+-- µs until `needed` units have left the window whose oldest call is `first` (its member),
+-- with `start` = its before: binary search by rank for the first call whose running total
+-- reaches `needed`; every call weighs at least 1, so it is at most `needed` ranks in.
+local function retry_us(key, first, start, needed, interval)
+  local lo = redis.call('ZRANK', key, first)
+  local hi = redis.call('ZCARD', key)
+  if lo + needed < hi then hi = lo + needed end
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local e = redis.call('ZRANGE', key, mid, mid)
+    local b, w = parse(e[1])
+    if b + w - start < needed then lo = mid + 1 else hi = mid end
+  end
+  local e = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
+  if not e[1] then return MAX_DELAY_US end
+  local r = tonumber(e[2]) + interval - now
+  if r < 0 then r = 0 end
+  return r
+end
+
+local out, nout = {}, 0
+local i = 2
+while i <= nargs do
+  local k, op, weight, nw = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  assert(KEYS[k] and op and weight and nw and nw >= 1 and i + 3 + 2 * nw <= nargs, 'sliding: malformed call')
+  local key = KEYS[k]
+  local limits, intervals = {}, {}
+  local longest = 0
+  for w = 1, nw do
+    limits[w], intervals[w] = tonumber(ARGV[i + 2 + 2 * w]), tonumber(ARGV[i + 3 + 2 * w])
+    if intervals[w] > longest then longest = intervals[w] end
+  end
+  i = i + 4 + 2 * nw
+  if op == 2 then
+    redis.call('DEL', key)
+    out[nout + 1], out[nout + 2] = 1, 0
+    nout = nout + 2
+    for w = 1, nw do
+      out[nout + 1], out[nout + 2] = limits[w], 0
+      nout = nout + 2
+    end
+  else
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now - longest))
+    local total, newest = 0, nil
+    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    if last[1] then
+      local b, w = parse(last[1])
+      total, newest = b + w, tonumber(last[2])
+    end
+    local used, retry = {}, {}
+    local allowed = true
+    for w = 1, nw do
+      local first = redis.call('ZRANGEBYSCORE', key, '(' .. num(now - intervals[w]), '+inf', 'LIMIT', 0, 1)
+      local u, start = 0, 0
+      if first[1] then
+        start = parse(first[1])
+        u = total - start
+      end
+      used[w], retry[w] = u, 0
+      if u + weight > limits[w] then
+        allowed = false
+        if first[1] then
+          retry[w] = retry_us(key, first[1], start, u + weight - limits[w], intervals[w])
+        else
+          retry[w] = MAX_DELAY_US
+        end
+      end
+    end
+    local charged = 0
+    if allowed and op == 0 then
+      charged = weight
+      if weight > 0 then
+        local at = now
+        if newest and newest > now then at = newest end
+        redis.call('ZADD', key, num(at), member(total, weight))
+        if total + weight > REBASE_AT then
+          local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+          local base = parse(all[1])
+          redis.call('DEL', key)
+          for j = 1, #all, 2 do
+            local b, w = parse(all[j])
+            redis.call('ZADD', key, all[j + 1], member(b - base, w))
+          end
+        end
+        local ttl = math.ceil((at + longest - now) / 1000) + margin
+        if ttl < 1 then ttl = 1 end
+        redis.call('PEXPIRE', key, ttl)
+      end
+    end
+    local worst = 0
+    if allowed then out[nout + 1] = 1 else out[nout + 1] = 0 end
+    nout = nout + 2
+    local at = nout
+    for w = 1, nw do
+      local r = limits[w] - used[w] - charged
+      if r < 0 then r = 0 end
+      if retry[w] > worst then worst = retry[w] end
+      out[nout + 1], out[nout + 2] = r, retry[w]
+      nout = nout + 2
+    end
+    if allowed then out[at] = 0 else out[at] = worst end
+  end
+end
+return out

@@ -1,0 +1,373 @@
+//! The sliding-window limiter and the quota limiter on Redis: `lua/sliding.lua` and
+//! `lua/quota.lua`, grouped per hash slot.
+//!
+//! A quota call whose counters all share one slot (always, on a standalone server) is one
+//! script call: `checkAndUseQuotas` is then atomic. A call that spans slots runs in phases,
+//! each phase one script call per slot, all slots at once:
+//!
+//! 1. read what every counter used (the first slot alone when Redis' clock gives the
+//!    timestamp, so every slot is read at that same second) and plan the grants exactly as
+//!    one atomic call would;
+//! 2. (`checkAndUse`) charge each slot's counters in order, each request at most its planned
+//!    grant and at most what is left now;
+//! 3. if a slot charged a request less than another slot (a concurrent call took units in
+//!    between), give the difference back on the other slots.
+//!
+//! No counter is ever charged past its limit (every charge is checked atomically on its
+//! slot); under contention across slots a request can be granted less than an atomic call
+//! would have granted it, never more.
+
+use super::script::{QUOTA, SLIDING};
+use super::{number, RedisStore, CHUNK};
+use crate::core::quota::{self, Grant, Request};
+use crate::core::sliding::{self, Op, WindowDecision};
+use crate::error::{Error, ErrorKind, Result};
+use crate::store::windows::{QuotaCall, QuotaMode, SlidingAction, SlidingBatch};
+use fred::prelude::*;
+use std::collections::BTreeMap;
+
+/// TTL margin of counters when the timestamp is not Redis' own clock, ms.
+pub const QUOTA_MARGIN_MS: f64 = 60_000.0;
+
+fn malformed(what: &str) -> Error {
+  Error::new(ErrorKind::Script, format!("malformed {what} reply"))
+}
+
+fn int(v: Option<&Value>, what: &str) -> Result<f64> {
+  v.and_then(Value::as_i64).map(|x| x as f64).ok_or_else(|| malformed(what))
+}
+
+impl RedisStore {
+  /// Decides a batch of sliding-window calls, in order per key; one script call per slot.
+  pub async fn sliding_batch(
+    &self,
+    batch: &SlidingBatch,
+    now_us: Option<f64>,
+    lane: u32,
+  ) -> Result<Vec<sliding::Decision>> {
+    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
+    for (i, call) in batch.calls.iter().enumerate() {
+      let slot = if self.cluster { fred::util::redis_keyslot(batch.keys[call.key].as_bytes()) } else { 0 };
+      groups.entry((slot, i / CHUNK)).or_default().push(i);
+    }
+    let calls = groups.values().map(|calls| self.sliding_call(batch, calls, now_us, lane));
+    let results = futures::future::join_all(calls).await;
+    let mut decisions = vec![None; batch.calls.len()];
+    for (calls, result) in groups.values().zip(results) {
+      for (i, d) in calls.iter().zip(result?) {
+        decisions[*i] = Some(d);
+      }
+    }
+    decisions.into_iter().map(|d| d.ok_or_else(|| malformed("sliding"))).collect()
+  }
+
+  async fn sliding_call(
+    &self,
+    batch: &SlidingBatch,
+    calls: &[usize],
+    now_us: Option<f64>,
+    lane: u32,
+  ) -> Result<Vec<sliding::Decision>> {
+    let mut keys: Vec<Key> = vec![];
+    let mut local: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut args: Vec<Value> = vec![now_us.map(number).unwrap_or_else(|| Value::String("".into()))];
+    for i in calls {
+      let call = &batch.calls[*i];
+      let k = *local.entry(call.key).or_insert_with(|| {
+        keys.push(Key::from(batch.keys[call.key].as_str()));
+        keys.len()
+      });
+      let op = match call.action {
+        SlidingAction::Step(Op::Take) => 0,
+        SlidingAction::Step(Op::Peek) => 1,
+        SlidingAction::Reset => 2,
+      };
+      args.extend([Value::Integer(k as i64), Value::Integer(op), number(call.weight)]);
+      args.push(Value::Integer(call.windows.len() as i64));
+      for w in &call.windows {
+        args.extend([number(w.limit), number(w.interval_us)]);
+      }
+    }
+    let reply = self.run(lane, &SLIDING, keys, args).await?;
+    let mut fields = reply.iter();
+    let mut next = || int(fields.next(), "sliding");
+    let decisions = calls
+      .iter()
+      .map(|i| {
+        let allowed = next()? == 1.0;
+        let retry_after_us = next()?;
+        let windows = (0..batch.calls[*i].windows.len())
+          .map(|_| Ok(WindowDecision { remaining: next()?, retry_after_us: next()? }))
+          .collect::<Result<Vec<_>>>()?;
+        Ok(sliding::Decision { allowed, retry_after_us, windows })
+      })
+      .collect::<Result<Vec<_>>>()?;
+    if fields.next().is_some() {
+      return Err(malformed("sliding"));
+    }
+    Ok(decisions)
+  }
+
+  /// One quota call. `timestamp`: whole seconds, or `None` for Redis' clock; `margin_ms` is
+  /// added to every counter's TTL. Returns the timestamp used and the grants (none for
+  /// [`QuotaMode::Use`]).
+  pub async fn quota(
+    &self,
+    call: &QuotaCall,
+    mode: QuotaMode,
+    timestamp: Option<f64>,
+    margin_ms: f64,
+    lane: u32,
+  ) -> Result<(f64, Vec<Grant>)> {
+    let mut slots: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (c, key) in call.keys.iter().enumerate() {
+      let slot = if self.cluster { fred::util::redis_keyslot(key.as_bytes()) } else { 0 };
+      slots.entry(slot).or_default().push(c);
+    }
+    let slots: Vec<Vec<usize>> = slots.into_values().collect();
+    let all_requests: Vec<usize> = (0..call.requests.len()).collect();
+    match mode {
+      QuotaMode::Use => {
+        let amounts = use_amounts(call);
+        let t = timestamp.ok_or_else(|| Error::argument("useQuotas needs a timestamp"))?;
+        let adds = slots.iter().map(|counters| self.quota_add(call, counters, &amounts, t, margin_ms, lane));
+        for r in futures::future::join_all(adds).await {
+          r?;
+        }
+        Ok((t, vec![]))
+      }
+      QuotaMode::CheckAndUse if slots.len() == 1 => {
+        let requested: Vec<f64> = call.requests.iter().map(|r| r.requested).collect();
+        let (t, charged) =
+          self.quota_charge(call, &slots[0], &all_requests, &requested, timestamp, margin_ms, lane).await?;
+        let grants = call.requests.iter().zip(charged).map(|(r, (_, remaining))| quota::grant(r.requested, &remaining));
+        Ok((t, grants.collect()))
+      }
+      _ => {
+        let (t, used) = self.quota_read(call, &slots, timestamp, margin_ms, lane).await?;
+        let (plan, _) = quota::plan(&call.requests, &used);
+        if mode == QuotaMode::Check {
+          return Ok((t, plan));
+        }
+        self.quota_spread(call, &slots, plan, t, margin_ms, lane).await.map(|grants| (t, grants))
+      }
+    }
+  }
+
+  /// Phase 1: what every counter used at the call's timestamp.
+  async fn quota_read(
+    &self,
+    call: &QuotaCall,
+    slots: &[Vec<usize>],
+    timestamp: Option<f64>,
+    margin_ms: f64,
+    lane: u32,
+  ) -> Result<(f64, Vec<f64>)> {
+    let mut used = vec![0.0; call.keys.len()];
+    let mut rest = slots;
+    let t = match timestamp {
+      Some(t) => t,
+      None => {
+        let (t, values) = self.quota_script(call, &slots[0], 1, vec![], None, margin_ms, lane).await?;
+        for (c, u) in slots[0].iter().zip(values) {
+          used[*c] = u;
+        }
+        rest = &slots[1..];
+        t
+      }
+    };
+    let reads = rest.iter().map(|counters| self.quota_script(call, counters, 1, vec![], Some(t), margin_ms, lane));
+    for (counters, r) in rest.iter().zip(futures::future::join_all(reads).await) {
+      let (_, values) = r?;
+      if values.len() != counters.len() {
+        return Err(malformed("quota"));
+      }
+      for (c, u) in counters.iter().zip(values) {
+        used[*c] = u;
+      }
+    }
+    Ok((t, used))
+  }
+
+  /// Phases 2 and 3 of a call across slots: charge each slot up to the plan, then give back
+  /// what a slot charged beyond the request's smallest charge.
+  async fn quota_spread(
+    &self,
+    call: &QuotaCall,
+    slots: &[Vec<usize>],
+    plan: Vec<Grant>,
+    t: f64,
+    margin_ms: f64,
+    lane: u32,
+  ) -> Result<Vec<Grant>> {
+    let planned: Vec<f64> = plan.iter().map(|g| g.granted).collect();
+    // the requests with a quota on each slot (and something planned: the rest charge nothing)
+    let members: Vec<Vec<usize>> = slots
+      .iter()
+      .map(|counters| {
+        (0..call.requests.len())
+          .filter(|r| planned[*r] > 0.0 && call.requests[*r].quotas.iter().any(|q| counters.contains(&q.counter)))
+          .collect()
+      })
+      .collect();
+    let planned_ref = &planned;
+    let charges = slots.iter().zip(&members).map(|(counters, requests)| async move {
+      if requests.is_empty() {
+        return Ok((t, vec![]));
+      }
+      self.quota_charge(call, counters, requests, planned_ref, Some(t), margin_ms, lane).await
+    });
+    let mut final_granted = planned.clone();
+    let mut effective: Vec<Vec<f64>> = plan.iter().map(|g| g.remaining.clone()).collect();
+    let mut per_slot = vec![];
+    for ((counters, requests), r) in slots.iter().zip(&members).zip(futures::future::join_all(charges).await) {
+      let (_, charged) = r?;
+      for (r, (granted, remaining)) in requests.iter().zip(&charged) {
+        final_granted[*r] = final_granted[*r].min(*granted);
+        // the remaining each of this slot's quotas showed when charging
+        let mut seen = remaining.iter();
+        for (q, eff) in call.requests[*r].quotas.iter().zip(effective[*r].iter_mut()) {
+          if counters.contains(&q.counter) {
+            *eff = eff.min(*seen.next().unwrap_or(eff));
+          }
+        }
+      }
+      per_slot.push(charged);
+    }
+    let refunds = slots.iter().zip(&members).zip(&per_slot).filter_map(|((counters, requests), charged)| {
+      let mut amounts = vec![0.0; call.keys.len()];
+      for (r, (granted, _)) in requests.iter().zip(charged) {
+        let back = granted - final_granted[*r];
+        if back > 0.0 {
+          for c in quota::distinct_counters(&call.requests[*r]) {
+            if counters.contains(&c) {
+              amounts[c] -= back;
+            }
+          }
+        }
+      }
+      amounts.iter().any(|a| *a != 0.0).then(|| {
+        let amounts = amounts;
+        async move { self.quota_add(call, counters, &amounts, t, margin_ms, lane).await }
+      })
+    });
+    for r in futures::future::join_all(refunds).await {
+      r?;
+    }
+    Ok(
+      call
+        .requests
+        .iter()
+        .zip(plan)
+        .enumerate()
+        .map(
+          |(i, (request, g))| {
+            if final_granted[i] == g.granted {
+              g
+            } else {
+              quota::grant(request.requested, &effective[i])
+            }
+          },
+        )
+        .collect(),
+    )
+  }
+
+  /// Charges `requests` (indices) on the slot of `counters`, each at most `limit_of[r]`;
+  /// per request: what it was charged and the remaining of each of its quotas on this slot.
+  #[allow(clippy::too_many_arguments)]
+  async fn quota_charge(
+    &self,
+    call: &QuotaCall,
+    counters: &[usize],
+    requests: &[usize],
+    limit_of: &[f64],
+    timestamp: Option<f64>,
+    margin_ms: f64,
+    lane: u32,
+  ) -> Result<(f64, Vec<(f64, Vec<f64>)>)> {
+    let mut body = vec![];
+    let mut widths = vec![];
+    for r in requests {
+      let Request { quotas, .. } = &call.requests[*r];
+      let mine: Vec<_> =
+        quotas.iter().filter_map(|q| Some((counters.iter().position(|c| *c == q.counter)?, q.limit))).collect();
+      body.push(number(limit_of[*r]));
+      body.push(Value::Integer(mine.len() as i64));
+      for (local, limit) in &mine {
+        body.extend([Value::Integer(*local as i64 + 1), number(*limit)]);
+      }
+      widths.push(mine.len());
+    }
+    let (t, values) = self.quota_script(call, counters, 2, body, timestamp, margin_ms, lane).await?;
+    let mut it = values.into_iter();
+    let charged = widths
+      .iter()
+      .map(|w| {
+        let granted = it.next().ok_or_else(|| malformed("quota"))?;
+        let remaining = (0..*w).map(|_| it.next().ok_or_else(|| malformed("quota"))).collect::<Result<Vec<_>>>()?;
+        Ok((granted, remaining))
+      })
+      .collect::<Result<Vec<_>>>()?;
+    Ok((t, charged))
+  }
+
+  /// Adds `amounts[c]` to each counter `c` of `counters` (one slot).
+  async fn quota_add(
+    &self,
+    call: &QuotaCall,
+    counters: &[usize],
+    amounts: &[f64],
+    t: f64,
+    margin_ms: f64,
+    lane: u32,
+  ) -> Result<()> {
+    if counters.iter().all(|c| amounts[*c] == 0.0) {
+      return Ok(());
+    }
+    let body = counters.iter().map(|c| number(amounts[*c])).collect();
+    self.quota_script(call, counters, 3, body, Some(t), margin_ms, lane).await.map(|_| ())
+  }
+
+  /// One `lua/quota.lua` call on `counters` (one slot): the timestamp it used and the rest
+  /// of its reply.
+  #[allow(clippy::too_many_arguments)]
+  async fn quota_script(
+    &self,
+    call: &QuotaCall,
+    counters: &[usize],
+    mode: i64,
+    body: Vec<Value>,
+    timestamp: Option<f64>,
+    margin_ms: f64,
+    lane: u32,
+  ) -> Result<(f64, Vec<f64>)> {
+    let keys: Vec<Key> = counters.iter().map(|c| Key::from(call.keys[*c].as_str())).collect();
+    let mut args = vec![
+      timestamp.map(number).unwrap_or_else(|| Value::String("".into())),
+      number(margin_ms),
+      Value::Integer(mode),
+      Value::Integer(counters.len() as i64),
+    ];
+    for c in counters {
+      let (window_s, granularity_s) = call.shapes[*c];
+      args.extend([number(window_s), number(granularity_s)]);
+    }
+    args.extend(body);
+    let reply = self.run(lane, &QUOTA, keys, args).await?;
+    let mut values = reply.iter().map(|v| int(Some(v), "quota"));
+    let t = values.next().ok_or_else(|| malformed("quota"))??;
+    Ok((t, values.collect::<Result<Vec<_>>>()?))
+  }
+}
+
+/// What `useQuotas` adds to each counter: each request's amount once per distinct counter.
+fn use_amounts(call: &QuotaCall) -> Vec<f64> {
+  let mut amounts = vec![0.0; call.keys.len()];
+  for r in &call.requests {
+    for c in quota::distinct_counters(r) {
+      amounts[c] += r.requested;
+    }
+  }
+  amounts
+}
