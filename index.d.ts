@@ -80,6 +80,21 @@ export declare function memoryPacerBatch(handle: ExternalObject<'MemoryStore'>, 
 export declare function memoryPacerStep(handle: ExternalObject<'MemoryStore'>, id: number): void
 
 /**
+ * A quota call on the embedded store (mode 1 check, 2 checkAndUse, 3 use), in the flat
+ * encoding of `QuotaCall`, at `timestamp` (whole seconds); `[timestamp, per request
+ * granted, then reached (0/1) per quota]` (just the timestamp for use).
+ */
+export declare function memoryQuota(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, mode: number, timestamp: number, nowUs: number): Float64Array
+
+/**
+ * Sliding-window calls on the embedded store, in the flat encoding of `SlidingBatch`
+ * (`keys` joined by `
+`; per call `[op, weight, windowCount, then limit, intervalUs per
+ * window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs per window]`.
+ */
+export declare function memorySliding(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, nowUs: number): Float64Array
+
+/**
  * Creates the embedded store's engine (synchronous: no tokio hop). `io` (6 numbers) carries
  * the numbers of every `memoryPacerStep` both ways.
  */
@@ -132,6 +147,18 @@ export declare function redisNextWakes(store: NativeRedisStore): Promise<string[
  * it costs a second wake-up of the JS thread.
  */
 export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
+
+/**
+ * A quota call on a Redis store, as `memoryQuota`; `timestamp` -1 = Redis' clock. Atomic
+ * when its counters share a slot; across slots, see `store::redis::windows`.
+ */
+export declare function redisQuota(store: NativeRedisStore, keys: string, nums: Float64Array, mode: number, timestamp: number, lane: number): Promise<Float64Array>
+
+/**
+ * Sliding-window calls on a Redis store, in the flat encoding of `memorySliding`, one
+ * script call per slot, on the connection of `lane`.
+ */
+export declare function redisSlidingBatch(store: NativeRedisStore, keys: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
 /** Ends a pending `redisNextWakes` with an empty list. */
 export declare function redisStopWakes(store: NativeRedisStore): void

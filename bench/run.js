@@ -15,12 +15,15 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)
 const IMPLS = (process.env.BENCH_IMPLS || 'sluice,reference,rate-limiter-flexible').split(',')
 const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',') : null // e.g. 1x256,10000x1
 // which suites: the pacer (vs its reference and rate-limiter-flexible) and the limiter family
-// (vs rate-limiter-flexible and redis-semaphore)
-const SUITES = (process.env.BENCH_SUITES || 'pacer,limiters').split(',')
+// (vs rate-limiter-flexible and redis-semaphore), and the sliding windows (multi-window check vs
+// a two-window sliding log in Lua; checkAndUseQuotas vs Sentry's sliding-window quotas)
+const SUITES = (process.env.BENCH_SUITES || 'pacer,limiters,sliding').split(',')
 const LIMITER_IMPLS = (
   process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
 ).split(',')
 const SEMAPHORE_IMPLS = (process.env.BENCH_SEMAPHORE_IMPLS || 'sluice-concurrent,redis-semaphore').split(',')
+const SLIDING_IMPLS = (process.env.BENCH_SLIDING_IMPLS || 'sluice-sliding,sliding-log-lua').split(',')
+const QUOTA_IMPLS = (process.env.BENCH_QUOTA_IMPLS || 'sluice-quota,sentry-quota').split(',')
 
 function freePort() {
   return new Promise((resolve) => {
@@ -105,6 +108,18 @@ async function main() {
     { suite: 'semaphore', keys: 1, inflight: 256, limit: 16, impls: SEMAPHORE_IMPLS },
   ].filter((s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`))
   const limiterKey = (s, impl) => `${s.suite}|${impl}|${s.keys}|${s.inflight}|${s.limit || 0}`
+  // sliding windows: every decision admitted (and written); the quota peer reads 120 counters
+  // per decision, so its runs are shorter
+  const slidingScenarios = [
+    [1, 256],
+    [10000, 256],
+    [10000, 1],
+  ]
+    .flatMap(([keys, inflight]) => [
+      { suite: 'sliding', keys, inflight, impls: SLIDING_IMPLS },
+      { suite: 'quota', keys, inflight, impls: QUOTA_IMPLS },
+    ])
+    .filter((s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`))
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of SUITES.includes('limiters') ? limiterScenarios : []) {
@@ -112,6 +127,17 @@ async function main() {
           const count = s.inflight === 1 ? 10000 : s.suite === 'semaphore' ? 50000 : 200000
           const cfg = { impl, keys: s.keys, inflight: s.inflight, limit: s.limit, count, url: redis.url }
           const r = await runOne(client, { ...cfg, prefix: `lbench${round}${impl}` }, 'limiter-scenario.js')
+          ;(results[limiterKey(s, impl)] ??= []).push(r)
+          process.stderr.write(
+            `round ${round + 1} ${s.suite} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`,
+          )
+        }
+      }
+      for (const s of SUITES.includes('sliding') ? slidingScenarios : []) {
+        for (const impl of s.impls) {
+          const count = s.suite === 'sliding' ? (s.inflight === 1 ? 10000 : 100000) : s.inflight === 1 ? 5000 : 10000
+          const cfg = { impl, keys: s.keys, inflight: s.inflight, count, url: redis.url }
+          const r = await runOne(client, { ...cfg, prefix: `sbench${round}${impl}` }, 'sliding-scenario.js')
           ;(results[limiterKey(s, impl)] ??= []).push(r)
           process.stderr.write(
             `round ${round + 1} ${s.suite} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`,
@@ -156,6 +182,7 @@ async function main() {
   const lines = []
   if (SUITES.includes('pacer')) lines.push(...pacerTable(scenarios, summary, results))
   if (SUITES.includes('limiters')) lines.push('', ...limiterTable(limiterScenarios, limiterKey, summary))
+  if (SUITES.includes('sliding')) lines.push('', ...slidingTables(slidingScenarios, limiterKey, summary))
   const table = lines.join('\n')
   console.log(`\nsluice benchmark, ${ROUNDS} interleaved rounds, ${os.cpus().length} cores, Node ${process.version}\n`)
   console.log(table)
@@ -181,6 +208,33 @@ function limiterTable(limiterScenarios, limiterKey, summary) {
       lines.push(
         `| ${label} | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / p.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`,
       )
+    }
+  }
+  return lines
+}
+
+function slidingTables(slidingScenarios, limiterKey, summary) {
+  const lines = []
+  for (const [suite, title, peer] of [
+    ['sliding', 'multi-window check() (5 s + 1 min)', 'sliding-log-lua'],
+    ['quota', 'checkAndUseQuotas() (per-org + global, 1 h in 60 s granules)', 'sentry-quota'],
+  ]) {
+    const scenarios = slidingScenarios.filter((s) => s.suite === suite)
+    if (!scenarios.length) continue
+    if (lines.length) lines.push('')
+    lines.push(
+      `| ${title} | implementation | decisions/s (median, min-max) | vs peer | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision |`,
+      `| --- | --- | --- | --- | --- | --- | --- | --- |`,
+    )
+    for (const s of scenarios) {
+      const p = s.impls.includes(peer) ? summary(limiterKey(s, peer)) : { rps: NaN }
+      const label = `${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight`
+      for (const impl of s.impls) {
+        const m = summary(limiterKey(s, impl))
+        lines.push(
+          `| ${label} | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / p.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`,
+        )
+      }
     }
   }
   return lines

@@ -6,6 +6,7 @@ const { MemoryStore, RedisStore } = require('./stores')
 const { DistributedPacer, PacerComposite } = require('./pacer')
 const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, UnlimitedLimiter } = require('./limiters')
 const { ConcurrentLimiter, Lease } = require('./concurrent')
+const { SlidingWindowLimiter, QuotaLimiter } = require('./windows')
 
 module.exports = {
   SluiceError,
@@ -23,4 +24,6 @@ module.exports = {
   UnlimitedLimiter,
   ConcurrentLimiter,
   Lease,
+  SlidingWindowLimiter,
+  QuotaLimiter,
 }

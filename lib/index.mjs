@@ -16,5 +16,7 @@ export const {
   UnlimitedLimiter,
   ConcurrentLimiter,
   Lease,
+  SlidingWindowLimiter,
+  QuotaLimiter,
 } = sluice
 export default sluice

@@ -148,6 +148,26 @@ class MemoryStore {
     return this._io
   }
 
+  /** @internal one sliding-window call, synchronous (see memorySliding) */
+  _sliding(key, nums) {
+    if (this._closed) throw closedError()
+    try {
+      return native.memorySliding(this._handle, key, new Float64Array(nums), this.clock ? this.clock._nowUs() : -1)
+    } catch (err) {
+      throw fromNative(err)
+    }
+  }
+
+  /** @internal one quota call, synchronous (see memoryQuota) */
+  _quota(keys, nums, mode, timestamp) {
+    if (this._closed) throw closedError()
+    try {
+      return native.memoryQuota(this._handle, keys, nums, mode, timestamp, this.clock ? this.clock._nowUs() : -1)
+    } catch (err) {
+      throw fromNative(err)
+    }
+  }
+
   /** @internal one concurrent-limiter operation; grants go to the waiters of this process */
   async _concurrent(key, op, id, nums) {
     if (this._closed) throw closedError()
@@ -214,6 +234,9 @@ class RedisStore {
     this._listening = false
     this._cops = { keys: [], ids: [], nums: [], resolve: [], reject: [] } // operations of this tick
     this._cflushBound = () => this._flushConcurrent()
+    // sliding-window calls of this tick
+    this._sops = { keys: [], nums: [], owners: [], resolve: [], reject: [] }
+    this._sflushBound = () => this._flushSliding()
   }
 
   /**
@@ -411,6 +434,56 @@ class RedisStore {
         continue
       }
       pending.then((out) => done(out, start, end), fail)
+    }
+  }
+
+  /** @internal one sliding-window call, decided with the other calls of this tick */
+  _slidingCall(owner, key, nums) {
+    if (this._closed) return Promise.reject(closedError())
+    return new Promise((resolve, reject) => {
+      const c = this._sops
+      c.keys.push(key)
+      c.nums.push(nums)
+      c.owners.push(owner)
+      c.resolve.push(resolve)
+      c.reject.push(reject)
+      if (c.keys.length === 1) process.nextTick(this._sflushBound)
+    })
+  }
+
+  _flushSliding() {
+    const { keys, nums, owners, resolve, reject } = this._sops
+    this._sops = { keys: [], nums: [], owners: [], resolve: [], reject: [] }
+    const nowUs = this.clock ? this.clock._nowUs() : -1
+    const lane = (this._lane = (this._lane + 1) >>> 0)
+    this._chunks(
+      keys.length,
+      reject,
+      (start, end) =>
+        native.redisSlidingBatch(
+          this._native,
+          keys.slice(start, end).join('\n'),
+          new Float64Array(nums.slice(start, end).flat()),
+          nowUs,
+          lane,
+        ),
+      (out, start, end) => {
+        let o = 0
+        for (let e = start; e < end; e++) {
+          resolve[e](owners[e]._decision(out, o))
+          o += 2 * nums[e][2] + 2 // allowed, retry, then remaining and retry per window
+        }
+      },
+    )
+  }
+
+  /** @internal one quota call (timestamp -1: Redis' clock); resolves with the flat result */
+  async _quotaCall(keys, nums, mode, timestamp) {
+    if (this._closed) throw closedError()
+    try {
+      return await native.redisQuota(this._native, keys, nums, mode, timestamp, (this._lane = (this._lane + 1) >>> 0))
+    } catch (err) {
+      throw fromNative(err)
     }
   }
 
