@@ -26,6 +26,8 @@ export declare class OverLimitError extends SluiceError {
   readonly code: 'ERR_OVER_LIMIT'
   readonly limiter: string
   readonly retryAfterMs: number
+  /** From SlidingWindowLimiter.ensure: the window that refused (the one that frees up last). */
+  window?: SlidingWindow
 }
 
 /** A clock that moves only when told to; replaces a store's clock (tests, simulations). */
@@ -297,4 +299,79 @@ export declare class UnlimitedLimiter {
   acquire(options?: object): Promise<Lease>
   tryAcquire(): Promise<Lease>
   stats(): Promise<ConcurrentStats>
+}
+
+/** One window of a SlidingWindowLimiter: `limit` per `intervalMs`. */
+export interface SlidingWindow {
+  limit: number
+  intervalMs: number
+}
+
+/** A SlidingWindowLimiter's answer, with every window's own. */
+export interface SlidingDecision {
+  allowed: boolean
+  /** Until every window has room for the weight, ms (0 when allowed). */
+  retryAfterMs: number
+  windows: { limit: number; intervalMs: number; remaining: number; retryAfterMs: number }[]
+}
+
+/**
+ * Several exact sliding windows on one name (say 25 per 5 s and 300 per 60 s), decided and
+ * charged together: a call is admitted only if every window has room and is then charged
+ * to all of them; a refused call charges none. Memory: one log entry per admitted call of
+ * the longest window (at most its limit), trimmed on every call.
+ */
+export declare class SlidingWindowLimiter {
+  constructor(store: Store, options: { name: string; windows: SlidingWindow[] })
+  readonly name: string
+  readonly windows: readonly Readonly<SlidingWindow>[]
+  /** Charges weight (default 1) to every window if all have room now; otherwise nothing. */
+  check(weight?: number): Promise<SlidingDecision>
+  /** What check(weight) would answer now, charging nothing. */
+  peek(weight?: number): Promise<SlidingDecision>
+  /** Forgets every logged call. */
+  reset(): Promise<void>
+  /** Runs fn if admitted now; otherwise OverLimitError naming the window that refused. */
+  ensure<T>(fn: () => T | Promise<T>, options?: { weight?: number }): Promise<T>
+}
+
+/** Sentry's Quota: `limit` per `windowSeconds`, counted in granules of `granularitySeconds` (which must divide the window). */
+export interface Quota {
+  windowSeconds: number
+  granularitySeconds: number
+  limit: number
+  /** Counts under this prefix instead of the request's: a quota shared by many requests. */
+  prefixOverride?: string
+}
+
+export interface RequestedQuota {
+  prefix: string
+  requested: number
+  quotas: Quota[]
+}
+
+export interface GrantedQuota {
+  /** The request's prefix (never the override). */
+  prefix: string
+  granted: number
+  /** The quotas that lowered the grant, in the request's order (the same objects). */
+  reachedQuotas: Quota[]
+}
+
+/**
+ * Sentry's sliding-window quotas with the same granule arithmetic and results, an atomic
+ * checkAndUseQuotas, validated quotas (ERR_INVALID_CONFIG) and two reads per counter
+ * whatever windowSeconds / granularitySeconds is. Timestamps are whole seconds.
+ */
+export declare class QuotaLimiter {
+  constructor(store: Store)
+  /** What each request would be granted (in order, seeing earlier grants), reading only. */
+  checkWithinQuotas(
+    requests: RequestedQuota[],
+    timestamp?: number,
+  ): Promise<{ timestamp: number; grants: GrantedQuota[] }>
+  /** Charges each grant to its request's quotas, unconditionally (check, work, then use). */
+  useQuotas(requests: RequestedQuota[], grants: GrantedQuota[], timestamp: number): Promise<void>
+  /** Checks and charges atomically: concurrent callers cannot over-spend. */
+  checkAndUseQuotas(requests: RequestedQuota[], timestamp?: number): Promise<GrantedQuota[]>
 }

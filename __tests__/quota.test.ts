@@ -1,0 +1,228 @@
+// QuotaLimiter: Sentry's sliding-window quotas (same granule arithmetic and grants) with an
+// atomic checkAndUse, on every store with explicit timestamps or a ManualClock; then its bad
+// inputs.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock, QuotaLimiter, type Quota, type RequestedQuota, type Store } from '../lib/index.js'
+import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
+import { codeOf } from './helpers/errors.js'
+
+const T0 = 1_800_000_000_000
+
+describe.each(STORE_KINDS)('QuotaLimiter on %s', (kind) => {
+  let clock: ManualClock
+  let store: Store
+  let prefix: string
+  let limiter: QuotaLimiter
+  const raw = kind === 'memory' ? null : rawClient(kind)
+
+  beforeAll(async () => {
+    clock = new ManualClock(T0)
+    prefix = freshPrefix()
+    store = await makeStore(kind, { clock, keyPrefix: prefix })
+    limiter = new QuotaLimiter(store)
+  })
+  afterAll(async () => {
+    if (raw) {
+      for (const key of await keysUnder(raw, prefix)) expect(`${key} ${await raw.pttl(key)}`).not.toMatch(/ -\d+$/)
+    }
+    await store.close()
+    raw?.disconnect()
+  })
+
+  let n = 0
+  const p = () => `org:${n++}`
+  const granted = (gs: { granted: number }[]) => gs.map((g) => g.granted)
+  const keyCount = async () => (raw ? (await keysUnder(raw, prefix)).length : 0)
+
+  it("charges the granule one step behind the timestamp and counts it for one window, as Sentry's arithmetic", async () => {
+    const q: Quota = { windowSeconds: 10, granularitySeconds: 1, limit: 5 }
+    const r = (requested: number): RequestedQuota[] => [{ prefix: 'arith', requested, quotas: [q] }]
+    expect(granted(await limiter.checkAndUseQuotas(r(5), 100))).toEqual([5]) // granule 99
+    expect(granted(await limiter.checkAndUseQuotas(r(1), 109))).toEqual([0]) // granules 99..108
+    expect(granted(await limiter.checkAndUseQuotas(r(5), 110))).toEqual([5]) // granules 100..109
+    // an hour in minutes: a charge at t counts until the minute granule leaves
+    const hour: Quota = { windowSeconds: 3600, granularitySeconds: 60, limit: 1 }
+    const h = [{ prefix: 'arith', requested: 1, quotas: [hour] }]
+    expect(granted(await limiter.checkAndUseQuotas(h, 1000))).toEqual([1]) // granule 15
+    expect(granted(await limiter.checkAndUseQuotas(h, 4559))).toEqual([0]) // granules 15..74
+    expect(granted(await limiter.checkAndUseQuotas(h, 4560))).toEqual([1]) // granules 16..75
+    // a float timestamp is truncated, like Sentry's int()
+    expect((await limiter.checkWithinQuotas(h, 4560.99)).timestamp).toBe(4560)
+  })
+
+  it('grants the minimum remaining and lists the reached quotas in quota order, as the same objects', async () => {
+    const prefix1 = p()
+    const small: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 3 }
+    const big: Quota = { windowSeconds: 600, granularitySeconds: 60, limit: 100 }
+    const tiny: Quota = { windowSeconds: 60, granularitySeconds: 60, limit: 2 }
+    const requests = [{ prefix: prefix1, requested: 5, quotas: [big, small, tiny] }]
+    const [g] = await limiter.checkAndUseQuotas(requests, 1000)
+    expect(g.prefix).toBe(prefix1)
+    expect(g.granted).toBe(2)
+    expect(g.reachedQuotas).toEqual([small, tiny])
+    expect(g.reachedQuotas[0]).toBe(small)
+    const [again] = await limiter.checkAndUseQuotas(requests, 1000)
+    expect(again.granted).toBe(0)
+    expect(again.reachedQuotas).toEqual([small, tiny])
+  })
+
+  it('shares a prefixOverride quota between the requests of one call, accounted within the call', async () => {
+    const org: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 5 }
+    const global: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 7, prefixOverride: `g${n++}` }
+    const requests = [
+      { prefix: p(), requested: 4, quotas: [org, global] },
+      { prefix: p(), requested: 4, quotas: [org, global] },
+      { prefix: p(), requested: 4, quotas: [org, global] },
+    ]
+    const check = await limiter.checkWithinQuotas(requests, 2000)
+    expect(check.timestamp).toBe(2000)
+    expect(granted(check.grants)).toEqual([4, 3, 0])
+    expect(check.grants[1].reachedQuotas).toEqual([global])
+    expect(granted(await limiter.checkAndUseQuotas(requests, 2000))).toEqual([4, 3, 0])
+    expect(granted(await limiter.checkAndUseQuotas(requests, 2000))).toEqual([0, 0, 0])
+    // same prefix twice in one call: the second sees the first's grant too
+    const same = { prefix: p(), requested: 3, quotas: [org] }
+    expect(granted(await limiter.checkAndUseQuotas([same, same], 2000))).toEqual([3, 2])
+  })
+
+  it('check, work, then use: useQuotas charges the grants at the returned timestamp', async () => {
+    clock.set(T0 + 123_456)
+    const q: Quota = { windowSeconds: 300, granularitySeconds: 60, limit: 10 }
+    const requests = [{ prefix: p(), requested: 6, quotas: [q] }]
+    const { timestamp, grants } = await limiter.checkWithinQuotas(requests)
+    expect(timestamp).toBe(Math.floor((T0 + 123_456) / 1000))
+    expect(granted(grants)).toEqual([6])
+    expect(granted((await limiter.checkWithinQuotas(requests, timestamp)).grants)).toEqual([6])
+    await limiter.useQuotas(requests, grants, timestamp)
+    expect(granted((await limiter.checkWithinQuotas(requests, timestamp)).grants)).toEqual([4])
+    // use is unconditional: a second use over-spends (that is what the atomic call prevents)
+    await limiter.useQuotas(requests, grants, timestamp)
+    const over = await limiter.checkWithinQuotas(requests, timestamp)
+    expect(granted(over.grants)).toEqual([0])
+    expect(over.grants[0].reachedQuotas).toEqual([q])
+  })
+
+  it('writes nothing for a denied request or a request of 0', async () => {
+    const q: Quota = { windowSeconds: 60, granularitySeconds: 60, limit: 1 }
+    const name = p()
+    const before = await keyCount()
+    expect(await limiter.checkAndUseQuotas([{ prefix: name, requested: 0, quotas: [q] }], 5000)).toEqual([
+      { prefix: name, granted: 0, reachedQuotas: [] },
+    ])
+    expect(await keyCount()).toBe(before)
+    await limiter.checkAndUseQuotas([{ prefix: name, requested: 1, quotas: [q] }], 5000)
+    const after = await keyCount()
+    expect(granted(await limiter.checkAndUseQuotas([{ prefix: name, requested: 1, quotas: [q] }], 5000))).toEqual([0])
+    expect(await keyCount()).toBe(after)
+    if (raw) expect(after).toBe(before + 1)
+  })
+
+  it('counts a fine-grained window exactly (an hour in seconds: every granule charged)', async () => {
+    const q: Quota = { windowSeconds: 3600, granularitySeconds: 1, limit: 1_000_000 }
+    const requests = [{ prefix: p(), requested: 2, quotas: [q] }]
+    const t0 = 100_000
+    const calls = kind === 'memory' ? 3600 : 900
+    for (let i = 0; i < calls; i++) await limiter.checkAndUseQuotas(requests, t0 + i * (3600 / calls))
+    const at = (t: number) =>
+      limiter.checkWithinQuotas([{ ...requests[0], requested: 1_000_000 }], t).then((r) => r.grants[0].granted)
+    const last = t0 + (calls - 1) * (3600 / calls)
+    expect(await at(last)).toBe(1_000_000 - 2 * calls)
+    // the last charge (granule last - 1) counts until its window has passed, and no longer
+    expect(await at(last + 3599)).toBe(1_000_000 - 2)
+    expect(await at(last + 3600)).toBe(1_000_000)
+    // an older timestamp (within a window of the newest) sees exactly what was charged by then
+    expect(await at(t0 + 1800)).toBe(1_000_000 - 2 * (calls / 2 + 1))
+  })
+
+  it('returns an empty list for no requests without touching the store', async () => {
+    expect(await limiter.checkAndUseQuotas([])).toEqual([])
+    expect((await limiter.checkWithinQuotas([], 77)).grants).toEqual([])
+    await limiter.useQuotas([], [], 77)
+  })
+
+  it('answers correctly when the requests of one call live on many hash slots', async () => {
+    const org: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 3 }
+    const global: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 20, prefixOverride: `g${n++}` }
+    const requests = Array.from({ length: 10 }, () => ({ prefix: p(), requested: 4, quotas: [org, global] }))
+    const first = await limiter.checkAndUseQuotas(requests, 9000)
+    expect(granted(first)).toEqual([3, 3, 3, 3, 3, 3, 2, 0, 0, 0])
+    expect(first[0].reachedQuotas).toEqual([org])
+    expect(first[6].reachedQuotas).toEqual([org, global])
+    expect(granted(await limiter.checkAndUseQuotas(requests, 9000))).toEqual(Array(10).fill(0))
+    expect(granted((await limiter.checkWithinQuotas(requests, 9060)).grants)).toEqual([3, 3, 3, 3, 3, 3, 2, 0, 0, 0])
+  })
+})
+
+describe.each(STORE_KINDS)('QuotaLimiter input validation on %s', (kind) => {
+  let store: Store
+  let prefix: string
+  let limiter: QuotaLimiter
+  const raw = kind === 'memory' ? null : rawClient(kind)
+  beforeAll(async () => {
+    prefix = freshPrefix()
+    store = await makeStore(kind, { keyPrefix: prefix, clock: new ManualClock(T0) })
+    limiter = new QuotaLimiter(store)
+  })
+  afterAll(async () => {
+    if (raw) expect(await keysUnder(raw, prefix)).toEqual([])
+    await store.close()
+    raw?.disconnect()
+  })
+
+  const good: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 5 }
+  const both = (requests: unknown, code: string) =>
+    Promise.all([
+      expect(limiter.checkAndUseQuotas(requests as never, 100)).rejects.toMatchObject({ code }),
+      expect(limiter.checkWithinQuotas(requests as never, 100)).rejects.toMatchObject({ code }),
+    ])
+
+  it('rejects bad quotas and prefixes with ERR_INVALID_CONFIG', async () => {
+    const quotas: unknown[] = [
+      { ...good, granularitySeconds: 7 },
+      { ...good, granularitySeconds: 0 },
+      { ...good, granularitySeconds: 120 },
+      { ...good, windowSeconds: 0 },
+      { ...good, windowSeconds: 1.5 },
+      { ...good, limit: 0 },
+      { ...good, limit: -3 },
+      { ...good, limit: 2.5 },
+      { ...good, limit: '5' },
+      { ...good, prefixOverride: 'a{b}' },
+      { ...good, prefixOverride: '' },
+      { ...good, window_seconds: 60 },
+      null,
+    ]
+    for (const q of quotas) await both([{ prefix: 'a', requested: 1, quotas: [q] }], 'ERR_INVALID_CONFIG')
+    for (const prefix of ['{a}', 'a}', '', 'a\nb', 5]) {
+      await both([{ prefix, requested: 1, quotas: [good] }], 'ERR_INVALID_CONFIG')
+    }
+    await both([{ prefix: 'a', requested: 1, quotas: [] }], 'ERR_INVALID_CONFIG')
+    expect(codeOf(() => new QuotaLimiter({} as never))).toBe('ERR_INVALID_CONFIG')
+  })
+
+  it('rejects bad requests, timestamps and grants with ERR_INVALID_ARGUMENT', async () => {
+    for (const requested of [-2, 1.5, NaN, '1', 2e12]) {
+      await both([{ prefix: 'a', requested, quotas: [good] }], 'ERR_INVALID_ARGUMENT')
+    }
+    await both('nope', 'ERR_INVALID_ARGUMENT')
+    await both([null], 'ERR_INVALID_ARGUMENT')
+    const requests = [{ prefix: 'a', requested: 1, quotas: [good] }]
+    for (const t of [-1, NaN, Infinity, '100', 1e12]) {
+      await expect(limiter.checkAndUseQuotas(requests, t as never)).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+      })
+    }
+    const grant = { prefix: 'a', granted: 1, reachedQuotas: [] }
+    for (const [rs, gs, t] of [
+      [requests, [grant], undefined],
+      [requests, [], 100],
+      [requests, [{ ...grant, prefix: 'b' }], 100],
+      [requests, [{ ...grant, granted: -1 }], 100],
+      [requests, [{ ...grant, granted: 0.5 }], 100],
+    ] as const) {
+      await expect(limiter.useQuotas(rs, gs as never, t as never)).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+      })
+    }
+  })
+})
