@@ -1,7 +1,15 @@
 'use strict'
 // One process of the limiter multi-process tests. Config comes as JSON in argv[2]; results go
 // back over IPC. It counts and records; the test judges.
-const { RedisStore, ConcurrentLimiter, BucketLimiter, WindowLimiter, LeakyLimiter } = require('../../lib/index.js')
+const {
+  RedisStore,
+  ConcurrentLimiter,
+  BucketLimiter,
+  WindowLimiter,
+  LeakyLimiter,
+  SlidingWindowLimiter,
+  QuotaLimiter,
+} = require('../../lib/index.js')
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const LIMITERS = { bucket: BucketLimiter, window: WindowLimiter, leaky: LeakyLimiter }
@@ -44,6 +52,39 @@ async function main() {
           await sleep(cfg.holdMs)
           result.holds.push([lease.token, start, Date.now()])
         })
+      }
+    }
+    await Promise.all(Array.from({ length: cfg.inflight }, loop))
+  } else if (cfg.mode === 'sliding') {
+    // weights 1..3; the admitted weight is counted
+    const limiter = new SlidingWindowLimiter(store, { name: cfg.name, windows: cfg.windows })
+    let i = 0
+    const loop = async () => {
+      while (Date.now() < cfg.startAt + cfg.durationMs) {
+        const weight = 1 + (i++ % 3)
+        const d = await limiter.check(weight)
+        if (d.allowed) result.admitted += weight
+        else result.refused++
+      }
+    }
+    await Promise.all(Array.from({ length: cfg.inflight }, loop))
+  } else if (cfg.mode === 'quota') {
+    // requests of 1..3 for one of cfg.orgs organisations under a per-org and a global quota,
+    // all at one timestamp; the grants are summed per organisation
+    const limiter = new QuotaLimiter(store)
+    result.grants = {}
+    let i = 0
+    const loop = async () => {
+      while (Date.now() < cfg.startAt + cfg.durationMs) {
+        const org = `org${i % cfg.orgs}`
+        const requested = 1 + (i++ % 3)
+        const [g] = await limiter.checkAndUseQuotas(
+          [{ prefix: org, requested, quotas: [cfg.org, cfg.global] }],
+          cfg.timestamp,
+        )
+        result.grants[org] = (result.grants[org] || 0) + g.granted
+        if (g.granted > 0) result.admitted += g.granted
+        else result.refused++
       }
     }
     await Promise.all(Array.from({ length: cfg.inflight }, loop))
