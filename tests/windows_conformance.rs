@@ -1,0 +1,155 @@
+//! Conformance of the sliding-window and quota limiters: random sequences decided by the Rust
+//! model (the memory store) and by `lua/sliding.lua` / `lua/quota.lua` on a real Redis, with
+//! the same clock and timestamps; every answer must be identical. On the cluster the quota
+//! calls span hash slots, so the per-slot phases are checked against the atomic model too.
+//!
+//! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER`, which `npm test` sets.
+
+use sluice::store::memory::MemoryStore;
+use sluice::store::redis::{RedisOptions, RedisStore, QUOTA_MARGIN_MS};
+use sluice::store::windows::{QuotaCall, QuotaMode, SlidingBatch};
+use std::time::Duration;
+
+mod common;
+use common::{env, Rng};
+
+fn options() -> RedisOptions {
+  RedisOptions { command_timeout: Duration::from_secs(5), ..RedisOptions::default() }
+}
+
+fn cluster_options() -> RedisOptions {
+  RedisOptions { cluster: env("SLUICE_REDIS_CLUSTER").split(',').map(str::to_owned).collect(), ..options() }
+}
+
+async fn conform_sliding(options: RedisOptions, label: &str) {
+  let store = RedisStore::connect(options).await.expect("connect");
+  let run = format!("sconf{}", std::process::id());
+  let mut decisions = 0;
+  for seed in 1..=40u64 {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let model = MemoryStore::new();
+    // each key keeps its windows, as in real use
+    let keys: Vec<(String, Vec<f64>)> = (0..3)
+      .map(|k| {
+        let count = 1 + rng.below(3) as usize;
+        let windows = (0..count)
+          .flat_map(|_| [rng.pick(&[1.0, 2.0, 3.0, 5.0, 10.0, 50.0]), rng.pick(&[1000.0, 250_000.0, 1e6, 3e6])])
+          .collect();
+        (format!("{run}:sliding:{{{label}{seed}}}:{k}"), windows)
+      })
+      .collect();
+    let mut now: f64 = 1_800_000_000_000_000.0 + (seed as f64) * 1e9;
+    for step in 0..150 {
+      match rng.below(10) {
+        0 => {}
+        1 => now -= rng.below(50_000) as f64,
+        2 => now += rng.below(4_000_000) as f64,
+        // exactly an interval: calls land on the window's edge
+        3 | 4 => now += rng.pick(&[1000.0, 250_000.0, 1e6, 3e6]),
+        _ => now += rng.below(120_000) as f64,
+      }
+      // whole ms, like the intervals: calls often land exactly an interval after another
+      now = (now / 1000.0).round() * 1000.0;
+      let mut batch_keys = vec![];
+      let mut nums = vec![];
+      for _ in 0..1 + rng.below(6) {
+        let (key, windows) = &keys[rng.below(keys.len() as u64) as usize];
+        let smallest = windows.chunks(2).map(|w| w[0]).fold(f64::MAX, f64::min);
+        let op = rng.pick(&[0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0]);
+        let op = if op == 2.0 && rng.below(4) != 0 { 0.0 } else { op };
+        let weight = rng.pick(&[0.0, 1.0, 1.0, 1.0, 2.0, 3.0]).min(smallest);
+        batch_keys.push(key.clone());
+        nums.extend([op, weight, (windows.len() / 2) as f64]);
+        nums.extend(windows);
+      }
+      let batch = SlidingBatch::decode(&batch_keys.join("\n"), &nums).expect("valid batch");
+      let expected = model.sliding_batch(&batch, now);
+      let actual = store.sliding_batch(&batch, Some(now), step as u32).await.expect("redis decision");
+      assert_eq!(expected, actual, "{label} seed {seed} step {step}\nbatch {batch:?}");
+      decisions += expected.len();
+    }
+  }
+  assert!(decisions > 15_000, "only {decisions} decisions compared");
+  store.close().await;
+}
+
+const SHAPES: [(f64, f64); 4] = [(10.0, 1.0), (60.0, 10.0), (60.0, 60.0), (3600.0, 60.0)];
+
+fn random_call(rng: &mut Rng, run: &str, label: &str, seed: u64) -> (String, Vec<f64>) {
+  let mut keys: Vec<String> = vec![];
+  let mut shapes = vec![];
+  let mut body = vec![];
+  let requests = 1 + rng.below(4);
+  body.push(requests as f64);
+  for _ in 0..requests {
+    let quotas = 1 + rng.below(3);
+    body.extend([rng.pick(&[0.0, 1.0, 1.0, 2.0, 3.0, 5.0]), quotas as f64]);
+    let prefix = ["a", "b", "c"][rng.below(3) as usize];
+    for _ in 0..quotas {
+      let (window, granularity) = SHAPES[rng.below(SHAPES.len() as u64) as usize];
+      let owner = if rng.below(3) == 0 { "global" } else { prefix };
+      let key = format!("{run}:quota:{{{label}{seed}{owner}}}:{window}:{granularity}");
+      let c = keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+        keys.push(key);
+        shapes.extend([window, granularity]);
+        keys.len() - 1
+      });
+      body.extend([c as f64, rng.pick(&[1.0, 3.0, 5.0, 10.0, 100.0])]);
+    }
+  }
+  let mut nums = vec![keys.len() as f64];
+  nums.extend(shapes);
+  nums.extend(body);
+  (keys.join("\n"), nums)
+}
+
+async fn conform_quota(options: RedisOptions, label: &str) {
+  let store = RedisStore::connect(options).await.expect("connect");
+  let run = format!("qconf{}", std::process::id());
+  let mut grants = 0;
+  for seed in 1..=30u64 {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let model = MemoryStore::new();
+    let mut t: f64 = 1_800_000_000.0 + (seed as f64) * 100_000.0;
+    for step in 0..120 {
+      match rng.below(10) {
+        0 => t -= rng.below(30) as f64, // an older timestamp
+        1 => t += rng.below(4000) as f64,
+        _ => t += rng.below(8) as f64,
+      }
+      let (keys, nums) = random_call(&mut rng, &run, label, seed);
+      let call = QuotaCall::decode(&keys, &nums).expect("valid call");
+      let mode =
+        [QuotaMode::Check, QuotaMode::CheckAndUse, QuotaMode::CheckAndUse, QuotaMode::Use][rng.below(4) as usize];
+      // the model never expires a counter (its clock stands still); Redis keeps them for the
+      // window + 60 s of real time, far longer than the sequence runs
+      let expected = model.quota(&call, mode, t, 0.0);
+      let (at, actual) = store.quota(&call, mode, Some(t), QUOTA_MARGIN_MS, step as u32).await.expect("redis reply");
+      assert_eq!(at, t);
+      assert_eq!(expected, actual, "{label} seed {seed} step {step} {mode:?} at {t}\ncall {call:?}");
+      grants += expected.len();
+    }
+  }
+  assert!(grants > 3_000, "only {grants} grants compared");
+  store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sliding_lua_matches_the_model_on_standalone() {
+  conform_sliding(RedisOptions { url: env("SLUICE_REDIS_URL"), ..options() }, "s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sliding_lua_matches_the_model_on_cluster() {
+  conform_sliding(cluster_options(), "c").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_lua_matches_the_model_on_standalone() {
+  conform_quota(RedisOptions { url: env("SLUICE_REDIS_URL"), ..options() }, "s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_lua_matches_the_model_on_cluster_across_slots() {
+  conform_quota(cluster_options(), "c").await;
+}
