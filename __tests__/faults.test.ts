@@ -11,7 +11,9 @@ import {
   ConcurrentLimiter,
   DistributedPacer,
   ManualClock,
+  QuotaLimiter,
   RedisStore,
+  SlidingWindowLimiter,
   SluiceError,
 } from '../lib/index.js'
 import { freshPrefix, makeStore, rawClient, redisUrl } from './helpers/stores.js'
@@ -127,6 +129,13 @@ describe('store failures', () => {
     try {
       const bucket = new BucketLimiter(store, { name: 'b', limit: 100, interval: 'second' })
       const mutex = new ConcurrentLimiter(store, { name: 'm', limit: 1, waitTimeoutMs: 2000 })
+      const sliding = new SlidingWindowLimiter(store, { name: 's', windows: [{ limit: 100, intervalMs: 1000 }] })
+      const quotas = new QuotaLimiter(store)
+      const request = [
+        { prefix: 'org', requested: 1, quotas: [{ windowSeconds: 60, granularitySeconds: 10, limit: 9 }] },
+      ]
+      expect((await sliding.check()).allowed).toBe(true)
+      expect((await quotas.checkAndUseQuotas(request))[0].granted).toBe(1)
       expect((await bucket.check()).allowed).toBe(true)
       const held = await mutex.acquire()
       const waiting = timed(mutex.acquire()) // queued, subscribed, then Redis dies
@@ -137,6 +146,11 @@ describe('store failures', () => {
         bucket.withinLimit(() => 1),
         mutex.tryAcquire(),
         held.release(),
+        sliding.check(),
+        sliding.ensure(() => 1),
+        quotas.checkAndUseQuotas(request),
+        quotas.checkWithinQuotas(request),
+        quotas.useQuotas(request, [{ prefix: 'org', granted: 1, reachedQuotas: [] }], 1_800_000_000),
       ]
       for (const call of calls) {
         const { ms, error } = await timed(call)
@@ -149,6 +163,8 @@ describe('store failures', () => {
       expect(ms).toBeLessThan(2000 + 300 + 500)
       server = await startRedis(port)
       await eventually(() => bucket.check(), 10_000)
+      expect((await sliding.check()).allowed).toBe(true)
+      expect((await quotas.checkAndUseQuotas(request))[0].granted).toBe(1)
       const lease = await mutex.acquire() // a fresh server: the old lease is gone
       expect(await lease.release()).toBe(true)
     } finally {

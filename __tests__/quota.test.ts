@@ -2,7 +2,14 @@
 // atomic checkAndUse, on every store with explicit timestamps or a ManualClock; then its bad
 // inputs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock, QuotaLimiter, type Quota, type RequestedQuota, type Store } from '../lib/index.js'
+import {
+  ManualClock,
+  QuotaLimiter,
+  SlidingWindowLimiter,
+  type Quota,
+  type RequestedQuota,
+  type Store,
+} from '../lib/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 
@@ -223,6 +230,78 @@ describe.each(STORE_KINDS)('QuotaLimiter input validation on %s', (kind) => {
       await expect(limiter.useQuotas(rs, gs as never, t as never)).rejects.toMatchObject({
         code: 'ERR_INVALID_ARGUMENT',
       })
+    }
+  })
+})
+
+describe.each(['redis', 'cluster'] as const)("on Redis' own clock (%s)", (kind) => {
+  it('every sliding log and quota counter written has a TTL, no longer than its window allows', async () => {
+    const prefix = freshPrefix()
+    const store = await makeStore(kind, { keyPrefix: prefix })
+    const raw = rawClient(kind)
+    try {
+      const sliding = new SlidingWindowLimiter(store, {
+        name: 'own',
+        windows: [
+          { limit: 100, intervalMs: 2000 },
+          { limit: 100, intervalMs: 10_000 },
+        ],
+      })
+      for (let i = 0; i < 20; i++) expect((await sliding.check()).allowed).toBe(true)
+      const quotas = new QuotaLimiter(store)
+      const q: Quota = { windowSeconds: 120, granularitySeconds: 60, limit: 100 }
+      const global: Quota = { ...q, prefixOverride: 'global' }
+      for (let i = 0; i < 20; i++) {
+        const [g] = await quotas.checkAndUseQuotas([{ prefix: 'own', requested: 1, quotas: [q, global] }])
+        expect(g.granted).toBe(1)
+      }
+      const keys = await keysUnder(raw, prefix)
+      expect(keys).toHaveLength(3)
+      for (const key of keys) {
+        const ttl = await raw.pttl(key)
+        expect(ttl, key).toBeGreaterThan(0)
+        // the log: until its newest call leaves the 10 s window, at most half a window later;
+        // a counter: window + granularity after its newest granule was created
+        expect(ttl, key).toBeLessThanOrEqual(key.includes(':sliding:') ? 15_000 : 180_000)
+      }
+    } finally {
+      await store.close()
+      raw.disconnect()
+    }
+  })
+
+  it('rebases running totals near 1e15 without changing answers or losing the TTL', async () => {
+    const prefix = freshPrefix()
+    const store = await makeStore(kind, { keyPrefix: prefix })
+    const raw = rawClient(kind)
+    try {
+      // a sliding log whose running total is about to pass 1e15
+      const log = `${prefix}:sliding:{big}`
+      const nowUs = Date.now() * 1000
+      await raw.zadd(log, nowUs - 1000, `${String(1e15 - 5).padStart(17, '0')}:3`)
+      await raw.pexpire(log, 60_000)
+      const sliding = new SlidingWindowLimiter(store, { name: 'big', windows: [{ limit: 10, intervalMs: 60_000 }] })
+      expect((await sliding.check(5)).windows[0].remaining).toBe(2)
+      expect(await raw.zrange(log, 0, -1)).toEqual([`${'0'.repeat(17)}:3`, `${'0'.repeat(16)}3:5`])
+      expect(await raw.pttl(log)).toBeGreaterThan(0)
+      expect((await sliding.check(3)).allowed).toBe(false)
+      // a quota counter likewise
+      const counter = `${prefix}:quota:{big}:60:60`
+      const g = 30_000_000 // the granule of t = (g + 1) * 60 + 30
+      await raw.zadd(counter, g, `${g}:${1e15 - 5}:3`)
+      await raw.pexpire(counter, 60_000)
+      const quotas = new QuotaLimiter(store)
+      const q: Quota = { windowSeconds: 60, granularitySeconds: 60, limit: 10 }
+      const t = (g + 1) * 60 + 30
+      const [grant] = await quotas.checkAndUseQuotas([{ prefix: 'big', requested: 5, quotas: [q] }], t)
+      expect(grant.granted).toBe(5)
+      expect(await raw.zrange(counter, 0, -1)).toEqual([`${g}:0:8`])
+      expect(await raw.pttl(counter)).toBeGreaterThan(0)
+      const [next] = await quotas.checkAndUseQuotas([{ prefix: 'big', requested: 5, quotas: [q] }], t)
+      expect(next.granted).toBe(2)
+    } finally {
+      await store.close()
+      raw.disconnect()
     }
   })
 })

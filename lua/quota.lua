@@ -55,18 +55,82 @@ local function parse(m)
   return tonumber(string.sub(m, a + 1, b - 1)), tonumber(string.sub(m, b + 1))
 end
 
+-- the newest charged granule of each counter: { score, member } or false
+local newest = {}
+local function load_newest(c)
+  if newest[c] == nil then
+    local e = redis.call('ZRANGE', KEYS[c], -1, -1, 'WITHSCORES')
+    if e[1] then newest[c] = { tonumber(e[2]), e[1] } else newest[c] = false end
+  end
+  return newest[c]
+end
+
 local function used(c)
   local key = KEYS[c]
-  local first = redis.call('ZRANGEBYSCORE', key, num(g0[c] - n[c] + 1), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  if not first[1] or tonumber(first[2]) > g0[c] then return 0 end
-  local last = redis.call('ZREVRANGEBYSCORE', key, num(g0[c]), '-inf', 'LIMIT', 0, 1)
+  local top = load_newest(c)
+  if not top then return 0 end
+  local last = top[2]
+  if top[1] > g0[c] then
+    last = redis.call('ZREVRANGEBYSCORE', key, num(g0[c]), '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if not last[1] or tonumber(last[2]) < g0[c] - n[c] + 1 then return 0 end
+    last = last[1]
+  elseif top[1] < g0[c] - n[c] + 1 then
+    return 0
+  end
+  local first = redis.call('ZRANGEBYSCORE', key, num(g0[c] - n[c] + 1), '+inf', 'LIMIT', 0, 1)
   local start = parse(first[1])
-  local b, k = parse(last[1])
+  local b, k = parse(last)
   return b + k - start
+end
+
+local function rebase(key)
+  local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local base = parse(all[1])
+  local left = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  for j = 1, #all, 2 do
+    local bj, kj = parse(all[j])
+    redis.call('ZADD', key, all[j + 1], mk(tonumber(all[j + 1]), bj - base, kj))
+  end
+  if left > 0 then redis.call('PEXPIRE', key, left) end
+end
+
+-- the common cases: `g` is the newest granule (update it) or newer than all (append); under
+-- the server clock the TTL is set when a granule is created: a granule stops counting at
+-- most window + granularity after its first charge
+local function add_newest(c, amount, top)
+  local key, g = KEYS[c], g0[c]
+  local total
+  if top and top[1] == g then
+    local b, k = parse(top[2])
+    local after = k + amount
+    if after < 0 then after = 0 end
+    if after == k then return end
+    -- add before removing: a sorted set left empty is deleted, and its TTL with it
+    if after > 0 then redis.call('ZADD', key, num(g), mk(g, b, after)) end
+    redis.call('ZREM', key, top[2])
+    total = b + after
+    if margin > 0 and after > 0 then redis.call('PEXPIRE', key, ttl[c]) end
+  else
+    if amount <= 0 then return end
+    local before = 0
+    if top then
+      local b, k = parse(top[2])
+      before = b + k
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. num(g - 2 * n[c] + 1))
+    end
+    redis.call('ZADD', key, num(g), mk(g, before, amount))
+    total = before + amount
+    redis.call('PEXPIRE', key, ttl[c])
+  end
+  if total > REBASE_AT then rebase(key) end
 end
 
 local function add(c, amount)
   local key, g = KEYS[c], g0[c]
+  local top = load_newest(c)
+  if not top or top[1] <= g then return add_newest(c, amount, top) end
+  -- an older granule (an old timestamp): the general case
   local cur = redis.call('ZRANGEBYSCORE', key, num(g), num(g))
   local delta = 0
   if cur[1] then
@@ -75,8 +139,8 @@ local function add(c, amount)
     if after < 0 then after = 0 end
     delta = after - k
     if delta ~= 0 then
-      redis.call('ZREM', key, cur[1])
       if after > 0 then redis.call('ZADD', key, num(g), mk(g, b, after)) end
+      redis.call('ZREM', key, cur[1])
     end
   elseif amount > 0 then
     local before = 0
@@ -96,23 +160,15 @@ local function add(c, amount)
     local later = redis.call('ZRANGEBYSCORE', key, '(' .. num(g), '+inf', 'WITHSCORES')
     for j = 1, #later, 2 do
       local b, k = parse(later[j])
-      redis.call('ZREM', key, later[j])
       redis.call('ZADD', key, later[j + 1], mk(tonumber(later[j + 1]), b + delta, k))
+      redis.call('ZREM', key, later[j])
     end
   end
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if newest[1] then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. num(tonumber(newest[2]) - 2 * n[c] + 1))
-    local b, k = parse(newest[1])
-    if b + k > REBASE_AT then
-      local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-      local base = parse(all[1])
-      redis.call('DEL', key)
-      for j = 1, #all, 2 do
-        local bj, kj = parse(all[j])
-        redis.call('ZADD', key, all[j + 1], mk(tonumber(all[j + 1]), bj - base, kj))
-      end
-    end
+  local top_now = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if top_now[1] then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. num(tonumber(top_now[2]) - 2 * n[c] + 1))
+    local b, k = parse(top_now[1])
+    if b + k > REBASE_AT then rebase(key) end
     redis.call('PEXPIRE', key, ttl[c])
   end
 end

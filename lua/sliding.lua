@@ -12,10 +12,11 @@
 -- Returns   flat array per call: allowed (0/1), retry_after_us, then per window:
 --           remaining, retry_after_us
 -- Notes     a window of interval I covers (now - I, now]; every call first drops the calls
---           that left the longest window. The log's TTL (PEXPIRE, whole ms) is the time
---           until its newest call leaves the longest window, plus 60 s when now_us is given
---           (a test's ManualClock: Redis still expires keys on its own clock). All KEYS
---           share one hash slot: the caller groups calls by slot.
+--           that left the longest window. The log's TTL (PEXPIRE, whole ms) runs until its
+--           newest call leaves the longest window, at most half a window later (it is set by
+--           the first call of each half-window only); when now_us is given, exactly until
+--           then plus 60 s (a test's ManualClock: Redis still expires keys on its own
+--           clock). All KEYS share one hash slot: the caller groups calls by slot.
 
 local nargs = #ARGV
 assert(nargs >= 5 and #KEYS >= 1, 'sliding: expected keys and calls')
@@ -123,15 +124,27 @@ while i <= nargs do
         if total + weight > REBASE_AT then
           local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
           local base = parse(all[1])
+          local left = redis.call('PTTL', key)
           redis.call('DEL', key)
           for j = 1, #all, 2 do
             local b, w = parse(all[j])
             redis.call('ZADD', key, all[j + 1], member(b - base, w))
           end
+          if left > 0 then redis.call('PEXPIRE', key, left) end
         end
-        local ttl = math.ceil((at + longest - now) / 1000) + margin
-        if ttl < 1 then ttl = 1 end
-        redis.call('PEXPIRE', key, ttl)
+        -- under the server clock the TTL runs to the end of the current half-window plus the
+        -- longest window, set by the first call of each half-window: later calls in it leave
+        -- the log no later than that
+        local half = longest / 2
+        if margin > 0 then
+          local ttl = math.ceil((at + longest - now) / 1000) + margin
+          if ttl < 1 then ttl = 1 end
+          redis.call('PEXPIRE', key, ttl)
+        elseif not newest or math.floor(newest / half) ~= math.floor(at / half) then
+          local ttl = math.ceil(((math.floor(at / half) + 1) * half + longest - now) / 1000)
+          if ttl < 1 then ttl = 1 end
+          redis.call('PEXPIRE', key, ttl)
+        end
       end
     end
     local worst = 0
