@@ -155,6 +155,13 @@ export declare function redisPacerBatch(store: NativeRedisStore, keys: string, a
 export declare function redisQuota(store: NativeRedisStore, keys: string, nums: Float64Array, mode: number, timestamp: number, lane: number): Promise<Float64Array>
 
 /**
+ * The quota calls of one tick on a Redis store: `keys[i]` and `heads[3 i ..]` = `[nums
+ * length, mode, timestamp (-1 = Redis' clock)]` per call, their `nums` concatenated.
+ * Resolves with, per call, its result length then its result (as `redisQuota`).
+ */
+export declare function redisQuotaBatch(store: NativeRedisStore, keys: Array<string>, heads: Float64Array, nums: Float64Array, lane: number): Promise<Float64Array>
+
+/**
  * Sliding-window calls on a Redis store, in the flat encoding of `memorySliding`, one
  * script call per slot, on the connection of `lane`.
  */

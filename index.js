@@ -851,6 +851,7 @@ module.exports.redisLimitBatch = nativeBinding.redisLimitBatch
 module.exports.redisNextWakes = nativeBinding.redisNextWakes
 module.exports.redisPacerBatch = nativeBinding.redisPacerBatch
 module.exports.redisQuota = nativeBinding.redisQuota
+module.exports.redisQuotaBatch = nativeBinding.redisQuotaBatch
 module.exports.redisSlidingBatch = nativeBinding.redisSlidingBatch
 module.exports.redisStopWakes = nativeBinding.redisStopWakes
 module.exports.redisSubscribe = nativeBinding.redisSubscribe

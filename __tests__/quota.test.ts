@@ -141,6 +141,25 @@ describe.each(STORE_KINDS)('QuotaLimiter on %s', (kind) => {
     expect(await at(t0 + 1800)).toBe(1_000_000 - 2 * (calls / 2 + 1))
   })
 
+  it('decides the calls of one tick in call order, each seeing the earlier ones', async () => {
+    const org: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 10 }
+    const global: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 12, prefixOverride: `g${n++}` }
+    const a = p()
+    const call = (requested: number) =>
+      limiter.checkAndUseQuotas([{ prefix: a, requested, quotas: [org, global] }], 7000)
+    const other = p()
+    const results = await Promise.all([
+      call(3),
+      call(3),
+      limiter.checkWithinQuotas([{ prefix: a, requested: 10, quotas: [org] }], 7000),
+      call(3),
+      limiter.checkAndUseQuotas([{ prefix: other, requested: 5, quotas: [org, global] }], 7000),
+      call(3),
+    ])
+    const flat = results.map((r) => ('grants' in r ? r.grants[0].granted : r[0].granted))
+    expect(flat).toEqual([3, 3, 4, 3, 3, 0])
+  })
+
   it('returns an empty list for no requests without touching the store', async () => {
     expect(await limiter.checkAndUseQuotas([])).toEqual([])
     expect((await limiter.checkWithinQuotas([], 77)).grants).toEqual([])

@@ -237,6 +237,9 @@ class RedisStore {
     // sliding-window calls of this tick
     this._sops = { keys: [], nums: [], owners: [], resolve: [], reject: [] }
     this._sflushBound = () => this._flushSliding()
+    // quota calls of this tick
+    this._qops = { keys: [], heads: [], nums: [], resolve: [], reject: [] }
+    this._qflushBound = () => this._flushQuota()
   }
 
   /**
@@ -477,14 +480,52 @@ class RedisStore {
     )
   }
 
-  /** @internal one quota call (timestamp -1: Redis' clock); resolves with the flat result */
-  async _quotaCall(keys, nums, mode, timestamp) {
-    if (this._closed) throw closedError()
-    try {
-      return await native.redisQuota(this._native, keys, nums, mode, timestamp, (this._lane = (this._lane + 1) >>> 0))
-    } catch (err) {
-      throw fromNative(err)
-    }
+  /**
+   * @internal one quota call (timestamp -1: Redis' clock), sent with the other quota calls of
+   * this tick (one napi crossing; consecutive checkAndUse calls on one slot share one script
+   * call); resolves with its flat result
+   */
+  _quotaCall(keys, nums, mode, timestamp) {
+    if (this._closed) return Promise.reject(closedError())
+    return new Promise((resolve, reject) => {
+      const q = this._qops
+      q.keys.push(keys)
+      q.heads.push(nums.length, mode, timestamp)
+      q.nums.push(nums)
+      q.resolve.push(resolve)
+      q.reject.push(reject)
+      if (q.keys.length === 1) process.nextTick(this._qflushBound)
+    })
+  }
+
+  _flushQuota() {
+    const { keys, heads, nums, resolve, reject } = this._qops
+    this._qops = { keys: [], heads: [], nums: [], resolve: [], reject: [] }
+    const lane = (this._lane = (this._lane + 1) >>> 0)
+    this._chunks(
+      keys.length,
+      reject,
+      (start, end) => {
+        let length = 0
+        for (let e = start; e < end; e++) length += nums[e].length
+        const flat = new Float64Array(length)
+        let at = 0
+        for (let e = start; e < end; e++) {
+          flat.set(nums[e], at)
+          at += nums[e].length
+        }
+        const head = new Float64Array(heads.slice(start * 3, end * 3))
+        return native.redisQuotaBatch(this._native, keys.slice(start, end), head, flat, lane)
+      },
+      (out, start, end) => {
+        let o = 0
+        for (let e = start; e < end; e++) {
+          const length = out[o]
+          resolve[e](out.subarray(o + 1, o + 1 + length))
+          o += 1 + length
+        }
+      },
+    )
   }
 
   /**

@@ -166,7 +166,13 @@ local function add(c, amount)
   end
   local top_now = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if top_now[1] then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. num(tonumber(top_now[2]) - 2 * n[c] + 1))
+    -- a new granule drops the old ones, never the window of the granule just charged (see
+    -- core/quota.rs `Counter::add`)
+    if not cur[1] and amount > 0 then
+      local bound = tonumber(top_now[2]) - 2 * n[c] + 1
+      if g - n[c] + 1 < bound then bound = g - n[c] + 1 end
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. num(bound))
+    end
     local b, k = parse(top_now[1])
     if b + k > REBASE_AT then rebase(key) end
     redis.call('PEXPIRE', key, ttl[c])

@@ -354,6 +354,48 @@ pub fn redis_quota<'env>(
   })
 }
 
+/// The quota calls of one tick on a Redis store: `keys[i]` and `heads[3 i ..]` = `[nums
+/// length, mode, timestamp (-1 = Redis' clock)]` per call, their `nums` concatenated.
+/// Resolves with, per call, its result length then its result (as `redisQuota`).
+#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+pub fn redis_quota_batch<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  keys: Vec<String>,
+  heads: Float64Array,
+  nums: Float64Array,
+  lane: u32,
+) -> Result<PromiseRaw<'env, Float64Array>> {
+  if heads.len() != keys.len() * 3 {
+    return Err(js_error(Error::argument("malformed quota batch")));
+  }
+  let mut calls = Vec::with_capacity(keys.len());
+  let mut at = 0usize;
+  for (keys, head) in keys.iter().zip(heads.chunks(3)) {
+    let len = head[0];
+    if !(len >= 0.0 && len.fract() == 0.0 && at + len as usize <= nums.len()) {
+      return Err(js_error(Error::argument("malformed quota batch")));
+    }
+    let call = QuotaCall::decode(keys, &nums[at..at + len as usize]).map_err(js_error)?;
+    at += len as usize;
+    let mode = QuotaMode::from_code(head[1]).map_err(js_error)?;
+    calls.push((call, mode, quota_timestamp(head[2]).map_err(js_error)?));
+  }
+  if at != nums.len() {
+    return Err(js_error(Error::argument("malformed quota batch")));
+  }
+  spawn_in_order(env, store, move |inner| async move {
+    let results = inner.quota_batch(&calls, lane).await.map_err(js_error)?;
+    let mut out = vec![];
+    for (t, grants) in results {
+      let encoded = encode_grants(t, &grants);
+      out.push(encoded.len() as f64);
+      out.extend(encoded);
+    }
+    Ok(Float64Array::new(out))
+  })
+}
+
 /// Concurrent-limiter operations on a Redis store, sent together on the connection of
 /// `lane`: `keys` and `ids` joined by `\n`, `nums` = 5 per operation (`op, limit, lockUs,
 /// waitUs, ttlMs`, as `memoryConcurrent`). Resolves with `values`, 9 numbers per operation

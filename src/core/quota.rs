@@ -64,9 +64,11 @@ impl Counter {
     }
   }
 
-  /// Adds `amount` to granule `g` (negative: a refund, only of what the granule holds),
-  /// then drops the granules more than `2n` behind the newest.
+  /// Adds `amount` to granule `g` (negative: a refund, only of what the granule holds);
+  /// when that creates the granule, drops the granules more than `2n` behind the newest,
+  /// except those a read at `g` counts.
   pub fn add(&mut self, g: i64, amount: f64, n: i64) {
+    let mut inserted = false;
     let delta = match self.granules.get_mut(&g) {
       Some((_, count)) => {
         let after = (*count + amount).max(0.0);
@@ -75,6 +77,7 @@ impl Counter {
         delta
       }
       None if amount > 0.0 => {
+        inserted = true;
         let before = match self.granules.range(..g).next_back() {
           Some((_, (b, c))) => b + c,
           None => self.granules.range(g + 1..).next().map_or(0.0, |(_, (b, _))| *b),
@@ -92,8 +95,11 @@ impl Counter {
         *before += delta;
       }
     }
-    if let Some(newest) = self.granules.keys().next_back().copied() {
-      self.granules = self.granules.split_off(&(newest - 2 * n + 1));
+    // a new granule drops the ones more than 2n behind the newest, never the window of the
+    // granule just charged: a read at the same timestamp (a later request of the same call
+    // or tick) must see the charge
+    if let (true, Some(newest)) = (inserted, self.granules.keys().next_back().copied()) {
+      self.granules = self.granules.split_off(&(newest - 2 * n + 1).min(g - n + 1));
     }
     if self.granules.values().next_back().is_some_and(|(b, c)| b + c > REBASE_AT) {
       let base = self.granules.values().next().map_or(0.0, |(b, _)| *b);
@@ -267,13 +273,16 @@ mod tests {
       let mut plain: BTreeMap<i64, f64> = BTreeMap::new();
       for (g, amount) in ops {
         c.add(g, amount as f64, n);
+        let inserted = amount > 0 && plain.get(&g).is_none_or(|x| *x == 0.0);
         let slot = plain.entry(g).or_insert(0.0);
         if amount > 0 || *slot > 0.0 {
           *slot = (*slot + amount as f64).max(0.0);
         }
         let newest = c.granules().last().map(|x| x.0);
         if let Some(newest) = newest {
-          plain.retain(|k, _| *k > newest - 2 * n);
+          if inserted {
+            plain.retain(|k, _| *k >= (newest - 2 * n + 1).min(g - n + 1));
+          }
           for g0 in newest - n..=newest + n {
             let want: f64 = plain.range(g0 - n + 1..=g0).map(|(_, x)| x).sum();
             prop_assert_eq!(c.used(g0, n), want);

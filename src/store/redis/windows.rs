@@ -154,6 +154,119 @@ impl RedisStore {
     }
   }
 
+  /// Several quota calls of one tick, each `(call, mode, timestamp)`, answered in order.
+  /// Consecutive `checkAndUse` calls whose counters share one slot and that have the same
+  /// timestamp (always so on a standalone server, unless timestamps differ) are decided in
+  /// one script call (up to [`CHUNK`] calls), exactly as if sent one after the other: a
+  /// call's requests see the earlier calls' grants. Every other call runs on its own, in
+  /// order: each sees what the earlier calls of the tick charged.
+  pub async fn quota_batch(
+    &self,
+    calls: &[(QuotaCall, QuotaMode, Option<f64>)],
+    lane: u32,
+  ) -> Result<Vec<(f64, Vec<Grant>)>> {
+    let slot_of = |call: &QuotaCall| -> Option<u16> {
+      let mut slots = call.keys.iter().map(|k| if self.cluster { fred::util::redis_keyslot(k.as_bytes()) } else { 0 });
+      let first = slots.next()?;
+      slots.all(|s| s == first).then_some(first)
+    };
+    // runs of mergeable calls: (slot, timestamp bits) and the calls; None = on its own
+    type Run = (Option<(u16, u64)>, Vec<usize>);
+    let mut runs: Vec<Run> = vec![];
+    for (i, (call, mode, t)) in calls.iter().enumerate() {
+      let merge = match (mode, slot_of(call)) {
+        (QuotaMode::CheckAndUse, Some(slot)) => Some((slot, t.map_or(u64::MAX, f64::to_bits))),
+        _ => None,
+      };
+      match runs.last_mut() {
+        Some((Some(m), run)) if merge == Some(*m) && run.len() < CHUNK => run.push(i),
+        _ => runs.push((merge, vec![i])),
+      }
+    }
+    // A run whose script calls are all sent when it starts is pipelined with its
+    // neighbours (sent in order on one connection per node, so each sees the earlier ones).
+    // A call in phases across slots is a barrier: it starts once the earlier runs are done,
+    // and the later ones start once it is done.
+    let phased = |run: &[usize]| {
+      let (call, mode, t) = &calls[run[0]];
+      slot_of(call).is_none() && (*mode == QuotaMode::CheckAndUse || (*mode == QuotaMode::Check && t.is_none()))
+    };
+    let mut out = Vec::with_capacity(calls.len());
+    let mut pending = vec![];
+    for (_, run) in &runs {
+      if phased(run) {
+        for result in futures::future::join_all(pending.drain(..)).await {
+          out.extend(result?);
+        }
+        out.extend(self.quota_run(calls, run, lane).await?);
+      } else {
+        pending.push(self.quota_run(calls, run, lane));
+      }
+    }
+    for result in futures::future::join_all(pending).await {
+      out.extend(result?);
+    }
+    Ok(out)
+  }
+
+  /// One run of [`quota_batch`](Self::quota_batch): a call on its own, or merged calls.
+  async fn quota_run(
+    &self,
+    calls: &[(QuotaCall, QuotaMode, Option<f64>)],
+    run: &[usize],
+    lane: u32,
+  ) -> Result<Vec<(f64, Vec<Grant>)>> {
+    if run.len() == 1 {
+      let (call, mode, t) = &calls[run[0]];
+      let margin = if t.is_some() { QUOTA_MARGIN_MS } else { 0.0 };
+      return Ok(vec![self.quota(call, *mode, *t, margin, lane).await?]);
+    }
+    self.quota_merged(calls, run, lane).await
+  }
+
+  /// `checkAndUse` calls on one slot with one timestamp, as one call whose requests are
+  /// theirs in order (counters renumbered into one list).
+  async fn quota_merged(
+    &self,
+    calls: &[(QuotaCall, QuotaMode, Option<f64>)],
+    run: &[usize],
+    lane: u32,
+  ) -> Result<Vec<(f64, Vec<Grant>)>> {
+    let mut merged = QuotaCall::default();
+    let mut index: std::collections::HashMap<&str, usize> = Default::default();
+    for i in run {
+      let call = &calls[*i].0;
+      let local: Vec<usize> = call
+        .keys
+        .iter()
+        .zip(&call.shapes)
+        .map(|(key, shape)| {
+          *index.entry(key.as_str()).or_insert_with(|| {
+            merged.keys.push(key.clone());
+            merged.shapes.push(*shape);
+            merged.keys.len() - 1
+          })
+        })
+        .collect();
+      for r in &call.requests {
+        let mut r = r.clone();
+        for q in &mut r.quotas {
+          q.counter = local[q.counter];
+        }
+        merged.requests.push(r);
+      }
+    }
+    let t = calls[run[0]].2;
+    let margin = if t.is_some() { QUOTA_MARGIN_MS } else { 0.0 };
+    let (t, mut grants) = self.quota(&merged, QuotaMode::CheckAndUse, t, margin, lane).await?;
+    let mut out = Vec::with_capacity(run.len());
+    for i in run {
+      let rest = grants.split_off(calls[*i].0.requests.len());
+      out.push((t, std::mem::replace(&mut grants, rest)));
+    }
+    Ok(out)
+  }
+
   /// Phase 1: what every counter used at the call's timestamp.
   async fn quota_read(
     &self,
