@@ -30,6 +30,33 @@ function storeOptions(options, allowed) {
 const closedError = () => new SluiceError('ERR_CLOSED', 'the store is closed')
 
 /**
+ * The calls of one tick, flushed together on the next: `add(call)` queues one call (an
+ * array of its fields) and resolves with what `flush({ calls, resolve, reject })` gives it.
+ */
+class TickQueue {
+  constructor(flush) {
+    this._flush = flush
+    this._batch = null
+  }
+
+  add(call) {
+    return new Promise((resolve, reject) => {
+      if (this._batch === null) {
+        this._batch = { calls: [], resolve: [], reject: [] }
+        process.nextTick(() => {
+          const batch = this._batch
+          this._batch = null
+          this._flush(batch)
+        })
+      }
+      this._batch.calls.push(call)
+      this._batch.resolve.push(resolve)
+      this._batch.reject.push(reject)
+    })
+  }
+}
+
+/**
  * The concurrent-limiter waiters of this process, by waiter id. A grant message
  * (`"<id> <token>"`) resolves its waiter; `"*"` asks every waiter to re-poll (a grant may
  * have been missed while the listener reconnected).
@@ -232,14 +259,10 @@ class RedisStore {
     this._waiters = new Waiters()
     this._channels = new Map() // channel -> { count, ready }
     this._listening = false
-    this._cops = { keys: [], ids: [], nums: [], resolve: [], reject: [] } // operations of this tick
-    this._cflushBound = () => this._flushConcurrent()
-    // sliding-window calls of this tick
-    this._sops = { keys: [], nums: [], owners: [], resolve: [], reject: [] }
-    this._sflushBound = () => this._flushSliding()
-    // quota calls of this tick
-    this._qops = { keys: [], heads: [], nums: [], resolve: [], reject: [] }
-    this._qflushBound = () => this._flushQuota()
+    // concurrent, sliding-window and quota calls of this tick
+    this._concurrentCalls = new TickQueue((batch) => this._flushConcurrent(batch))
+    this._slidingCalls = new TickQueue((batch) => this._flushSliding(batch))
+    this._quotaCalls = new TickQueue((batch) => this._flushQuota(batch))
   }
 
   /**
@@ -443,20 +466,13 @@ class RedisStore {
   /** @internal one sliding-window call, decided with the other calls of this tick */
   _slidingCall(owner, key, nums) {
     if (this._closed) return Promise.reject(closedError())
-    return new Promise((resolve, reject) => {
-      const c = this._sops
-      c.keys.push(key)
-      c.nums.push(nums)
-      c.owners.push(owner)
-      c.resolve.push(resolve)
-      c.reject.push(reject)
-      if (c.keys.length === 1) process.nextTick(this._sflushBound)
-    })
+    return this._slidingCalls.add([owner, key, nums])
   }
 
-  _flushSliding() {
-    const { keys, nums, owners, resolve, reject } = this._sops
-    this._sops = { keys: [], nums: [], owners: [], resolve: [], reject: [] }
+  _flushSliding({ calls, resolve, reject }) {
+    const owners = calls.map((c) => c[0])
+    const keys = calls.map((c) => c[1])
+    const nums = calls.map((c) => c[2])
     const nowUs = this.clock ? this.clock._nowUs() : -1
     const lane = (this._lane = (this._lane + 1) >>> 0)
     this._chunks(
@@ -487,20 +503,13 @@ class RedisStore {
    */
   _quotaCall(keys, nums, mode, timestamp) {
     if (this._closed) return Promise.reject(closedError())
-    return new Promise((resolve, reject) => {
-      const q = this._qops
-      q.keys.push(keys)
-      q.heads.push(nums.length, mode, timestamp)
-      q.nums.push(nums)
-      q.resolve.push(resolve)
-      q.reject.push(reject)
-      if (q.keys.length === 1) process.nextTick(this._qflushBound)
-    })
+    return this._quotaCalls.add([keys, nums, mode, timestamp])
   }
 
-  _flushQuota() {
-    const { keys, heads, nums, resolve, reject } = this._qops
-    this._qops = { keys: [], heads: [], nums: [], resolve: [], reject: [] }
+  _flushQuota({ calls, resolve, reject }) {
+    const keys = calls.map((c) => c[0])
+    const nums = calls.map((c) => c[1])
+    const heads = calls.flatMap((c) => [c[1].length, c[2], c[3]])
     const lane = (this._lane = (this._lane + 1) >>> 0)
     this._chunks(
       keys.length,
@@ -534,20 +543,13 @@ class RedisStore {
    */
   _concurrent(key, op, id, nums) {
     if (this._closed) return Promise.reject(closedError())
-    return new Promise((resolve, reject) => {
-      const c = this._cops
-      c.keys.push(key)
-      c.ids.push(id)
-      c.nums.push(op, nums[0], nums[1], nums[2], nums[3])
-      c.resolve.push(resolve)
-      c.reject.push(reject)
-      if (c.keys.length === 1) process.nextTick(this._cflushBound)
-    })
+    return this._concurrentCalls.add([key, id, op, nums])
   }
 
-  _flushConcurrent() {
-    const { keys, ids, nums, resolve, reject } = this._cops
-    this._cops = { keys: [], ids: [], nums: [], resolve: [], reject: [] }
+  _flushConcurrent({ calls, resolve, reject }) {
+    const keys = calls.map((c) => c[0])
+    const ids = calls.map((c) => c[1])
+    const nums = calls.flatMap(([, , op, n]) => [op, n[0], n[1], n[2], n[3]])
     const nowUs = this.clock ? this.clock._nowUs() : -1
     const lane = (this._lane = (this._lane + 1) >>> 0)
     this._chunks(
