@@ -1,39 +1,20 @@
 // QuotaLimiter: Sentry's sliding-window quotas (same granule arithmetic and grants) with an
 // atomic checkAndUse, on every store with explicit timestamps or a ManualClock; then its bad
 // inputs.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  ManualClock,
-  QuotaLimiter,
-  SlidingWindowLimiter,
-  type Quota,
-  type RequestedQuota,
-  type Store,
-} from '../lib/index.js'
-import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock, QuotaLimiter, SlidingWindowLimiter, type Quota, type RequestedQuota } from '../lib/index.js'
+import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient, useStore } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 
 const T0 = 1_800_000_000_000
 
 describe.each(STORE_KINDS)('QuotaLimiter on %s', (kind) => {
-  let clock: ManualClock
-  let store: Store
-  let prefix: string
+  const clock = new ManualClock(T0)
+  const s = useStore(kind, { clock })
+  const { raw, prefix } = s
   let limiter: QuotaLimiter
-  const raw = kind === 'memory' ? null : rawClient(kind)
-
-  beforeAll(async () => {
-    clock = new ManualClock(T0)
-    prefix = freshPrefix()
-    store = await makeStore(kind, { clock, keyPrefix: prefix })
-    limiter = new QuotaLimiter(store)
-  })
-  afterAll(async () => {
-    if (raw) {
-      for (const key of await keysUnder(raw, prefix)) expect(`${key} ${await raw.pttl(key)}`).not.toMatch(/ -\d+$/)
-    }
-    await store.close()
-    raw?.disconnect()
+  beforeAll(() => {
+    limiter = new QuotaLimiter(s.store)
   })
 
   let n = 0
@@ -180,19 +161,10 @@ describe.each(STORE_KINDS)('QuotaLimiter on %s', (kind) => {
 })
 
 describe.each(STORE_KINDS)('QuotaLimiter input validation on %s', (kind) => {
-  let store: Store
-  let prefix: string
+  const s = useStore(kind, { clock: new ManualClock(T0), after: 'empty' })
   let limiter: QuotaLimiter
-  const raw = kind === 'memory' ? null : rawClient(kind)
-  beforeAll(async () => {
-    prefix = freshPrefix()
-    store = await makeStore(kind, { keyPrefix: prefix, clock: new ManualClock(T0) })
-    limiter = new QuotaLimiter(store)
-  })
-  afterAll(async () => {
-    if (raw) expect(await keysUnder(raw, prefix)).toEqual([])
-    await store.close()
-    raw?.disconnect()
+  beforeAll(() => {
+    limiter = new QuotaLimiter(s.store)
   })
 
   const good: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 5 }

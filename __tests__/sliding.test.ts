@@ -1,34 +1,20 @@
 // SlidingWindowLimiter: several exact sliding windows, all or nothing, on every store with a
 // ManualClock; then its bad inputs.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock, OverLimitError, SlidingWindowLimiter, type Store } from '../lib/index.js'
-import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
+import { describe, expect, it } from 'vitest'
+import { ManualClock, OverLimitError, SlidingWindowLimiter } from '../lib/index.js'
+import { STORE_KINDS, useStore } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 
 const T0 = 1_800_000_000_000
 
 describe.each(STORE_KINDS)('SlidingWindowLimiter on %s', (kind) => {
-  let clock: ManualClock
-  let store: Store
-  let prefix: string
-  const raw = kind === 'memory' ? null : rawClient(kind)
-
-  beforeAll(async () => {
-    clock = new ManualClock(T0)
-    prefix = freshPrefix()
-    store = await makeStore(kind, { clock, keyPrefix: prefix })
-  })
-  afterAll(async () => {
-    if (raw) {
-      for (const key of await keysUnder(raw, prefix)) expect(`${key} ${await raw.pttl(key)}`).not.toMatch(/ -\d+$/)
-    }
-    await store.close()
-    raw?.disconnect()
-  })
+  const clock = new ManualClock(T0)
+  const s = useStore(kind, { clock })
+  const { raw, prefix } = s
 
   let n = 0
   const make = (windows: { limit: number; intervalMs: number }[]) =>
-    new SlidingWindowLimiter(store, { name: `s${n++}`, windows })
+    new SlidingWindowLimiter(s.store, { name: `s${n++}`, windows })
 
   it('admits up to every window, and a call one window refuses charges none of them', async () => {
     clock.set(T0)
@@ -167,22 +153,11 @@ describe.each(STORE_KINDS)('SlidingWindowLimiter on %s', (kind) => {
 })
 
 describe.each(STORE_KINDS)('SlidingWindowLimiter input validation on %s', (kind) => {
-  let store: Store
-  let prefix: string
-  const raw = kind === 'memory' ? null : rawClient(kind)
-  beforeAll(async () => {
-    prefix = freshPrefix()
-    store = await makeStore(kind, { keyPrefix: prefix, clock: new ManualClock(T0) })
-  })
-  afterAll(async () => {
-    if (raw) expect(await keysUnder(raw, prefix)).toEqual([])
-    await store.close()
-    raw?.disconnect()
-  })
+  const s = useStore(kind, { clock: new ManualClock(T0), after: 'empty' })
 
   it('rejects bad options with ERR_INVALID_CONFIG', () => {
     const good = { limit: 1, intervalMs: 1000 }
-    const make = (o: unknown) => () => new SlidingWindowLimiter(store, o as never)
+    const make = (o: unknown) => () => new SlidingWindowLimiter(s.store, o as never)
     for (const o of [
       undefined,
       {},
@@ -205,7 +180,7 @@ describe.each(STORE_KINDS)('SlidingWindowLimiter input validation on %s', (kind)
   })
 
   it('rejects bad weights and options with ERR_INVALID_ARGUMENT before touching the store', async () => {
-    const l = new SlidingWindowLimiter(store, {
+    const l = new SlidingWindowLimiter(s.store, {
       name: 'v',
       windows: [
         { limit: 5, intervalMs: 1000 },

@@ -1,6 +1,7 @@
 // The store matrix: every behaviour scenario runs on the memory store, a standalone Redis
 // and a 3-node Redis Cluster (started by scripts/test.sh on free loopback ports).
 import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, expect } from 'vitest'
 import Redis, { Cluster } from 'ioredis'
 import { ManualClock, MemoryStore, RedisStore, type Store } from '../../lib/index.js'
 
@@ -49,4 +50,32 @@ export async function keysUnder(client: Redis | Cluster, prefix: string): Promis
   const nodes = client instanceof Cluster ? client.nodes('master') : [client]
   const all = await Promise.all(nodes.map((n) => n.keys(`${prefix}:*`)))
   return all.flat()
+}
+
+/**
+ * A store for the enclosing `describe`, made before its tests and closed after them, with a
+ * fresh key prefix and (on Redis) a plain client to look at what was written. Afterwards,
+ * `after: 'ttl'` (default) checks that every key left under the prefix has a TTL, `'empty'`
+ * that none was left at all.
+ */
+export function useStore(kind: StoreKind, options: { clock?: ManualClock; after?: 'ttl' | 'empty' } = {}) {
+  const ctx = {
+    store: undefined as unknown as Store,
+    prefix: freshPrefix(),
+    raw: kind === 'memory' ? null : rawClient(kind),
+  }
+  beforeAll(async () => {
+    ctx.store = await makeStore(kind, { clock: options.clock, keyPrefix: ctx.prefix })
+  })
+  afterAll(async () => {
+    const raw = ctx.raw
+    if (raw) {
+      const keys = await keysUnder(raw, ctx.prefix)
+      if (options.after === 'empty') expect(keys).toEqual([])
+      else for (const key of keys) expect(`${key} ${await raw.pttl(key)}`).not.toMatch(/ -\d+$/)
+    }
+    await ctx.store.close()
+    raw?.disconnect()
+  })
+  return ctx
 }
