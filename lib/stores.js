@@ -139,20 +139,25 @@ class MemoryStore {
     if (native.memorySweep(this._handle, nowUs)) this._ids.clear()
   }
 
-  /** @internal one composite call: keys[i] with args of the flat batch encoding */
-  _group(keys, args) {
+  /**
+   * @internal runs `call(nowUs)` on the engine (nowUs -1: the system clock): ERR_CLOSED once
+   * closed, native errors with their codes
+   */
+  _run(call) {
     if (this._closed) throw closedError()
     try {
-      if ((this._untilSweep -= keys.length) <= 0) this._sweep(this.clock ? this.clock._nowUs() : -1)
-      return native.memoryPacerBatch(
-        this._handle,
-        keys.join('\n'),
-        new Float64Array(args),
-        this.clock ? this.clock._nowUs() : -1,
-      )
+      return call(this.clock ? this.clock._nowUs() : -1)
     } catch (err) {
       throw fromNative(err)
     }
+  }
+
+  /** @internal one composite call: keys[i] with args of the flat batch encoding */
+  _group(keys, args) {
+    return this._run((nowUs) => {
+      if ((this._untilSweep -= keys.length) <= 0) this._sweep(nowUs)
+      return native.memoryPacerBatch(this._handle, keys.join('\n'), new Float64Array(args), nowUs)
+    })
   }
 
   /** @internal one rate-limiter call, synchronous: `[allowed, remaining, retryAfterUs, resetAfterUs]` */
@@ -177,33 +182,17 @@ class MemoryStore {
 
   /** @internal one sliding-window call, synchronous (see memorySliding) */
   _sliding(key, nums) {
-    if (this._closed) throw closedError()
-    try {
-      return native.memorySliding(this._handle, key, new Float64Array(nums), this.clock ? this.clock._nowUs() : -1)
-    } catch (err) {
-      throw fromNative(err)
-    }
+    return this._run((nowUs) => native.memorySliding(this._handle, key, new Float64Array(nums), nowUs))
   }
 
   /** @internal one quota call, synchronous (see memoryQuota) */
   _quota(keys, nums, mode, timestamp) {
-    if (this._closed) throw closedError()
-    try {
-      return native.memoryQuota(this._handle, keys, nums, mode, timestamp, this.clock ? this.clock._nowUs() : -1)
-    } catch (err) {
-      throw fromNative(err)
-    }
+    return this._run((nowUs) => native.memoryQuota(this._handle, keys, nums, mode, timestamp, nowUs))
   }
 
   /** @internal one concurrent-limiter operation; grants go to the waiters of this process */
   async _concurrent(key, op, id, nums) {
-    if (this._closed) throw closedError()
-    let reply
-    try {
-      reply = native.memoryConcurrent(this._handle, key, op, id, nums, this.clock ? this.clock._nowUs() : -1)
-    } catch (err) {
-      throw fromNative(err)
-    }
+    const reply = this._run((nowUs) => native.memoryConcurrent(this._handle, key, op, id, nums, nowUs))
     for (const grant of reply.grants) this._waiters.wake(grant)
     return reply.values
   }
