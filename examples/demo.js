@@ -2,9 +2,17 @@
 'use strict'
 // Several workers share one DistributedPacer on the embedded store and call a fake API as
 // fast as the pacer lets them. Prints the target rate next to the achieved one. Then the same
-// workers share a ConcurrentLimiter (at most 3 jobs at once) and a LeakyLimiter.
+// workers share a ConcurrentLimiter (at most 3 jobs at once) and a LeakyLimiter, a
+// SlidingWindowLimiter with two windows, and Sentry-style quotas.
 //   npm run demo            (or: node examples/demo.js [seconds] [qps] [workers])
-const { MemoryStore, DistributedPacer, ConcurrentLimiter, LeakyLimiter } = require('../lib/index.js')
+const {
+  MemoryStore,
+  DistributedPacer,
+  ConcurrentLimiter,
+  LeakyLimiter,
+  SlidingWindowLimiter,
+  QuotaLimiter,
+} = require('../lib/index.js')
 
 const seconds = Number(process.argv[2] || 5)
 const qps = Number(process.argv[3] || 40)
@@ -55,6 +63,7 @@ async function main() {
       `(${((100 * (steadyRate - qps)) / qps).toFixed(2)}%)`,
   )
   await limiters(store)
+  await windows(store)
   await store.close()
 }
 
@@ -85,6 +94,39 @@ async function limiters(store) {
   const start = Date.now()
   const at = await Promise.all(Array.from({ length: 12 }, () => leaky.withinLimit(() => Date.now() - start)))
   console.log(`LeakyLimiter(4 per second): 12 calls ran at ms ${at.sort((a, b) => a - b).join(' ')}`)
+}
+
+// 30 calls in 3 s against "5 per 500 ms and 12 per 2 s", all or nothing; then three
+// organisations asking for 4 units each under a per-org quota of 5 and a global one of 10.
+async function windows(store) {
+  const provider = new SlidingWindowLimiter(store, {
+    name: 'provider',
+    windows: [
+      { limit: 5, intervalMs: 500 },
+      { limit: 12, intervalMs: 2000 },
+    ],
+  })
+  const admittedAt = []
+  const start = Date.now()
+  for (let i = 0; i < 30; i++) {
+    if ((await provider.check()).allowed) admittedAt.push(Date.now() - start)
+    await sleep(100)
+  }
+  console.log(
+    `SlidingWindowLimiter(5 per 500 ms, 12 per 2 s): ${admittedAt.length} of 30 calls admitted, ` +
+      `at ms ${admittedAt.join(' ')}`,
+  )
+  const quotas = new QuotaLimiter(store)
+  const perOrg = { windowSeconds: 60, granularitySeconds: 10, limit: 5 }
+  const global = { windowSeconds: 60, granularitySeconds: 10, limit: 10, prefixOverride: 'global' }
+  const grants = await quotas.checkAndUseQuotas(
+    ['org:1', 'org:2', 'org:3'].map((prefix) => ({ prefix, requested: 4, quotas: [perOrg, global] })),
+  )
+  console.log(
+    `QuotaLimiter(5 per org, 10 in all, per minute): ${grants
+      .map((g) => `${g.prefix} granted ${g.granted}${g.reachedQuotas.length ? ' (global quota reached)' : ''}`)
+      .join(', ')}`,
+  )
 }
 
 main().catch((err) => {
