@@ -45,6 +45,18 @@ export interface ConcurrentReply {
 export declare function connectRedis(options: NativeRedisOptions): Promise<NativeRedisStore>
 
 /**
+ * What to do next for a direct task: write `out` (`count` commands) and feed their replies
+ * back to `redisDirectStep`; or, when `out` is absent, the call is done with `values` (and,
+ * for concurrent operations, `grants`).
+ */
+export interface DirectStep {
+  out?: Buffer
+  count: number
+  values?: Float64Array
+  grants?: Array<string>
+}
+
+/**
  * One concurrent-limiter operation on the embedded store: `op` (1 acquire, 2 release,
  * 3 extend, 4 poll, 5 cancel, 6 stats), the lease or waiter id, `[limit, lockUs, waitUs,
  * ttlMs]`.
@@ -119,20 +131,29 @@ export interface NativeRedisOptions {
 }
 
 /**
- * Concurrent-limiter operations on a Redis store, sent together on the connection of
- * `lane`: `keys` and `ids` joined by `
-`, `nums` = 5 per operation (`op, limit, lockUs,
- * waitUs, ttlMs`, as `memoryConcurrent`). Resolves with `values`, 9 numbers per operation
- * (its reply, zero-padded), and `grants`, the slots it handed to waiters (also published on
- * `<key>:wake`).
+ * Concurrent-limiter operations on a pool lane: `keys` and `ids` joined by `
+`, `nums` = 5
+ * per operation (`op, limit, lockUs, waitUs, ttlMs`, as `memoryConcurrent`). Resolves with
+ * `values`, 9 numbers per operation (its reply, zero-padded), and `grants`, the slots it
+ * handed to waiters (also published on `<key>:wake`).
  */
 export declare function redisConcurrentBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<ConcurrentBatchReply>
 
+/** Concurrent-limiter operations on the direct lane. */
+export declare function redisConcurrentDirect(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
+
 /**
- * A batch of rate-limiter calls on a Redis store, in the flat encoding of
- * `LimitBatch::decode`, one script call per slot, on the connection of `lane`.
+ * Runs a direct task until it needs replies: first with no replies, then with the replies
+ * of the `count` commands it last handed out, concatenated as Redis sent them. A failed
+ * call throws its store error.
  */
+export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): DirectStep
+
+/** Rate-limiter calls (`LimitBatch::decode`'s flat encoding) on a pool lane. */
 export declare function redisLimitBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
+
+/** Rate-limiter calls on the direct lane. */
+export declare function redisLimitDirect(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /**
  * Grant messages received since the last call (`"<waiter id> <token>"`, or `"*"`: re-poll
@@ -140,32 +161,28 @@ export declare function redisLimitBatch(store: NativeRedisStore, keys: string, a
  */
 export declare function redisNextWakes(store: NativeRedisStore): Promise<string[]>
 
-/**
- * A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
- * call per slot, on the connection of `lane` (batches keep their call order). A function
- * rather than an async method: a method keeps a reference to `this` per call, and releasing
- * it costs a second wake-up of the JS thread.
- */
+/** Pacer calls (`PacerBatch::decode`'s flat encoding) on a pool lane; results per member. */
 export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
-/**
- * A quota call on a Redis store, as `memoryQuota`; `timestamp` -1 = Redis' clock. Atomic
- * when its counters share a slot; across slots, see `store::redis::windows`.
- */
-export declare function redisQuota(store: NativeRedisStore, keys: string, nums: Float64Array, mode: number, timestamp: number, lane: number): Promise<Float64Array>
+/** Pacer calls on the direct lane. */
+export declare function redisPacerDirect(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /**
- * The quota calls of one tick on a Redis store: `keys[i]` and `heads[3 i ..]` = `[nums
- * length, mode, timestamp (-1 = Redis' clock)]` per call, their `nums` concatenated.
- * Resolves with, per call, its result length then its result (as `redisQuota`).
+ * Quota calls on a pool lane: `keys[i]` and `heads[3 i ..]` = `[nums length, mode (1 check,
+ * 2 checkAndUse, 3 use), timestamp (-1 = Redis' clock)]` per call, their `nums` (as
+ * `memoryQuota`) concatenated. Resolves with, per call, its result length then its result.
+ * Atomic when a call's counters share a slot; across slots, see `store::redis::windows`.
  */
 export declare function redisQuotaBatch(store: NativeRedisStore, keys: Array<string>, heads: Float64Array, nums: Float64Array, lane: number): Promise<Float64Array>
 
-/**
- * Sliding-window calls on a Redis store, in the flat encoding of `memorySliding`, one
- * script call per slot, on the connection of `lane`.
- */
+/** Quota calls on the direct lane. */
+export declare function redisQuotaDirect(store: NativeRedisStore, keys: Array<string>, heads: Float64Array, nums: Float64Array): ExternalObject<'DirectTask'>
+
+/** Sliding-window calls (the flat encoding of `memorySliding`) on a pool lane. */
 export declare function redisSlidingBatch(store: NativeRedisStore, keys: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
+
+/** Sliding-window calls on the direct lane. */
+export declare function redisSlidingDirect(store: NativeRedisStore, keys: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /** Ends a pending `redisNextWakes` with an empty list. */
 export declare function redisStopWakes(store: NativeRedisStore): void

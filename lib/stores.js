@@ -3,12 +3,19 @@
 const native = require('../index.js')
 const { SluiceError, fromNative, invalidConfig } = require('./errors')
 const { ManualClock } = require('./clock')
+const { Batcher } = require('./batcher')
+const { DirectConnection } = require('./direct')
 
 const PRIVATE = Symbol('sluice.private')
-/** Calls per native call (and script call): big enough to amortise the napi crossing and the
- * round trip, small enough that Redis works on one chunk while Node handles the previous one.
- * The native side sends the chunks in call order. */
-const MAX_BATCH = 64
+/** How each kind's calls are batched (see lib/batcher.js). `maxBatch`: calls per native call
+ * and per script call, big enough to amortise the crossing and the round trip, small enough
+ * that one script call never runs for long. `maxInFlight`: batches under way per kind before
+ * new calls wait to leave together (group commit). */
+/** The defaults of `RedisStore.connect` (the native side has the same). */
+const DEFAULT_URL = 'redis://127.0.0.1:6379'
+const DEFAULT_COMMAND_TIMEOUT_MS = 2000
+const DEFAULT_CONNECT_TIMEOUT_MS = 5000
+const BATCHING = { maxBatch: 64, maxInFlight: Number(process.env.SLUICE_MAX_IN_FLIGHT) || 2 }
 /** New keys between two checks whether the memory store should drop expired keys. */
 const SWEEP_EVERY = 4096
 
@@ -28,33 +35,6 @@ function storeOptions(options, allowed) {
 }
 
 const closedError = () => new SluiceError('ERR_CLOSED', 'the store is closed')
-
-/**
- * The calls of one tick, flushed together on the next: `add(call)` queues one call (an
- * array of its fields) and resolves with what `flush({ calls, resolve, reject })` gives it.
- */
-class TickQueue {
-  constructor(flush) {
-    this._flush = flush
-    this._batch = null
-  }
-
-  add(call) {
-    return new Promise((resolve, reject) => {
-      if (this._batch === null) {
-        this._batch = { calls: [], resolve: [], reject: [] }
-        process.nextTick(() => {
-          const batch = this._batch
-          this._batch = null
-          this._flush(batch)
-        })
-      }
-      this._batch.calls.push(call)
-      this._batch.resolve.push(resolve)
-      this._batch.reject.push(reject)
-    })
-  }
-}
 
 /**
  * The concurrent-limiter waiters of this process, by waiter id. A grant message
@@ -214,44 +194,38 @@ class MemoryStore {
 }
 
 /**
- * A Redis (or Redis Cluster) store over one native connection pool. Calls made in the same
- * tick are decided together: one napi crossing, and one script call per 64 of them (per hash
- * slot on a cluster), so a busy process pays the round trip once per batch, not per call.
+ * A Redis (or Redis Cluster) store over one native connection pool. Calls are batched per kind
+ * (see lib/batcher.js): a call goes out at once when its queue has room, and calls arriving
+ * while round trips are under way leave together, one napi crossing and one script call per
+ * 64 of them (per hash slot on a cluster).
  */
 class RedisStore {
-  constructor(token, nativeStore, keyPrefix, clock) {
+  constructor(token, nativeStore, keyPrefix, clock, direct, connectTimeoutMs) {
     if (token !== PRIVATE) throw invalidConfig('use `await RedisStore.connect(options)`')
     this.keyPrefix = keyPrefix
     this.clock = clock
     this._native = nativeStore
+    this._direct = direct
+    this._connectTimeoutMs = connectTimeoutMs
     this._closed = false
     this._sync = false
-    this._keys = []
-    this._args = []
-    this._owners = [] // the pacer or composite that builds each entry's outcome
-    this._weights = []
-    this._resolve = []
-    this._reject = []
-    this._members = []
-    this._scheduled = false
-    this._lane = 0 // every chunk of one flush goes on one connection, so it keeps call order
-    this._flushBound = () => this._flush()
-    // rate-limiter calls of this tick (same batching as the pacer's, their own script)
-    this._lkeys = []
-    this._largs = []
-    this._lowners = []
-    this._lresolve = []
-    this._lreject = []
-    this._lscheduled = false
-    this._lflushBound = () => this._flushLimits()
+    // One queue per kind. Its batches go on the direct connection when it is up, else on one
+    // pool connection (its lane): either way they reach Redis in call order.
+    const queue = (lane, send) => {
+      const q = { lane, direct: false, batcher: null }
+      q.batcher = new Batcher((calls, resolve, reject) => send(calls, resolve, reject, q), BATCHING)
+      return q
+    }
+    this._pacerCalls = queue(0, (c, res, rej, q) => this._sendPacer(c, res, rej, q))
+    this._limitCalls = queue(1, (c, res, rej, q) => this._sendLimits(c, res, rej, q))
+    this._concurrentCalls = queue(2, (c, res, rej, q) => this._sendConcurrent(c, res, rej, q))
+    this._slidingCalls = queue(3, (c, res, rej, q) => this._sendSliding(c, res, rej, q))
+    this._quotaCalls = queue(4, (c, res, rej, q) => this._sendQuota(c, res, rej, q))
+    this._queues = [this._pacerCalls, this._limitCalls, this._concurrentCalls, this._slidingCalls, this._quotaCalls]
     // concurrent limiters: subscribed grant channels and this process's waiters
     this._waiters = new Waiters()
     this._channels = new Map() // channel -> { count, ready }
     this._listening = false
-    // concurrent, sliding-window and quota calls of this tick
-    this._concurrentCalls = new TickQueue((batch) => this._flushConcurrent(batch))
-    this._slidingCalls = new TickQueue((batch) => this._flushSliding(batch))
-    this._quotaCalls = new TickQueue((batch) => this._flushQuota(batch))
   }
 
   /**
@@ -260,7 +234,16 @@ class RedisStore {
    */
   static async connect(options) {
     if (typeof options === 'string') options = { url: options }
-    const names = ['keyPrefix', 'clock', 'url', 'cluster', 'poolSize', 'commandTimeoutMs', 'connectTimeoutMs']
+    const names = [
+      'keyPrefix',
+      'clock',
+      'url',
+      'cluster',
+      'poolSize',
+      'commandTimeoutMs',
+      'connectTimeoutMs',
+      'directConnection',
+    ]
     const { keyPrefix, clock } = storeOptions(options, names)
     const o = options || {}
     if (o.url !== undefined && typeof o.url !== 'string') throw invalidConfig('url must be a string')
@@ -271,6 +254,9 @@ class RedisStore {
     }
     for (const name of ['poolSize', 'commandTimeoutMs', 'connectTimeoutMs']) {
       if (o[name] !== undefined && typeof o[name] !== 'number') throw invalidConfig(`${name} must be a number`)
+    }
+    if (o.directConnection !== undefined && typeof o.directConnection !== 'boolean') {
+      throw invalidConfig('directConnection must be a boolean')
     }
     let nativeStore
     try {
@@ -284,7 +270,16 @@ class RedisStore {
     } catch (err) {
       throw fromNative(err)
     }
-    return new RedisStore(PRIVATE, nativeStore, keyPrefix, clock)
+    const connectTimeoutMs = o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
+    let direct = null
+    if (o.directConnection !== false && !nativeStore.isCluster) {
+      const url = o.url ?? DEFAULT_URL
+      direct = await DirectConnection.open(url, {
+        connectTimeoutMs,
+        commandTimeoutMs: o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+      })
+    }
+    return new RedisStore(PRIVATE, nativeStore, keyPrefix, clock, direct, connectTimeoutMs)
   }
 
   /** Whether this store talks to a Redis Cluster. */
@@ -292,232 +287,187 @@ class RedisStore {
     return this._native.isCluster
   }
 
-  _enqueue(owner, weight, keyCount, resolve, reject) {
-    this._owners.push(owner)
-    this._weights.push(weight)
-    this._resolve.push(resolve)
-    this._reject.push(reject)
-    this._members.push(keyCount)
-    if (!this._scheduled) {
-      this._scheduled = true
-      process.nextTick(this._flushBound)
+  /**
+   * How the calls made so far were batched: `calls` store calls went out in `batches` native
+   * calls (each one script call per hash slot).
+   */
+  get batching() {
+    let calls = 0
+    let batches = 0
+    for (const { batcher } of this._queues) {
+      calls += batcher.calls
+      batches += batcher.batches
     }
+    return { calls, batches }
   }
 
-  /** @internal one pacer call, decided with the other calls of this tick */
-  _pacer(owner, key, weight, qps, maxBurst, factor, pace) {
-    if (this._closed) return Promise.reject(closedError())
-    return new Promise((resolve, reject) => {
-      this._keys.push(key)
-      this._args.push(1, pace ? 1 : 0, weight, qps, maxBurst, factor)
-      this._enqueue(owner, weight, 1, resolve, reject)
-    })
+  _nowUs() {
+    return this.clock ? this.clock._nowUs() : -1
   }
 
-  /** @internal one composite call */
-  _pacerGroup(owner, weight, keys, args) {
-    if (this._closed) return Promise.reject(closedError())
-    return new Promise((resolve, reject) => {
-      for (const k of keys) this._keys.push(k)
-      for (const a of args) this._args.push(a)
-      this._enqueue(owner, weight, keys.length, resolve, reject)
-    })
-  }
-
-  _flush() {
-    this._scheduled = false
-    const {
-      _keys: keys,
-      _args: args,
-      _owners: owners,
-      _weights: weights,
-      _resolve: resolve,
-      _reject: reject,
-      _members: members,
-    } = this
-    this._keys = []
-    this._args = []
-    this._owners = []
-    this._weights = []
-    this._resolve = []
-    this._reject = []
-    this._members = []
-    const nowUs = this.clock ? this.clock._nowUs() : -1
-    const batch = { owners, weights, resolve, reject, members, lane: (this._lane = (this._lane + 1) >>> 0) }
-    let entry = 0
-    let key = 0
-    let arg = 0
-    while (entry < owners.length) {
-      const end = Math.min(entry + MAX_BATCH, owners.length)
-      let keyEnd = key
-      for (let e = entry; e < end; e++) keyEnd += members[e]
-      const argEnd = arg + 2 * (end - entry) + 4 * (keyEnd - key)
-      this._send(
-        keys.slice(key, keyEnd).join('\n'),
-        new Float64Array(args.slice(arg, argEnd)),
-        nowUs,
-        entry,
-        end,
-        batch,
-      )
-      entry = end
-      key = keyEnd
-      arg = argEnd
-    }
-  }
-
-  _send(keys, args, nowUs, start, end, { owners, weights, resolve, reject, members, lane }) {
+  /**
+   * @internal sends one batch of queue `q`: on the direct connection, `direct()` makes the
+   * native task; on the pool, `pooled(lane)` makes the native call; `done(out)` settles the
+   * calls; a failure rejects them all. Returns the promise the batcher waits on.
+   */
+  _batch(q, reject, direct, pooled, done) {
     const fail = (err) => {
       const error = fromNative(err)
-      for (let e = start; e < end; e++) reject[e](error)
+      for (const r of reject) r(error)
     }
     if (this._closed) return fail(closedError())
     let pending
     try {
-      pending = native.redisPacerBatch(this._native, keys, args, nowUs, lane)
+      const d = this._via(q)
+      pending =
+        d === null ? pooled(q.lane).then(done) : d.run(direct()).then((step) => done(step.grants ? step : step.values))
     } catch (err) {
       return fail(err)
     }
-    pending.then((out) => {
-      let offset = 0
-      for (let e = start; e < end; e++) {
-        resolve[e](owners[e]._outcome(out, offset, weights[e]))
-        offset += 3 * members[e]
-      }
-    }, fail)
+    return pending.then(undefined, fail)
   }
 
-  /** @internal one rate-limiter call, decided with the other calls of this tick */
-  _limit(owner, key, kind, weight, limit, intervalUs, maxWaitUs) {
+  /**
+   * The direct connection for queue `q`'s next batch, or null for the pool. A queue moves to
+   * the direct connection only when none of its batches is under way on the pool, so its
+   * batches keep their order.
+   */
+  _via(q) {
+    const d = this._direct
+    if (d === null) return null
+    if (!d.ready) {
+      d.redial(this._connectTimeoutMs)
+      q.direct = false
+      return null
+    }
+    if (!q.direct && q.batcher._inFlight > 1) return null
+    q.direct = true
+    return d
+  }
+
+  /** @internal one pacer call */
+  _pacer(owner, key, weight, qps, maxBurst, factor, pace) {
     if (this._closed) return Promise.reject(closedError())
-    return new Promise((resolve, reject) => {
-      this._lkeys.push(key)
-      this._largs.push(kind, weight, limit, intervalUs, maxWaitUs)
-      this._lowners.push(owner)
-      this._lresolve.push(resolve)
-      this._lreject.push(reject)
-      if (!this._lscheduled) {
-        this._lscheduled = true
-        process.nextTick(this._lflushBound)
-      }
-    })
+    return this._pacerCalls.batcher.add([owner, weight, key, [1, pace ? 1 : 0, weight, qps, maxBurst, factor]])
   }
 
-  _flushLimits() {
-    this._lscheduled = false
-    const { _lkeys: keys, _largs: args, _lowners: owners, _lresolve: resolve, _lreject: reject } = this
-    this._lkeys = []
-    this._largs = []
-    this._lowners = []
-    this._lresolve = []
-    this._lreject = []
-    const nowUs = this.clock ? this.clock._nowUs() : -1
-    const lane = (this._lane = (this._lane + 1) >>> 0)
-    this._chunks(
-      keys.length,
+  /** @internal one composite call: its members' keys, args in the flat batch encoding */
+  _pacerGroup(owner, weight, keys, args) {
+    if (this._closed) return Promise.reject(closedError())
+    return this._pacerCalls.batcher.add([owner, weight, keys, args])
+  }
+
+  _sendPacer(calls, resolve, reject, q) {
+    const keys = []
+    const args = []
+    for (const [, , k, a] of calls) {
+      if (typeof k === 'string') keys.push(k)
+      else for (const key of k) keys.push(key)
+      for (const x of a) args.push(x)
+    }
+    const nowUs = this._nowUs()
+    const k = keys.join('\n')
+    const a = new Float64Array(args)
+    return this._batch(
+      q,
       reject,
-      (start, end) => {
-        const chunk = new Float64Array(args.slice(start * 5, end * 5))
-        return native.redisLimitBatch(this._native, keys.slice(start, end).join('\n'), chunk, nowUs, lane)
-      },
-      (out, start, end) => {
-        for (let e = start; e < end; e++) resolve[e](owners[e]._decision(out, 4 * (e - start)))
+      () => native.redisPacerDirect(this._native, k, a, nowUs),
+      (lane) => native.redisPacerBatch(this._native, k, a, nowUs, lane),
+      (out) => {
+        let offset = 0
+        for (let e = 0; e < calls.length; e++) {
+          const [owner, weight, k] = calls[e]
+          resolve[e](owner._outcome(out, offset, weight))
+          offset += 3 * (typeof k === 'string' ? 1 : k.length)
+        }
       },
     )
   }
 
-  /**
-   * @internal sends `count` queued calls in native calls of up to MAX_BATCH: `send(start, end)`
-   * makes one, `done(out, start, end)` settles its calls; a failure rejects them all
-   */
-  _chunks(count, reject, send, done) {
-    for (let start = 0; start < count; start += MAX_BATCH) {
-      const end = Math.min(start + MAX_BATCH, count)
-      const fail = (err) => {
-        const error = fromNative(err)
-        for (let e = start; e < end; e++) reject[e](error)
-      }
-      if (this._closed) {
-        fail(closedError())
-        continue
-      }
-      let pending
-      try {
-        pending = send(start, end)
-      } catch (err) {
-        fail(err)
-        continue
-      }
-      pending.then((out) => done(out, start, end), fail)
-    }
+  /** @internal one rate-limiter call */
+  _limit(owner, key, kind, weight, limit, intervalUs, maxWaitUs) {
+    if (this._closed) return Promise.reject(closedError())
+    return this._limitCalls.batcher.add([owner, key, kind, weight, limit, intervalUs, maxWaitUs])
   }
 
-  /** @internal one sliding-window call, decided with the other calls of this tick */
+  _sendLimits(calls, resolve, reject, q) {
+    const n = calls.length
+    const args = new Float64Array(n * 5)
+    let keys = ''
+    for (let e = 0; e < n; e++) {
+      const c = calls[e]
+      keys = e === 0 ? c[1] : `${keys}\n${c[1]}`
+      args.set([c[2], c[3], c[4], c[5], c[6]], e * 5)
+    }
+    const nowUs = this._nowUs()
+    return this._batch(
+      q,
+      reject,
+      () => native.redisLimitDirect(this._native, keys, args, nowUs),
+      (lane) => native.redisLimitBatch(this._native, keys, args, nowUs, lane),
+      (out) => {
+        for (let e = 0; e < n; e++) resolve[e](calls[e][0]._decision(out, 4 * e))
+      },
+    )
+  }
+
+  /** @internal one sliding-window call */
   _slidingCall(owner, key, nums) {
     if (this._closed) return Promise.reject(closedError())
-    return this._slidingCalls.add([owner, key, nums])
+    return this._slidingCalls.batcher.add([owner, key, nums])
   }
 
-  _flushSliding({ calls, resolve, reject }) {
-    const owners = calls.map((c) => c[0])
-    const keys = calls.map((c) => c[1])
-    const nums = calls.map((c) => c[2])
-    const nowUs = this.clock ? this.clock._nowUs() : -1
-    const lane = (this._lane = (this._lane + 1) >>> 0)
-    this._chunks(
-      keys.length,
+  _sendSliding(calls, resolve, reject, q) {
+    const keys = calls.map((c) => c[1]).join('\n')
+    const nums = new Float64Array(calls.flatMap((c) => c[2]))
+    const nowUs = this._nowUs()
+    return this._batch(
+      q,
       reject,
-      (start, end) =>
-        native.redisSlidingBatch(
-          this._native,
-          keys.slice(start, end).join('\n'),
-          new Float64Array(nums.slice(start, end).flat()),
-          nowUs,
-          lane,
-        ),
-      (out, start, end) => {
+      () => native.redisSlidingDirect(this._native, keys, nums, nowUs),
+      (lane) => native.redisSlidingBatch(this._native, keys, nums, nowUs, lane),
+      (out) => {
         let o = 0
-        for (let e = start; e < end; e++) {
-          resolve[e](owners[e]._decision(out, o))
-          o += 2 * nums[e][2] + 2 // allowed, retry, then remaining and retry per window
+        for (let e = 0; e < calls.length; e++) {
+          resolve[e](calls[e][0]._decision(out, o))
+          o += 2 * calls[e][2][2] + 2 // allowed, retry, then remaining and retry per window
         }
       },
     )
   }
 
   /**
-   * @internal one quota call (timestamp -1: Redis' clock), sent with the other quota calls of
-   * this tick (one napi crossing; consecutive checkAndUse calls on one slot share one script
-   * call); resolves with its flat result
+   * @internal one quota call (timestamp -1: Redis' clock); consecutive checkAndUse calls on
+   * one slot share one script call; resolves with its flat result
    */
   _quotaCall(keys, nums, mode, timestamp) {
     if (this._closed) return Promise.reject(closedError())
-    return this._quotaCalls.add([keys, nums, mode, timestamp])
+    return this._quotaCalls.batcher.add([keys, nums, mode, timestamp])
   }
 
-  _flushQuota({ calls, resolve, reject }) {
+  _sendQuota(calls, resolve, reject, q) {
+    let length = 0
+    for (const c of calls) length += c[1].length
+    const flat = new Float64Array(length)
+    const heads = new Float64Array(calls.length * 3)
+    let at = 0
+    for (let e = 0; e < calls.length; e++) {
+      const [, nums, mode, timestamp] = calls[e]
+      flat.set(nums, at)
+      at += nums.length
+      heads[3 * e] = nums.length
+      heads[3 * e + 1] = mode
+      heads[3 * e + 2] = timestamp
+    }
     const keys = calls.map((c) => c[0])
-    const nums = calls.map((c) => c[1])
-    const heads = calls.flatMap((c) => [c[1].length, c[2], c[3]])
-    const lane = (this._lane = (this._lane + 1) >>> 0)
-    this._chunks(
-      keys.length,
+    return this._batch(
+      q,
       reject,
-      (start, end) => {
-        let length = 0
-        for (let e = start; e < end; e++) length += nums[e].length
-        const flat = new Float64Array(length)
-        let at = 0
-        for (let e = start; e < end; e++) {
-          flat.set(nums[e], at)
-          at += nums[e].length
-        }
-        const head = new Float64Array(heads.slice(start * 3, end * 3))
-        return native.redisQuotaBatch(this._native, keys.slice(start, end), head, flat, lane)
-      },
-      (out, start, end) => {
+      () => native.redisQuotaDirect(this._native, keys, heads, flat),
+      (lane) => native.redisQuotaBatch(this._native, keys, heads, flat, lane),
+      (out) => {
         let o = 0
-        for (let e = start; e < end; e++) {
+        for (let e = 0; e < calls.length; e++) {
           const length = out[o]
           resolve[e](out.subarray(o + 1, o + 1 + length))
           o += 1 + length
@@ -526,37 +476,26 @@ class RedisStore {
     )
   }
 
-  /**
-   * @internal one concurrent-limiter operation, sent with the other operations of this tick
-   * (one napi crossing, pipelined on one connection); resolves with its reply
-   */
+  /** @internal one concurrent-limiter operation; resolves with its reply */
   _concurrent(key, op, id, nums) {
     if (this._closed) return Promise.reject(closedError())
-    return this._concurrentCalls.add([key, id, op, nums])
+    return this._concurrentCalls.batcher.add([key, id, op, nums])
   }
 
-  _flushConcurrent({ calls, resolve, reject }) {
-    const keys = calls.map((c) => c[0])
-    const ids = calls.map((c) => c[1])
-    const nums = calls.flatMap(([, , op, n]) => [op, n[0], n[1], n[2], n[3]])
-    const nowUs = this.clock ? this.clock._nowUs() : -1
-    const lane = (this._lane = (this._lane + 1) >>> 0)
-    this._chunks(
-      keys.length,
+  _sendConcurrent(calls, resolve, reject, q) {
+    const keys = calls.map((c) => c[0]).join('\n')
+    const ids = calls.map((c) => c[1]).join('\n')
+    const nums = new Float64Array(calls.flatMap(([, , op, n]) => [op, n[0], n[1], n[2], n[3]]))
+    const nowUs = this._nowUs()
+    return this._batch(
+      q,
       reject,
-      (start, end) =>
-        native.redisConcurrentBatch(
-          this._native,
-          keys.slice(start, end).join('\n'),
-          ids.slice(start, end).join('\n'),
-          new Float64Array(nums.slice(start * 5, end * 5)),
-          nowUs,
-          lane,
-        ),
-      ({ values, grants }, start, end) => {
+      () => native.redisConcurrentDirect(this._native, keys, ids, nums, nowUs),
+      (lane) => native.redisConcurrentBatch(this._native, keys, ids, nums, nowUs, lane),
+      ({ values, grants }) => {
         // this process's own waiters are woken from the reply, before the published message
         for (const grant of grants) this._waiters.wake(grant)
-        for (let e = start; e < end; e++) resolve[e](values.subarray(9 * (e - start), 9 * (e - start + 1)))
+        for (let e = 0; e < calls.length; e++) resolve[e](values.subarray(9 * e, 9 * (e + 1)))
       },
     )
   }
@@ -615,6 +554,7 @@ class RedisStore {
   async close() {
     if (this._closed) return
     this._closed = true
+    if (this._direct !== null) this._direct.close()
     try {
       await this._native.close()
     } catch (err) {

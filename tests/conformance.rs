@@ -12,7 +12,7 @@ use sluice::store::PacerBatch;
 use std::time::Duration;
 
 mod common;
-use common::{env, Rng};
+use common::{env, on_lane, Rng, Wire};
 
 /// One random batch in the JS flat encoding.
 fn random_batch(rng: &mut Rng, keys: &[String]) -> (String, Vec<f64>) {
@@ -40,6 +40,8 @@ fn same(a: &Decision, b: &Decision) -> bool {
 }
 
 async fn conform(options: RedisOptions, label: &str) {
+  // on a standalone server, every other step runs on the direct lane (see common::Wire)
+  let mut wire = options.cluster.is_empty().then(|| Wire::connect(&options.url));
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("conf{}", std::process::id());
   let mut decisions = 0;
@@ -59,7 +61,12 @@ async fn conform(options: RedisOptions, label: &str) {
       let (batch_keys, args) = random_batch(&mut rng, &keys);
       let batch = PacerBatch::decode(&batch_keys, &args).expect("valid batch");
       let expected = model.pacer_batch(&batch, now);
-      let actual = store.pacer_batch(&batch, Some(now), step as u32).await.expect("redis decision");
+      let actual = on_lane(&mut wire, step, |lane| {
+        let (store, batch) = (&store, &batch);
+        async move { store.pacer_batch(batch, Some(now), &lane).await }
+      })
+      .await
+      .expect("redis decision");
       assert_eq!(expected.len(), actual.len());
       for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
         assert!(same(e, a), "{label} seed {seed} step {step} member {i}: model {e:?} != lua {a:?}\nbatch {batch:?}");

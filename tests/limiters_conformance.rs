@@ -13,7 +13,7 @@ use sluice::store::redis::{RedisOptions, RedisStore};
 use std::time::Duration;
 
 mod common;
-use common::{env, Rng};
+use common::{env, on_lane, Rng, Wire};
 
 fn options() -> RedisOptions {
   RedisOptions { command_timeout: Duration::from_secs(5), ..RedisOptions::default() }
@@ -56,6 +56,8 @@ fn random_batch(rng: &mut Rng, keys: &[(String, f64, f64)]) -> (String, Vec<f64>
 }
 
 async fn conform_limits(options: RedisOptions, label: &str) {
+  // on a standalone server, every other step runs on the direct lane (see common::Wire)
+  let mut wire = options.cluster.is_empty().then(|| Wire::connect(&options.url));
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("lconf{}", std::process::id());
   let mut decisions = 0;
@@ -75,7 +77,12 @@ async fn conform_limits(options: RedisOptions, label: &str) {
       let (batch_keys, args) = random_batch(&mut rng, &keys);
       let batch = LimitBatch::decode(&batch_keys, &args).expect("valid batch");
       let expected = model.limit_batch(&batch, now);
-      let actual = store.limit_batch(&batch, Some(now), step as u32).await.expect("redis decision");
+      let actual = on_lane(&mut wire, step, |lane| {
+        let (store, batch) = (&store, &batch);
+        async move { store.limit_batch(batch, Some(now), &lane).await }
+      })
+      .await
+      .expect("redis decision");
       assert_eq!(expected, actual, "{label} seed {seed} step {step}\nbatch {batch:?}");
       decisions += expected.len();
     }
@@ -85,6 +92,8 @@ async fn conform_limits(options: RedisOptions, label: &str) {
 }
 
 async fn conform_concurrent(options: RedisOptions, label: &str) {
+  // on a standalone server, every other step runs on the direct lane (see common::Wire)
+  let mut wire = options.cluster.is_empty().then(|| Wire::connect(&options.url));
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("cconf{}", std::process::id());
   let mut replies = 0;
@@ -139,7 +148,12 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
         values.resize(9, 0.0);
         expected.extend(values);
       }
-      let (actual, grants) = store.concurrent_batch(&ops, Some(now), step as u32).await.expect("redis reply");
+      let (actual, grants) = on_lane(&mut wire, step, |lane| {
+        let (store, ops) = (&store, &ops);
+        async move { store.concurrent_batch(ops, Some(now), &lane).await }
+      })
+      .await
+      .expect("redis reply");
       assert_eq!(expected, actual, "{label} seed {seed} step {step}: {ops:?}");
       assert_eq!(expected_grants, grants, "{label} seed {seed} step {step}: grants of {ops:?}");
       replies += ops.len();

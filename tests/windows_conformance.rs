@@ -11,7 +11,7 @@ use sluice::store::windows::{QuotaCall, QuotaMode, SlidingBatch};
 use std::time::Duration;
 
 mod common;
-use common::{env, Rng};
+use common::{env, on_lane, Rng, Wire};
 
 fn options() -> RedisOptions {
   RedisOptions { command_timeout: Duration::from_secs(5), ..RedisOptions::default() }
@@ -22,6 +22,8 @@ fn cluster_options() -> RedisOptions {
 }
 
 async fn conform_sliding(options: RedisOptions, label: &str) {
+  // on a standalone server, every other step runs on the direct lane (see common::Wire)
+  let mut wire = options.cluster.is_empty().then(|| Wire::connect(&options.url));
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("sconf{}", std::process::id());
   let mut decisions = 0;
@@ -64,7 +66,12 @@ async fn conform_sliding(options: RedisOptions, label: &str) {
       }
       let batch = SlidingBatch::decode(&batch_keys.join("\n"), &nums).expect("valid batch");
       let expected = model.sliding_batch(&batch, now);
-      let actual = store.sliding_batch(&batch, Some(now), step as u32).await.expect("redis decision");
+      let actual = on_lane(&mut wire, step, |lane| {
+        let (store, batch) = (&store, &batch);
+        async move { store.sliding_batch(batch, Some(now), &lane).await }
+      })
+      .await
+      .expect("redis decision");
       assert_eq!(expected, actual, "{label} seed {seed} step {step}\nbatch {batch:?}");
       decisions += expected.len();
     }
@@ -104,6 +111,8 @@ fn random_call(rng: &mut Rng, run: &str, label: &str, seed: u64) -> (String, Vec
 }
 
 async fn conform_quota(options: RedisOptions, label: &str) {
+  // on a standalone server, every other step runs on the direct lane (see common::Wire)
+  let mut wire = options.cluster.is_empty().then(|| Wire::connect(&options.url));
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("qconf{}", std::process::id());
   let mut grants = 0;
@@ -135,9 +144,20 @@ async fn conform_quota(options: RedisOptions, label: &str) {
         calls.iter().map(|(call, mode, at)| model.quota(call, *mode, at.unwrap_or(t), 0.0)).collect();
       let actual = if count == 1 {
         let (call, mode, _) = &calls[0];
-        vec![store.quota(call, *mode, Some(t), QUOTA_MARGIN_MS, step as u32).await.expect("redis reply")]
+        vec![on_lane(&mut wire, step, |lane| {
+          let store = &store;
+          let mode = *mode;
+          async move { store.quota(call, mode, Some(t), QUOTA_MARGIN_MS, &lane).await }
+        })
+        .await
+        .expect("redis reply")]
       } else {
-        store.quota_batch(&calls, step as u32).await.expect("redis reply")
+        on_lane(&mut wire, step, |lane| {
+          let (store, calls) = (&store, &calls);
+          async move { store.quota_batch(calls, &lane).await }
+        })
+        .await
+        .expect("redis reply")
       };
       for (i, ((call, mode, at), (t_used, actual))) in calls.iter().zip(actual).enumerate() {
         assert_eq!(Some(t_used), *at);

@@ -10,7 +10,7 @@ use crate::core::pacer::Mode;
 use crate::error::{Error, ErrorKind};
 use crate::store::limits::{decode_concurrent, decode_entry, encode_limit_decisions, LimitBatch, LIMIT_FIELDS};
 use crate::store::memory::{system_now_us, MemoryStore};
-use crate::store::redis::{pacer_batch_flat, RedisOptions, RedisStore, QUOTA_MARGIN_MS};
+use crate::store::redis::{pacer_batch_flat, DirectTask, Lane, Outcome, RedisOptions, RedisStore, Step};
 use crate::store::windows::{encode_grants, encode_sliding, quota_timestamp, QuotaCall, QuotaMode, SlidingBatch};
 use crate::store::{encode_decisions, validate_key, validate_params, validate_weight, PacerBatch};
 use napi::bindgen_prelude::*;
@@ -256,10 +256,130 @@ pub async fn connect_redis(options: NativeRedisOptions) -> Result<NativeRedisSto
   Ok(NativeRedisStore { inner: Arc::new(store) })
 }
 
-/// A batch on a Redis store, in the flat encoding of `PacerBatch::decode`, in one script
-/// call per slot, on the connection of `lane` (batches keep their call order). A function
-/// rather than an async method: a method keeps a reference to `this` per call, and releasing
-/// it costs a second wake-up of the JS thread.
+/// A store call on a Redis store, decoded and validated on the JS thread; it makes its script
+/// calls on the lane it is run on (a pool connection, or the JS thread's direct socket).
+enum StoreCall {
+  Pacer(PacerBatch, Option<f64>),
+  Limit(LimitBatch, Option<f64>),
+  Sliding(SlidingBatch, Option<f64>),
+  Quota(Vec<(QuotaCall, QuotaMode, Option<f64>)>),
+  Concurrent(Vec<(String, String, f64, [f64; 4])>, Option<f64>),
+}
+
+impl StoreCall {
+  fn pacer(keys: &str, args: &[f64], now_us: f64) -> Result<StoreCall> {
+    let batch = PacerBatch::decode(keys, args).map_err(js_error)?;
+    Ok(StoreCall::Pacer(batch, explicit_now(now_us).map_err(js_error)?))
+  }
+
+  fn limit(keys: &str, args: &[f64], now_us: f64) -> Result<StoreCall> {
+    let batch = LimitBatch::decode(keys, args).map_err(js_error)?;
+    Ok(StoreCall::Limit(batch, explicit_now(now_us).map_err(js_error)?))
+  }
+
+  fn sliding(keys: &str, nums: &[f64], now_us: f64) -> Result<StoreCall> {
+    let batch = SlidingBatch::decode(keys, nums).map_err(js_error)?;
+    Ok(StoreCall::Sliding(batch, explicit_now(now_us).map_err(js_error)?))
+  }
+
+  fn quota(keys: &[String], heads: &[f64], nums: &[f64]) -> Result<StoreCall> {
+    let malformed = || js_error(Error::argument("malformed quota batch"));
+    if heads.len() != keys.len() * 3 {
+      return Err(malformed());
+    }
+    let mut calls = Vec::with_capacity(keys.len());
+    let mut at = 0usize;
+    for (keys, head) in keys.iter().zip(heads.chunks(3)) {
+      let len = head[0];
+      if !(len >= 0.0 && len.fract() == 0.0 && at + len as usize <= nums.len()) {
+        return Err(malformed());
+      }
+      let call = QuotaCall::decode(keys, &nums[at..at + len as usize]).map_err(js_error)?;
+      at += len as usize;
+      let mode = QuotaMode::from_code(head[1]).map_err(js_error)?;
+      calls.push((call, mode, quota_timestamp(head[2]).map_err(js_error)?));
+    }
+    if at != nums.len() {
+      return Err(malformed());
+    }
+    Ok(StoreCall::Quota(calls))
+  }
+
+  fn concurrent(keys: &str, ids: &str, nums: &[f64], now_us: f64) -> Result<StoreCall> {
+    let mut ops = vec![];
+    let (mut keys, mut ids) = (keys.split('\n'), ids.split('\n'));
+    for f in nums.chunks(5) {
+      let (Some(key), Some(id), [op, limit, lock_us, wait_us, ttl_ms]) = (keys.next(), ids.next(), f) else {
+        return Err(js_error(Error::argument("malformed concurrent batch")));
+      };
+      validate_key(key).map_err(js_error)?;
+      let nums = [*limit, *lock_us, *wait_us, *ttl_ms];
+      decode_concurrent(*op, id, &nums).map_err(js_error)?;
+      ops.push((key.to_owned(), id.to_owned(), *op, nums));
+    }
+    if keys.next().is_some() || ids.next().is_some() {
+      return Err(js_error(Error::argument("malformed concurrent batch")));
+    }
+    Ok(StoreCall::Concurrent(ops, explicit_now(now_us).map_err(js_error)?))
+  }
+
+  async fn run(self, store: Arc<RedisStore>, lane: Lane) -> crate::error::Result<Outcome> {
+    let lane = &lane;
+    Ok(match self {
+      StoreCall::Pacer(batch, now) => Outcome::Numbers(pacer_batch_flat(&store, &batch, now, lane).await?),
+      StoreCall::Limit(batch, now) => {
+        Outcome::Numbers(encode_limit_decisions(&store.limit_batch(&batch, now, lane).await?))
+      }
+      StoreCall::Sliding(batch, now) => {
+        Outcome::Numbers(encode_sliding(&store.sliding_batch(&batch, now, lane).await?))
+      }
+      StoreCall::Quota(calls) => {
+        let mut out = vec![];
+        for (t, grants) in store.quota_batch(&calls, lane).await? {
+          let encoded = encode_grants(t, &grants);
+          out.push(encoded.len() as f64);
+          out.extend(encoded);
+        }
+        Outcome::Numbers(out)
+      }
+      StoreCall::Concurrent(ops, now) => {
+        let (values, grants) = store.concurrent_batch(&ops, now, lane).await?;
+        Outcome::Concurrent(values, grants)
+      }
+    })
+  }
+
+  /// Runs on a pool connection, spawned in call order: its ticket is taken here, on the JS
+  /// thread, and it sends on its turn (see `SendOrder`). Resolves with the flat numbers.
+  fn spawn<'env>(self, env: &'env Env, store: &NativeRedisStore, lane: u32) -> Result<PromiseRaw<'env, Float64Array>> {
+    let inner = store.inner.clone();
+    let ticket = inner.order.ticket();
+    let call = self.run(inner.clone(), Lane::Pool(lane));
+    env.spawn_future(async move {
+      match inner.order.run(ticket, call).await.map_err(js_error)? {
+        Outcome::Numbers(out) => Ok(Float64Array::new(out)),
+        Outcome::Concurrent(..) => Err(js_error(Error::new(ErrorKind::Internal, "unexpected concurrent reply"))),
+      }
+    })
+  }
+
+  /// Starts on the direct lane: nothing is sent until `redisDirectStep`.
+  fn direct(self, store: &NativeRedisStore) -> External<NativeTask> {
+    let inner = store.inner.clone();
+    External::new(parking_lot::Mutex::new(DirectTask::new(move |lane| self.run(inner, lane))))
+  }
+}
+
+/// A store call on the direct lane, as JS holds it.
+pub type NativeTask = parking_lot::Mutex<DirectTask<'static>>;
+
+// Every store call has two doors: `redis<Kind>Batch` runs it on a pool connection (`lane`)
+// and resolves with its result; `redis<Kind>Direct` returns a task that `redisDirectStep`
+// drives on the JS thread's own socket (lib/direct.js). Functions rather than async methods:
+// a method keeps a reference to `this` per call, and releasing it costs a second wake-up of
+// the JS thread.
+
+/// Pacer calls (`PacerBatch::decode`'s flat encoding) on a pool lane; results per member.
 #[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
 pub fn redis_pacer_batch<'env>(
   env: &'env Env,
@@ -269,33 +389,21 @@ pub fn redis_pacer_batch<'env>(
   now_us: f64,
   lane: u32,
 ) -> Result<PromiseRaw<'env, Float64Array>> {
-  let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
-  let now = explicit_now(now_us).map_err(js_error)?;
-  spawn_in_order(env, store, move |inner| async move {
-    let out = pacer_batch_flat(&inner, &batch, now, lane).await.map_err(js_error)?;
-    Ok(Float64Array::new(out))
-  })
+  StoreCall::pacer(&keys, &args, now_us)?.spawn(env, store, lane)
 }
 
-/// Spawns a store call whose commands must reach Redis in call order: its ticket is taken
-/// here, on the JS thread, and it sends on its turn (see `SendOrder`).
-fn spawn_in_order<'env, T, F>(
-  env: &'env Env,
+/// Pacer calls on the direct lane.
+#[napi(catch_unwind, ts_return_type = "ExternalObject<'DirectTask'>")]
+pub fn redis_pacer_direct(
   store: &NativeRedisStore,
-  call: impl FnOnce(Arc<RedisStore>) -> F,
-) -> Result<PromiseRaw<'env, T>>
-where
-  T: 'static + Send + ToNapiValue,
-  F: 'static + Send + std::future::Future<Output = Result<T>>,
-{
-  let inner = store.inner.clone();
-  let ticket = inner.order.ticket();
-  let call = call(inner.clone());
-  env.spawn_future(async move { inner.order.run(ticket, call).await })
+  keys: String,
+  args: Float64Array,
+  now_us: f64,
+) -> Result<External<NativeTask>> {
+  Ok(StoreCall::pacer(&keys, &args, now_us)?.direct(store))
 }
 
-/// A batch of rate-limiter calls on a Redis store, in the flat encoding of
-/// `LimitBatch::decode`, one script call per slot, on the connection of `lane`.
+/// Rate-limiter calls (`LimitBatch::decode`'s flat encoding) on a pool lane.
 #[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
 pub fn redis_limit_batch<'env>(
   env: &'env Env,
@@ -305,16 +413,21 @@ pub fn redis_limit_batch<'env>(
   now_us: f64,
   lane: u32,
 ) -> Result<PromiseRaw<'env, Float64Array>> {
-  let batch = LimitBatch::decode(&keys, &args).map_err(js_error)?;
-  let now = explicit_now(now_us).map_err(js_error)?;
-  spawn_in_order(env, store, move |inner| async move {
-    let decisions = inner.limit_batch(&batch, now, lane).await.map_err(js_error)?;
-    Ok(Float64Array::new(encode_limit_decisions(&decisions)))
-  })
+  StoreCall::limit(&keys, &args, now_us)?.spawn(env, store, lane)
 }
 
-/// Sliding-window calls on a Redis store, in the flat encoding of `memorySliding`, one
-/// script call per slot, on the connection of `lane`.
+/// Rate-limiter calls on the direct lane.
+#[napi(catch_unwind, ts_return_type = "ExternalObject<'DirectTask'>")]
+pub fn redis_limit_direct(
+  store: &NativeRedisStore,
+  keys: String,
+  args: Float64Array,
+  now_us: f64,
+) -> Result<External<NativeTask>> {
+  Ok(StoreCall::limit(&keys, &args, now_us)?.direct(store))
+}
+
+/// Sliding-window calls (the flat encoding of `memorySliding`) on a pool lane.
 #[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
 pub fn redis_sliding_batch<'env>(
   env: &'env Env,
@@ -324,39 +437,24 @@ pub fn redis_sliding_batch<'env>(
   now_us: f64,
   lane: u32,
 ) -> Result<PromiseRaw<'env, Float64Array>> {
-  let batch = SlidingBatch::decode(&keys, &nums).map_err(js_error)?;
-  let now = explicit_now(now_us).map_err(js_error)?;
-  spawn_in_order(env, store, move |inner| async move {
-    let decisions = inner.sliding_batch(&batch, now, lane).await.map_err(js_error)?;
-    Ok(Float64Array::new(encode_sliding(&decisions)))
-  })
+  StoreCall::sliding(&keys, &nums, now_us)?.spawn(env, store, lane)
 }
 
-/// A quota call on a Redis store, as `memoryQuota`; `timestamp` -1 = Redis' clock. Atomic
-/// when its counters share a slot; across slots, see `store::redis::windows`.
-#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
-pub fn redis_quota<'env>(
-  env: &'env Env,
+/// Sliding-window calls on the direct lane.
+#[napi(catch_unwind, ts_return_type = "ExternalObject<'DirectTask'>")]
+pub fn redis_sliding_direct(
   store: &NativeRedisStore,
   keys: String,
   nums: Float64Array,
-  mode: f64,
-  timestamp: f64,
-  lane: u32,
-) -> Result<PromiseRaw<'env, Float64Array>> {
-  let call = QuotaCall::decode(&keys, &nums).map_err(js_error)?;
-  let mode = QuotaMode::from_code(mode).map_err(js_error)?;
-  let t = quota_timestamp(timestamp).map_err(js_error)?;
-  let margin = if t.is_some() { QUOTA_MARGIN_MS } else { 0.0 };
-  spawn_in_order(env, store, move |inner| async move {
-    let (t, grants) = inner.quota(&call, mode, t, margin, lane).await.map_err(js_error)?;
-    Ok(Float64Array::new(encode_grants(t, &grants)))
-  })
+  now_us: f64,
+) -> Result<External<NativeTask>> {
+  Ok(StoreCall::sliding(&keys, &nums, now_us)?.direct(store))
 }
 
-/// The quota calls of one tick on a Redis store: `keys[i]` and `heads[3 i ..]` = `[nums
-/// length, mode, timestamp (-1 = Redis' clock)]` per call, their `nums` concatenated.
-/// Resolves with, per call, its result length then its result (as `redisQuota`).
+/// Quota calls on a pool lane: `keys[i]` and `heads[3 i ..]` = `[nums length, mode (1 check,
+/// 2 checkAndUse, 3 use), timestamp (-1 = Redis' clock)]` per call, their `nums` (as
+/// `memoryQuota`) concatenated. Resolves with, per call, its result length then its result.
+/// Atomic when a call's counters share a slot; across slots, see `store::redis::windows`.
 #[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
 pub fn redis_quota_batch<'env>(
   env: &'env Env,
@@ -366,41 +464,24 @@ pub fn redis_quota_batch<'env>(
   nums: Float64Array,
   lane: u32,
 ) -> Result<PromiseRaw<'env, Float64Array>> {
-  if heads.len() != keys.len() * 3 {
-    return Err(js_error(Error::argument("malformed quota batch")));
-  }
-  let mut calls = Vec::with_capacity(keys.len());
-  let mut at = 0usize;
-  for (keys, head) in keys.iter().zip(heads.chunks(3)) {
-    let len = head[0];
-    if !(len >= 0.0 && len.fract() == 0.0 && at + len as usize <= nums.len()) {
-      return Err(js_error(Error::argument("malformed quota batch")));
-    }
-    let call = QuotaCall::decode(keys, &nums[at..at + len as usize]).map_err(js_error)?;
-    at += len as usize;
-    let mode = QuotaMode::from_code(head[1]).map_err(js_error)?;
-    calls.push((call, mode, quota_timestamp(head[2]).map_err(js_error)?));
-  }
-  if at != nums.len() {
-    return Err(js_error(Error::argument("malformed quota batch")));
-  }
-  spawn_in_order(env, store, move |inner| async move {
-    let results = inner.quota_batch(&calls, lane).await.map_err(js_error)?;
-    let mut out = vec![];
-    for (t, grants) in results {
-      let encoded = encode_grants(t, &grants);
-      out.push(encoded.len() as f64);
-      out.extend(encoded);
-    }
-    Ok(Float64Array::new(out))
-  })
+  StoreCall::quota(&keys, &heads, &nums)?.spawn(env, store, lane)
 }
 
-/// Concurrent-limiter operations on a Redis store, sent together on the connection of
-/// `lane`: `keys` and `ids` joined by `\n`, `nums` = 5 per operation (`op, limit, lockUs,
-/// waitUs, ttlMs`, as `memoryConcurrent`). Resolves with `values`, 9 numbers per operation
-/// (its reply, zero-padded), and `grants`, the slots it handed to waiters (also published on
-/// `<key>:wake`).
+/// Quota calls on the direct lane.
+#[napi(catch_unwind, ts_return_type = "ExternalObject<'DirectTask'>")]
+pub fn redis_quota_direct(
+  store: &NativeRedisStore,
+  keys: Vec<String>,
+  heads: Float64Array,
+  nums: Float64Array,
+) -> Result<External<NativeTask>> {
+  Ok(StoreCall::quota(&keys, &heads, &nums)?.direct(store))
+}
+
+/// Concurrent-limiter operations on a pool lane: `keys` and `ids` joined by `\n`, `nums` = 5
+/// per operation (`op, limit, lockUs, waitUs, ttlMs`, as `memoryConcurrent`). Resolves with
+/// `values`, 9 numbers per operation (its reply, zero-padded), and `grants`, the slots it
+/// handed to waiters (also published on `<key>:wake`).
 #[napi(catch_unwind, ts_return_type = "Promise<ConcurrentBatchReply>")]
 pub fn redis_concurrent_batch<'env>(
   env: &'env Env,
@@ -411,25 +492,60 @@ pub fn redis_concurrent_batch<'env>(
   now_us: f64,
   lane: u32,
 ) -> Result<PromiseRaw<'env, ConcurrentBatchReply>> {
-  let mut ops = vec![];
-  let (mut keys, mut ids) = (keys.split('\n'), ids.split('\n'));
-  for f in nums.chunks(5) {
-    let (Some(key), Some(id), [op, limit, lock_us, wait_us, ttl_ms]) = (keys.next(), ids.next(), f) else {
-      return Err(js_error(Error::argument("malformed concurrent batch")));
-    };
-    validate_key(key).map_err(js_error)?;
-    let nums = [*limit, *lock_us, *wait_us, *ttl_ms];
-    decode_concurrent(*op, id, &nums).map_err(js_error)?;
-    ops.push((key.to_owned(), id.to_owned(), *op, nums));
-  }
-  if keys.next().is_some() || ids.next().is_some() {
-    return Err(js_error(Error::argument("malformed concurrent batch")));
-  }
-  let now = explicit_now(now_us).map_err(js_error)?;
-  spawn_in_order(env, store, move |inner| async move {
-    let (values, grants) = inner.concurrent_batch(&ops, now, lane).await.map_err(js_error)?;
-    Ok(ConcurrentBatchReply { values: Float64Array::new(values), grants })
+  let call = StoreCall::concurrent(&keys, &ids, &nums, now_us)?;
+  let inner = store.inner.clone();
+  let ticket = inner.order.ticket();
+  let call = call.run(inner.clone(), Lane::Pool(lane));
+  env.spawn_future(async move {
+    match inner.order.run(ticket, call).await.map_err(js_error)? {
+      Outcome::Concurrent(values, grants) => Ok(ConcurrentBatchReply { values: Float64Array::new(values), grants }),
+      Outcome::Numbers(_) => Err(js_error(Error::new(ErrorKind::Internal, "unexpected reply"))),
+    }
   })
+}
+
+/// Concurrent-limiter operations on the direct lane.
+#[napi(catch_unwind, ts_return_type = "ExternalObject<'DirectTask'>")]
+pub fn redis_concurrent_direct(
+  store: &NativeRedisStore,
+  keys: String,
+  ids: String,
+  nums: Float64Array,
+  now_us: f64,
+) -> Result<External<NativeTask>> {
+  Ok(StoreCall::concurrent(&keys, &ids, &nums, now_us)?.direct(store))
+}
+
+/// What to do next for a direct task: write `out` (`count` commands) and feed their replies
+/// back to `redisDirectStep`; or, when `out` is absent, the call is done with `values` (and,
+/// for concurrent operations, `grants`).
+#[napi(object, object_from_js = false)]
+pub struct DirectStep {
+  pub out: Option<Buffer>,
+  pub count: u32,
+  pub values: Option<Float64Array>,
+  pub grants: Option<Vec<String>>,
+}
+
+/// Runs a direct task until it needs replies: first with no replies, then with the replies
+/// of the `count` commands it last handed out, concatenated as Redis sent them. A failed
+/// call throws its store error.
+#[napi(catch_unwind)]
+pub fn redis_direct_step(
+  #[napi(ts_arg_type = "ExternalObject<'DirectTask'>")] task: &External<NativeTask>,
+  replies: Option<Buffer>,
+) -> Result<DirectStep> {
+  let step = task.lock().step(replies.as_deref());
+  match step {
+    Step::Send(out, count) => Ok(DirectStep { out: Some(out.into()), count: count as u32, values: None, grants: None }),
+    Step::Done(Ok(Outcome::Numbers(values))) => {
+      Ok(DirectStep { out: None, count: 0, values: Some(Float64Array::new(values)), grants: None })
+    }
+    Step::Done(Ok(Outcome::Concurrent(values, grants))) => {
+      Ok(DirectStep { out: None, count: 0, values: Some(Float64Array::new(values)), grants: Some(grants) })
+    }
+    Step::Done(Err(e)) => Err(js_error(e)),
+  }
 }
 
 /// The answer to `redisConcurrentBatch`.

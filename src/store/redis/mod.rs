@@ -9,8 +9,11 @@
 //! - On a cluster, a batch is split per hash slot: each slot's entries are script calls (one
 //!   per 64) on the node that owns it, all slots in flight at once.
 
+mod direct;
 mod script;
 mod windows;
+
+pub use direct::{reply_end, DirectTask, Lane, Outcome, Step};
 
 pub use windows::QUOTA_MARGIN_MS;
 
@@ -264,8 +267,8 @@ impl RedisStore {
     }
   }
 
-  /// The connection of a lane: calls sent on one lane reach Redis in the order they were
-  /// made (the JS layer sends all chunks of one tick on one lane).
+  /// The connection of a pool lane: calls sent on one lane reach Redis in the order they
+  /// were made (the JS layer sends each kind's batches on one lane).
   fn client(&self, lane: u32) -> Result<&Client> {
     if self.closed.load(Ordering::Relaxed) {
       return Err(Error::new(ErrorKind::Closed, "the store is closed"));
@@ -281,10 +284,25 @@ impl RedisStore {
     Ok(client)
   }
 
-  /// Runs a script; NOSCRIPT is answered by one EVAL on the same node. The deadline is
-  /// fred's per-command timeout (`command_timeout`, one timer per round trip).
-  /// Keys and values are refcounted bytes, so the copy kept for a NOSCRIPT retry is cheap.
-  async fn run(&self, lane: u32, script: &Script, keys: Vec<Key>, args: Vec<Value>) -> Result<Vec<Value>> {
+  /// Runs a script; NOSCRIPT is answered by one EVAL on the same node. On the pool, the
+  /// deadline is fred's per-command timeout (`command_timeout`, one timer per round trip);
+  /// on the direct lane, the JS layer's. Keys and values are refcounted bytes, so the copy
+  /// kept for a NOSCRIPT retry is cheap.
+  async fn run(&self, lane: &Lane, script: &Script, keys: Vec<Key>, args: Vec<Value>) -> Result<Vec<Value>> {
+    let lane = match lane {
+      Lane::Pool(lane) => *lane,
+      Lane::Direct(exchange) => {
+        let reply = match exchange.script(script, &keys, &args, false).await {
+          Err(e) if e.message.starts_with("redis: NOSCRIPT") => exchange.script(script, &keys, &args, true).await,
+          other => other,
+        };
+        return match reply? {
+          Value::Array(values) => Ok(values),
+          Value::Null => Ok(vec![]),
+          _ => Err(Error::new(ErrorKind::Script, "malformed script reply")),
+        };
+      }
+    };
     let client = self.client(lane)?;
     let result = match client.evalsha::<Vec<Value>, _, _, _>(script.sha.as_str(), keys.clone(), args.clone()).await {
       Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(script.lua, keys, args).await,
@@ -294,7 +312,7 @@ impl RedisStore {
   }
 
   /// Decides a batch; results per member, in member order.
-  pub async fn pacer_batch(&self, batch: &PacerBatch, now_us: Option<f64>, lane: u32) -> Result<Vec<Decision>> {
+  pub async fn pacer_batch(&self, batch: &PacerBatch, now_us: Option<f64>, lane: &Lane) -> Result<Vec<Decision>> {
     let mut decisions = vec![Decision { delay_us: 0.0, watermark_before: 0.0, admitted: false }; batch.members.len()];
     // Entries grouped by slot (one group on a standalone server), plus cross-slot composites.
     let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
@@ -335,7 +353,12 @@ impl RedisStore {
   }
 
   /// Decides a batch of rate-limiter calls; one script call per hash slot.
-  pub async fn limit_batch(&self, batch: &LimitBatch, now_us: Option<f64>, lane: u32) -> Result<Vec<limit::Decision>> {
+  pub async fn limit_batch(
+    &self,
+    batch: &LimitBatch,
+    now_us: Option<f64>,
+    lane: &Lane,
+  ) -> Result<Vec<limit::Decision>> {
     let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     for (e, entry) in batch.entries.iter().enumerate() {
       let slot = if self.cluster { fred::util::redis_keyslot(batch.keys[entry.key].as_bytes()) } else { 0 };
@@ -358,7 +381,7 @@ impl RedisStore {
     batch: &LimitBatch,
     entries: &[usize],
     now_us: Option<f64>,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<limit::Decision>> {
     let mut keys: Vec<Key> = vec![];
     let mut local: BTreeMap<usize, usize> = BTreeMap::new();
@@ -410,7 +433,7 @@ impl RedisStore {
     batch: &PacerBatch,
     entries: &[usize],
     now_us: Option<f64>,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<Decision>> {
     let mut args = ScriptArgs::new(now_us);
     for e in entries {
@@ -445,7 +468,7 @@ impl RedisStore {
     batch: &PacerBatch,
     e: usize,
     now_us: Option<f64>,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<Decision>> {
     let entry = &batch.entries[e];
     let members = &batch.members[entry.members.clone()];
@@ -599,7 +622,7 @@ pub async fn pacer_batch_flat(
   store: &RedisStore,
   batch: &PacerBatch,
   now_us: Option<f64>,
-  lane: u32,
+  lane: &Lane,
 ) -> Result<Vec<f64>> {
   Ok(encode_decisions(&store.pacer_batch(batch, now_us, lane).await?))
 }
@@ -615,7 +638,7 @@ impl RedisStore {
     &self,
     ops: &[(String, String, f64, [f64; 4])],
     now_us: Option<f64>,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<(Vec<f64>, Vec<String>)> {
     let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     for (i, (key, ..)) in ops.iter().enumerate() {
@@ -642,7 +665,7 @@ impl RedisStore {
     ops: &[(String, String, f64, [f64; 4])],
     members: &[usize],
     now_us: Option<f64>,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<(Vec<Vec<f64>>, Vec<String>)> {
     // limiters and parameter sets are numbered from 1, in order of first use
     fn index_of<T: PartialEq + Copy>(list: &mut Vec<T>, item: T) -> usize {

@@ -18,7 +18,7 @@
 //! would have granted it, never more.
 
 use super::script::{QUOTA, SLIDING};
-use super::{number, RedisStore, CHUNK};
+use super::{number, Lane, RedisStore, CHUNK};
 use crate::core::quota::{self, Grant, Request};
 use crate::core::sliding::{self, Op, WindowDecision};
 use crate::error::{Error, ErrorKind, Result};
@@ -43,7 +43,7 @@ impl RedisStore {
     &self,
     batch: &SlidingBatch,
     now_us: Option<f64>,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<sliding::Decision>> {
     let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     for (i, call) in batch.calls.iter().enumerate() {
@@ -66,7 +66,7 @@ impl RedisStore {
     batch: &SlidingBatch,
     calls: &[usize],
     now_us: Option<f64>,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<sliding::Decision>> {
     let mut keys: Vec<Key> = vec![];
     let mut local: BTreeMap<usize, usize> = BTreeMap::new();
@@ -117,7 +117,7 @@ impl RedisStore {
     mode: QuotaMode,
     timestamp: Option<f64>,
     margin_ms: f64,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<(f64, Vec<Grant>)> {
     let mut slots: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (c, key) in call.keys.iter().enumerate() {
@@ -163,7 +163,7 @@ impl RedisStore {
   pub async fn quota_batch(
     &self,
     calls: &[(QuotaCall, QuotaMode, Option<f64>)],
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<(f64, Vec<Grant>)>> {
     let slot_of = |call: &QuotaCall| -> Option<u16> {
       let mut slots = call.keys.iter().map(|k| if self.cluster { fred::util::redis_keyslot(k.as_bytes()) } else { 0 });
@@ -214,7 +214,7 @@ impl RedisStore {
     &self,
     calls: &[(QuotaCall, QuotaMode, Option<f64>)],
     run: &[usize],
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<(f64, Vec<Grant>)>> {
     if run.len() == 1 {
       let (call, mode, t) = &calls[run[0]];
@@ -230,7 +230,7 @@ impl RedisStore {
     &self,
     calls: &[(QuotaCall, QuotaMode, Option<f64>)],
     run: &[usize],
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<(f64, Vec<Grant>)>> {
     let mut merged = QuotaCall::default();
     let mut index: std::collections::HashMap<&str, usize> = Default::default();
@@ -274,7 +274,7 @@ impl RedisStore {
     slots: &[Vec<usize>],
     timestamp: Option<f64>,
     margin_ms: f64,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<(f64, Vec<f64>)> {
     let mut used = vec![0.0; call.keys.len()];
     let mut rest = slots;
@@ -311,7 +311,7 @@ impl RedisStore {
     plan: Vec<Grant>,
     t: f64,
     margin_ms: f64,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<Vec<Grant>> {
     let planned: Vec<f64> = plan.iter().map(|g| g.granted).collect();
     // the requests with a quota on each slot (and something planned: the rest charge nothing)
@@ -397,7 +397,7 @@ impl RedisStore {
     limit_of: &[f64],
     timestamp: Option<f64>,
     margin_ms: f64,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<(f64, Vec<(f64, Vec<f64>)>)> {
     let mut body = vec![];
     let mut widths = vec![];
@@ -433,7 +433,7 @@ impl RedisStore {
     amounts: &[f64],
     t: f64,
     margin_ms: f64,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<()> {
     if counters.iter().all(|c| amounts[*c] == 0.0) {
       return Ok(());
@@ -453,7 +453,7 @@ impl RedisStore {
     body: Vec<Value>,
     timestamp: Option<f64>,
     margin_ms: f64,
-    lane: u32,
+    lane: &Lane,
   ) -> Result<(f64, Vec<f64>)> {
     let keys: Vec<Key> = counters.iter().map(|c| Key::from(call.keys[*c].as_str())).collect();
     let mut args = vec![
