@@ -1,11 +1,8 @@
 // Store failures: every call has a deadline, errors carry their codes, and the store
 // recovers by itself. These tests start and stop their own redis-server processes.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import net from 'node:net'
-import { tmpdir } from 'node:os'
+import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   BucketLimiter,
   ConcurrentLimiter,
@@ -17,72 +14,7 @@ import {
   SluiceError,
 } from '../lib/index.js'
 import { freshPrefix, makeStore, rawClient, redisUrl } from './helpers/stores.js'
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-const dirs: string[] = []
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-fault-'))
-  dirs.push(dir)
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    },
-  )
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (chunk) => {
-      out += chunk
-      if (out.includes('Ready to accept connections')) resolve()
-    })
-    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
-  })
-  return child
-}
-
-function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.once('exit', () => resolve())
-    child.kill(signal)
-  })
-}
-
-async function timed<T>(promise: Promise<T>): Promise<{ ms: number; error: unknown }> {
-  const start = performance.now()
-  try {
-    await promise
-    return { ms: performance.now() - start, error: null }
-  } catch (error) {
-    return { ms: performance.now() - start, error }
-  }
-}
-
-async function eventually(fn: () => Promise<unknown>, withinMs: number): Promise<number> {
-  const start = performance.now()
-  for (;;) {
-    try {
-      await fn()
-      return performance.now() - start
-    } catch (err) {
-      if (performance.now() - start > withinMs) throw err
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-}
+import { eventually, freePort, startRedis, stop, timed } from './helpers/servers.js'
 
 describe('store failures', () => {
   it('a dead port fails to connect with ERR_STORE_UNAVAILABLE within connectTimeoutMs', async () => {

@@ -71,6 +71,19 @@ export interface RedisStoreOptions extends StoreOptions {
   commandTimeoutMs?: number
   /** Deadline of connect(), ms, default 5000: ERR_STORE_UNAVAILABLE past it. */
   connectTimeoutMs?: number
+  /**
+   * Default true: a standalone `redis://` store also opens one connection driven on the JS
+   * thread (no thread hand-off per round trip) and sends its calls there while it is up; the
+   * pool serves while it is down, and always for clusters and `rediss://`.
+   */
+  directConnection?: boolean
+}
+
+/** How a store's calls went out: `calls` in `batches` native calls, `direct` of them on the direct connection. */
+export interface Batching {
+  calls: number
+  batches: number
+  direct: number
 }
 
 /** A Redis or Redis Cluster store over one native connection pool. */
@@ -81,6 +94,8 @@ export declare class RedisStore {
   readonly keyPrefix: string
   readonly clock: ManualClock | null
   readonly isCluster: boolean
+  /** How the calls made so far were batched (calls per native call = calls / batches). */
+  readonly batching: Batching
   /** Closes the pool; later calls reject with ERR_CLOSED. */
   close(): Promise<void>
 }

@@ -212,7 +212,7 @@ class RedisStore {
     // One queue per kind. Its batches go on the direct connection when it is up, else on one
     // pool connection (its lane): either way they reach Redis in call order.
     const queue = (lane, send) => {
-      const q = { lane, direct: false, batcher: null }
+      const q = { lane, direct: false, batcher: null, directBatches: 0 }
       q.batcher = new Batcher((calls, resolve, reject) => send(calls, resolve, reject, q), BATCHING)
       return q
     }
@@ -289,16 +289,18 @@ class RedisStore {
 
   /**
    * How the calls made so far were batched: `calls` store calls went out in `batches` native
-   * calls (each one script call per hash slot).
+   * calls (each one script call per hash slot), `direct` of them on the direct connection.
    */
   get batching() {
     let calls = 0
     let batches = 0
-    for (const { batcher } of this._queues) {
-      calls += batcher.calls
-      batches += batcher.batches
+    let direct = 0
+    for (const q of this._queues) {
+      calls += q.batcher.calls
+      batches += q.batcher.batches
+      direct += q.directBatches
     }
-    return { calls, batches }
+    return { calls, batches, direct }
   }
 
   _nowUs() {
@@ -342,6 +344,7 @@ class RedisStore {
     }
     if (!q.direct && q.batcher._inFlight > 1) return null
     q.direct = true
+    q.directBatches++
     return d
   }
 

@@ -173,7 +173,8 @@ fn store_error(e: fred::error::Error) -> Error {
     K::IO | K::Canceled | K::Cluster | K::Routing | K::Backpressure | K::Auth | K::Sentinel | K::Tls => {
       ErrorKind::StoreUnavailable
     }
-    _ if ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN"]
+    // fred answers a command it cannot route while reconnecting with an `Unknown` error
+    _ if ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "Failed to route command"]
       .iter()
       .any(|p| details.starts_with(p)) =>
     {
