@@ -18,122 +18,153 @@
 --           now_us is given (a test's ManualClock: Redis still expires keys on its own
 --           clock, and a frozen or slow test clock must not lose state to it).
 --           All KEYS share one hash slot: the caller groups calls by slot.
+--           Cost: a server's calls arrive one per event-loop turn, so most batches hold one
+--           call, and for those the interpreter's own work is as large as the three commands
+--           (TIME, GET, SET). Hence a path for one call that allocates nothing but its reply
+--           and makes no C call but the commands, struct and the PX format; one closure
+--           without upvalues (`step`) shared with the batch path; floor and ceil as
+--           arithmetic (x - x % 1 is exactly math.floor(x) for every double, x + (-x) % 1
+--           math.ceil(x)); strings made numbers by arithmetic (tonumber parses twice), or by
+--           comparison for the usual weight 1 and max_wait 0 (interned strings: a pointer
+--           test); the PX value formatted with '%d' (Redis formats a number argument with
+--           '%.17g', twice the cost).
 
-local nargs = #ARGV
-assert(nargs >= 6 and (nargs - 1) % 5 == 0 and #KEYS >= 1, 'limiter: expected keys and calls')
+local argv = ARGV
+local nargs = #argv
+if nargs < 6 or (nargs - 1) % 5 ~= 0 then error('limiter: expected keys and calls') end
 
-local now
-local margin = 0
-if ARGV[1] == '' then
+local now, margin
+if argv[1] == '' then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now, margin = t[1] * 1000000 + t[2], 0
 else
-  now = tonumber(ARGV[1])
-  margin = 60000
+  now, margin = argv[1] + 0, 60000
 end
-local MAX_TTL_MS = 315360000000
-local MAX_DELAY_US = 9e15
 
-local sA, sB, loaded, dirty, ttl = {}, {}, {}, {}, {}
-local out, nout = {}, 0
-
--- GET raises WRONGTYPE on a key of another type (nothing written); a value of another
--- shape is treated as a fresh key, so no value can leave a key unusable.
-local function load(k)
-  loaded[k] = true
-  local v = redis.call('GET', KEYS[k])
-  if v and #v == 16 then
-    local a, b = struct.unpack('<dd', v)
-    if a == a and b == b and a < math.huge and a > -math.huge and b < math.huge and b > -math.huge then
-      sA[k], sB[k] = a, b
+-- One call (not a reset) on state a, b (a nil: fresh): allowed (0/1), remaining,
+-- retry_after_us, reset_after_us, then, if the call changed the state, the new a, b and the
+-- key's PX (ms).
+local function step(kind, a, b, weight, limit, interval, max_wait, now, margin)
+  local allowed, remaining, retry, reset_after, span = 1, 0, 0, 0, nil
+  if kind == 2 then
+    -- leaky: a = the time the bucket will be empty
+    local per_unit = interval / limit
+    local tat = now
+    if a ~= nil and a > now then tat = a end
+    local wait, after = 0, tat
+    if max_wait == -1 then
+      after = tat + weight * per_unit
+      if after < now then after = now end
+    else
+      wait = tat + weight * per_unit - now - interval
+      if max_wait == -3 then
+        if wait > 0 then allowed = 0 end
+      elseif wait <= max_wait then
+        after = tat + weight * per_unit
+      else
+        allowed = 0
+      end
     end
-  end
-end
-
-local function ttl_ms(span)
-  local t = math.ceil(span / 1000) + margin
-  if t < 1 then return 1 end
-  if t > MAX_TTL_MS then return MAX_TTL_MS end
-  return t
-end
-
--- bucket and window: `used` of `limit` in [start, finish)
-local function counter(k, used, start, finish, limit, weight, max_wait)
-  local reset_after = math.ceil(finish - now)
-  local allowed, after = true, used
-  if max_wait == -1 then
-    after = used + weight
-    if after < 0 then after = 0 end
-  elseif max_wait == -3 then
-    allowed = used + weight <= limit
-  elseif used + weight <= limit then
-    after = used + weight
+    local backlog = after - now
+    if after ~= tat then a, b, span = after, 0, backlog end
+    remaining = (interval - backlog) / per_unit
+    remaining = remaining - remaining % 1
+    if remaining < 0 then remaining = 0 end
+    if wait < 0 then wait = 0 end
+    retry = wait + (-wait) % 1
+    reset_after = backlog + (-backlog) % 1
   else
-    allowed = false
-  end
-  if after ~= used then
-    sA[k], sB[k], dirty[k], ttl[k] = start, after, true, ttl_ms(finish - now)
-  end
-  local retry = 0
-  if not allowed then
-    if weight > limit then retry = MAX_DELAY_US else retry = reset_after end
-  end
-  local remaining = limit - after
-  if remaining < 0 then remaining = 0 end
-  return allowed, remaining, retry, reset_after
-end
-
-local function leaky(k, limit, interval, weight, max_wait)
-  local per_unit = interval / limit
-  local tat = now
-  if sA[k] ~= nil and sA[k] > now then tat = sA[k] end
-  local allowed, wait, after = true, 0, tat
-  if max_wait == -1 then
-    after = tat + weight * per_unit
-    if after < now then after = now end
-  elseif max_wait == -3 then
-    wait = tat + weight * per_unit - now - interval
-    allowed = wait <= 0
-  else
-    wait = tat + weight * per_unit - now - interval
-    if wait <= max_wait then after = tat + weight * per_unit else allowed = false end
-  end
-  local backlog = after - now
-  if after ~= tat then
-    sA[k], sB[k], dirty[k], ttl[k] = after, 0, true, ttl_ms(backlog)
-  end
-  local remaining = math.floor((interval - backlog) / per_unit)
-  if remaining < 0 then remaining = 0 end
-  if wait < 0 then wait = 0 end
-  return allowed, remaining, math.ceil(wait), math.ceil(backlog)
-end
-
-for i = 2, nargs, 5 do
-  local code = tonumber(ARGV[i])
-  local kind = code % 4
-  local k = (code - kind) / 4
-  local weight, limit, interval, max_wait =
-    tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-  assert(KEYS[k] and limit and interval and max_wait and weight, 'limiter: malformed call')
-  if not loaded[k] then load(k) end
-  local allowed, remaining, retry, reset_after
-  if max_wait == -2 then
-    sA[k], sB[k], dirty[k] = nil, nil, true
-    allowed, remaining, retry, reset_after = true, limit, 0, 0
-  elseif kind == 2 then
-    allowed, remaining, retry, reset_after = leaky(k, limit, interval, weight, max_wait)
-  else
+    -- bucket and window: `used` of `limit` in [start, finish)
     local start, used = now, 0
     if kind == 0 then
-      start = math.floor(now / interval) * interval
-      if sA[k] == start then used = sB[k] end
-    elseif sA[k] ~= nil and now < sA[k] + interval then
-      start, used = sA[k], sB[k]
+      start = now / interval
+      start = (start - start % 1) * interval
+      if a == start then used = b end
+    elseif a ~= nil and now < a + interval then
+      start, used = a, b
     end
-    allowed, remaining, retry, reset_after = counter(k, used, start, start + interval, limit, weight, max_wait)
+    local finish = start + interval
+    reset_after = finish - now
+    reset_after = reset_after + (-reset_after) % 1
+    local after = used
+    if max_wait == -1 then
+      after = used + weight
+      if after < 0 then after = 0 end
+    elseif used + weight > limit then
+      allowed = 0
+      if weight > limit then retry = 9e15 else retry = reset_after end
+    elseif max_wait ~= -3 then
+      after = used + weight
+    end
+    if after ~= used then a, b, span = start, after, finish - now end
+    remaining = limit - after
+    if remaining < 0 then remaining = 0 end
   end
-  if allowed then out[nout + 1] = 1 else out[nout + 1] = 0 end
-  out[nout + 2], out[nout + 3], out[nout + 4] = remaining, retry, reset_after
+  if not span then return allowed, remaining, retry, reset_after end
+  -- whole ms, plus the margin, within [1 ms, 10 years]
+  local px = span / 1000
+  px = px + (-px) % 1 + margin
+  if px < 1 then px = 1 elseif px > 315360000000 then px = 315360000000 end
+  return allowed, remaining, retry, reset_after, a, b, px
+end
+
+-- One call (the usual batch).
+if nargs == 6 then
+  local code = argv[2]
+  local kind
+  if code == '4' then kind = 0 elseif code == '5' then kind = 1 elseif code == '6' then kind = 2 end
+  if kind then
+    local weight, max_wait = argv[3], argv[6]
+    if weight == '1' then weight = 1 else weight = weight + 0 end
+    if max_wait == '0' then max_wait = 0 else max_wait = max_wait + 0 end
+    local limit, interval = argv[4] + 0, argv[5] + 0
+    local key = KEYS[1]
+    -- GET raises WRONGTYPE on a key of another type (nothing written); a value of another
+    -- shape, or not finite, is a fresh key, so no value can leave a key unusable
+    local a, b
+    local v = redis.call('GET', key)
+    if v and #v == 16 then
+      local x, y = struct.unpack('<dd', v)
+      if x - x == 0 and y - y == 0 then a, b = x, y end
+    end
+    if max_wait == -2 then
+      redis.call('DEL', key)
+      return { 1, limit, 0, 0 }
+    end
+    local allowed, remaining, retry, reset_after, na, nb, px =
+      step(kind, a, b, weight, limit, interval, max_wait, now, margin)
+    if px then redis.call('SET', key, struct.pack('<dd', na, nb), 'PX', string.format('%d', px)) end
+    return { allowed, remaining, retry, reset_after }
+  end
+end
+
+-- A batch: each key read once, its state kept in sA, sB[key index], written once at the end.
+local sA, sB, loaded, dirty, ttl = {}, {}, {}, {}, {}
+local out, nout = {}, 0
+for i = 2, nargs, 5 do
+  local code = argv[i] + 0
+  local kind = code % 4
+  local k = (code - kind) / 4
+  local key = KEYS[k]
+  if not key then error('limiter: malformed call') end
+  local weight, limit, interval, max_wait = argv[i + 1] + 0, argv[i + 2] + 0, argv[i + 3] + 0, argv[i + 4] + 0
+  if not loaded[k] then
+    loaded[k] = true
+    local v = redis.call('GET', key)
+    if v and #v == 16 then
+      local x, y = struct.unpack('<dd', v)
+      if x - x == 0 and y - y == 0 then sA[k], sB[k] = x, y end
+    end
+  end
+  if max_wait == -2 then
+    sA[k], sB[k], dirty[k] = nil, nil, true
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 1, limit, 0, 0
+  else
+    local allowed, remaining, retry, reset_after, na, nb, px =
+      step(kind, sA[k], sB[k], weight, limit, interval, max_wait, now, margin)
+    if px then sA[k], sB[k], dirty[k], ttl[k] = na, nb, true, px end
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = allowed, remaining, retry, reset_after
+  end
   nout = nout + 4
 end
 
@@ -141,7 +172,7 @@ for k in pairs(dirty) do
   if sA[k] == nil then
     redis.call('DEL', KEYS[k])
   else
-    redis.call('SET', KEYS[k], struct.pack('<dd', sA[k], sB[k]), 'PX', ttl[k])
+    redis.call('SET', KEYS[k], struct.pack('<dd', sA[k], sB[k]), 'PX', string.format('%d', ttl[k]))
   end
 end
 return out
