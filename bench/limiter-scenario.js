@@ -12,6 +12,7 @@ async function makeDecide() {
     const sluice = require('../lib/index.js')
     const store = await sluice.RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix })
     const close = () => store.close()
+    const batching = () => store.batching
     if (cfg.impl === 'sluice-concurrent') {
       const limiters = new Map()
       const limiter = (key) => {
@@ -23,7 +24,7 @@ async function makeDecide() {
           )
         return l
       }
-      return { decide: (key) => limiter(key).withinLimit(() => undefined), close }
+      return { decide: (key) => limiter(key).withinLimit(() => undefined), close, batching }
     }
     const Limiter = {
       'sluice-bucket': sluice.BucketLimiter,
@@ -31,7 +32,11 @@ async function makeDecide() {
       'sluice-leaky': sluice.LeakyLimiter,
     }[cfg.impl]
     // a limiter object per decision, as a request handler would create it
-    return { decide: (key) => new Limiter(store, { name: key, limit: BIG, interval: 60_000 }).check(), close }
+    return {
+      decide: (key) => new Limiter(store, { name: key, limit: BIG, interval: 60_000 }).check(),
+      close,
+      batching,
+    }
   }
   const Redis = require('ioredis')
   const redis = new Redis(cfg.url)

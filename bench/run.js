@@ -1,9 +1,14 @@
 #!/usr/bin/env node
 'use strict'
-// npm run bench: sluice pace() side by side with the reference algorithm in ioredis + Lua and
-// with rate-limiter-flexible's RateLimiterRedis.consume(), on one local Redis, in the same
-// run. Each scenario runs in a fresh process; rounds are interleaved and the median is kept.
-// Redis CPU per decision comes from INFO cpu around each run.
+// npm run bench: sluice side by side with its peers on one local Redis, in the same run: an
+// end-to-end node:http server (sluice, rate-limiter-flexible, no limiter), then every suite
+// (pace(), the limiter family, sliding windows and quotas) in two call patterns, the server
+// pattern (a decision per event-loop turn) and the same-tick pattern (a Promise.all loop).
+// Each scenario runs in a fresh process; rounds are interleaved and the median is kept.
+// Redis CPU per decision comes from INFO cpu around each run, script calls per decision from
+// INFO commandstats, native calls per decision from the sluice store's batching counters.
+// BENCH_SUITES=http,pacer,limiters,sliding  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
+// BENCH_SCENARIOS=10000x256,1x1 (keys x in flight)  SLUICE_BENCH_NO_BUILD=1 (skip the build)
 const { execFileSync, fork, spawn } = require('node:child_process')
 const fs = require('node:fs')
 const net = require('node:net')
@@ -17,7 +22,7 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 // which suites: the pacer (vs its reference and rate-limiter-flexible) and the limiter family
 // (vs rate-limiter-flexible and redis-semaphore), and the sliding windows (multi-window check vs
 // a two-window sliding log in Lua; checkAndUseQuotas vs Sentry's sliding-window quotas)
-const SUITES = (process.env.BENCH_SUITES || 'pacer,limiters,sliding').split(',')
+const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding').split(',')
 const LIMITER_IMPLS = (
   process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
 ).split(',')
@@ -59,25 +64,96 @@ async function redisCpuUs(client) {
   return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
 }
 
+/** One run in a fresh process; Redis CPU and script calls counted over its measured window only. */
 async function runOne(client, cfg, script = 'scenario.js') {
-  const before = await redisCpuUs(client)
+  let cpu0 = 0
+  let scripts0 = 0
   const result = await new Promise((resolve, reject) => {
     const child = fork(path.join(__dirname, script), [JSON.stringify(cfg)])
-    child.once('message', resolve)
+    child.on('message', async (msg) => {
+      if (msg !== 'warm') return resolve(msg)
+      cpu0 = await redisCpuUs(client)
+      scripts0 = await scriptCalls(client)
+      child.send('go')
+    })
     child.once('exit', (code) => code !== 0 && reject(new Error(`${cfg.impl} exited with ${code}`)))
   })
-  const after = await redisCpuUs(client)
-  // the warm-up also ran on Redis; count it in the denominator
-  const warmup = Math.min(2000, cfg.count / 10)
+  const cpu = (await redisCpuUs(client)) - cpu0
+  const scripts = (await scriptCalls(client)) - scripts0
   return {
     ...result,
     rps: result.decisions / result.seconds,
-    redisCpuUs: (after - before) / (result.decisions + warmup),
+    redisCpuUs: cpu / result.decisions,
+    // IPC carries NaN as null: no native calls to count (a peer)
+    perNativeCall: result.nativeCalls == null ? NaN : result.decisions / result.nativeCalls,
+    perScriptCall: scripts ? result.decisions / scripts : NaN,
   }
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const fmt = (n, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
+
+// the two ways calls arrive: 'server' (each decision from its own event-loop turn, as requests
+// and jobs arrive) and 'tick' (a Promise.all loop: all calls in flight issued in one tick)
+const PATTERNS = (process.env.BENCH_PATTERNS || 'server,tick').split(',')
+// the shapes of the server pattern, for every suite: 1, 64 and 256 in flight, hot key and 10k keys
+const SERVER_SHAPES = [
+  [1, 1],
+  [1, 64],
+  [1, 256],
+  [10000, 1],
+  [10000, 64],
+  [10000, 256],
+]
+const HTTP_IMPLS = (process.env.BENCH_HTTP_IMPLS || 'none,sluice,rate-limiter-flexible').split(',')
+const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS || 5)
+const HTTP_CONNS = Number(process.env.BENCH_HTTP_CONNS || 64)
+
+async function scriptCalls(client) {
+  const info = await client.info('commandstats')
+  let calls = 0
+  for (const m of info.matchAll(/cmdstat_(?:evalsha|eval|fcall):calls=(\d+)/g)) calls += Number(m[1])
+  return calls
+}
+
+/** One http scenario run: a server process, a load process, measured over the same window. */
+async function runHttp(client, impl, round) {
+  const server = fork(path.join(__dirname, 'http-server.js'), [
+    JSON.stringify({ impl, url: client.benchUrl, prefix: `hbench${round}${impl}` }),
+  ])
+  const { port } = await new Promise((resolve) => server.once('message', resolve))
+  const load = fork(path.join(__dirname, 'http-load.js'), [
+    JSON.stringify({ port, conns: HTTP_CONNS, seconds: HTTP_SECONDS, warmup: 1, keys: 10000 }),
+  ])
+  let redis0 = 0
+  let scripts0 = 0
+  const result = await new Promise((resolve, reject) => {
+    load.on('message', async (msg) => {
+      if (msg === 'measuring') {
+        server.send('start')
+        redis0 = await redisCpuUs(client)
+        scripts0 = await scriptCalls(client)
+      } else resolve(msg)
+    })
+    load.once('exit', (code) => code !== 0 && reject(new Error(`http load exited with ${code}`)))
+  })
+  const redisUs = (await redisCpuUs(client)) - redis0
+  const scripts = (await scriptCalls(client)) - scripts0
+  server.send('stop')
+  const srv = await new Promise((resolve) => server.once('message', resolve))
+  if (srv.errors) throw new Error(`${impl}: ${srv.errors} requests failed`)
+  return {
+    rps: result.requests / result.seconds,
+    p50Us: result.p50Us,
+    p99Us: result.p99Us,
+    statuses: result.statuses,
+    serverCpuUs: srv.cpuUs / srv.handled,
+    redisCpuUs: redisUs / srv.handled,
+    // IPC carries NaN as null: no native calls to count (a peer, or no limiter)
+    perNativeCall: srv.nativeCalls == null ? NaN : srv.handled / srv.nativeCalls,
+    perScriptCall: scripts ? srv.handled / scripts : NaN,
+  }
+}
 
 async function main() {
   if (!process.env.SLUICE_BENCH_NO_BUILD) {
@@ -89,76 +165,95 @@ async function main() {
   }
   const redis = await startRedis()
   const client = new Redis(redis.url)
-  const scenarios = []
-  for (const keys of [1, 10000]) {
-    for (const inflight of [1, 256])
-      if (!ONLY || ONLY.includes(`${keys}x${inflight}`)) scenarios.push({ keys, inflight })
-  }
-  const results = {}
-  const limiterScenarios = [
+  client.benchUrl = redis.url
+  const only = (s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`)
+  const shapes = (pattern, tickShapes) =>
+    (pattern === 'server' ? SERVER_SHAPES : tickShapes).map(([keys, inflight]) => ({ pattern, keys, inflight }))
+  const pacerScenarios = PATTERNS.flatMap((pattern) =>
+    shapes(pattern, [
+      [1, 1],
+      [1, 256],
+      [10000, 1],
+      [10000, 256],
+    ]),
+  ).filter(only)
+  const limiterScenarios = PATTERNS.flatMap((pattern) => [
     // rate limiters: one check() per decision, every check admitted (and written)
-    ...[
+    ...shapes(pattern, [
       [1, 256],
       [10000, 256],
       [10000, 1],
-    ].map(([keys, inflight]) => ({ suite: 'check', keys, inflight, impls: LIMITER_IMPLS })),
+    ]).map((s) => ({ ...s, suite: 'check', impls: LIMITER_IMPLS })),
     // semaphores: acquire + release per decision; uncontended (limit above the callers), and
     // contended (16 slots, 256 callers queueing)
-    { suite: 'semaphore', keys: 10000, inflight: 256, limit: 1000, impls: SEMAPHORE_IMPLS },
-    { suite: 'semaphore', keys: 1, inflight: 256, limit: 16, impls: SEMAPHORE_IMPLS },
-  ].filter((s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`))
-  const limiterKey = (s, impl) => `${s.suite}|${impl}|${s.keys}|${s.inflight}|${s.limit || 0}`
+    { pattern, suite: 'semaphore', keys: 10000, inflight: 256, limit: 1000, impls: SEMAPHORE_IMPLS },
+    { pattern, suite: 'semaphore', keys: 1, inflight: 256, limit: 16, impls: SEMAPHORE_IMPLS },
+  ]).filter(only)
   // sliding windows: every decision admitted (and written); the quota peer reads 120 counters
   // per decision, so its runs are shorter
-  const slidingScenarios = [
-    [1, 256],
-    [10000, 256],
-    [10000, 1],
-  ]
-    .flatMap(([keys, inflight]) => [
-      { suite: 'sliding', keys, inflight, impls: SLIDING_IMPLS },
-      { suite: 'quota', keys, inflight, impls: QUOTA_IMPLS },
-    ])
-    .filter((s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`))
+  const slidingScenarios = PATTERNS.flatMap((pattern) =>
+    shapes(pattern, [
+      [1, 256],
+      [10000, 256],
+      [10000, 1],
+    ]).flatMap((s) => [
+      { ...s, suite: 'sliding', impls: SLIDING_IMPLS },
+      { ...s, suite: 'quota', impls: QUOTA_IMPLS },
+    ]),
+  ).filter(only)
+  const key = (s, impl) => `${s.pattern}|${s.suite}|${impl}|${s.keys}|${s.inflight}|${s.limit || 0}`
+  const results = {}
+  const record = async (s, impl, cfg, script) => {
+    const r = await runOne(client, { ...cfg, impl, keys: s.keys, inflight: s.inflight, pattern: s.pattern }, script)
+    ;(results[key(s, impl)] ??= []).push(r)
+    process.stderr.write(
+      `round ${cfg.round} ${s.pattern} ${s.suite} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`,
+    )
+  }
+  const countFor = (suite, inflight) =>
+    ({
+      pacer: inflight === 1 ? 10000 : inflight === 64 ? 100000 : 200000,
+      check: inflight === 1 ? 10000 : inflight === 64 ? 100000 : 200000,
+      semaphore: 50000,
+      sliding: inflight === 1 ? 10000 : 100000,
+      quota: inflight === 1 ? 5000 : 10000,
+    })[suite]
   try {
     for (let round = 0; round < ROUNDS; round++) {
+      const url = redis.url
       for (const s of SUITES.includes('limiters') ? limiterScenarios : []) {
         for (const impl of s.impls) {
-          const count = s.inflight === 1 ? 10000 : s.suite === 'semaphore' ? 50000 : 200000
-          const cfg = { impl, keys: s.keys, inflight: s.inflight, limit: s.limit, count, url: redis.url }
-          const r = await runOne(client, { ...cfg, prefix: `lbench${round}${impl}` }, 'limiter-scenario.js')
-          ;(results[limiterKey(s, impl)] ??= []).push(r)
-          process.stderr.write(
-            `round ${round + 1} ${s.suite} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`,
-          )
+          const cfg = { limit: s.limit, count: countFor(s.suite, s.inflight), url, prefix: `lbench${round}${impl}` }
+          await record(s, impl, { ...cfg, round: round + 1 }, 'limiter-scenario.js')
         }
       }
       for (const s of SUITES.includes('sliding') ? slidingScenarios : []) {
         for (const impl of s.impls) {
-          const count = s.suite === 'sliding' ? (s.inflight === 1 ? 10000 : 100000) : s.inflight === 1 ? 5000 : 10000
-          const cfg = { impl, keys: s.keys, inflight: s.inflight, count, url: redis.url }
-          const r = await runOne(client, { ...cfg, prefix: `sbench${round}${impl}` }, 'sliding-scenario.js')
-          ;(results[limiterKey(s, impl)] ??= []).push(r)
-          process.stderr.write(
-            `round ${round + 1} ${s.suite} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`,
-          )
+          const cfg = { count: countFor(s.suite, s.inflight), url, prefix: `sbench${round}${impl}`, round: round + 1 }
+          await record(s, impl, cfg, 'sliding-scenario.js')
         }
       }
-      if (!SUITES.includes('pacer')) continue
-      for (const s of scenarios) {
-        for (const impl of IMPLS) {
-          const count = s.inflight === 1 ? 20000 : 200000
-          const r = await runOne(client, { impl, ...s, count, url: redis.url, prefix: `bench${round}${impl}` })
-          ;(results[`${impl}|${s.keys}|${s.inflight}`] ??= []).push(r)
-          process.stderr.write(`round ${round + 1} ${impl} keys=${s.keys} inflight=${s.inflight}: ${fmt(r.rps)}/s\n`)
+      if (SUITES.includes('pacer')) {
+        for (const s of pacerScenarios) {
+          for (const impl of IMPLS) {
+            const cfg = { count: countFor('pacer', s.inflight), url, prefix: `bench${round}${impl}`, round: round + 1 }
+            await record({ ...s, suite: 'pacer' }, impl, cfg, 'scenario.js')
+          }
+        }
+        for (const pattern of PATTERNS) {
+          for (const impl of ['sluice-memory', 'sluice-memory-reused', 'noop']) {
+            for (const inflight of [1, 256]) {
+              const count = pattern === 'server' ? 500000 : 2000000
+              const s = { pattern, suite: 'pacer', keys: 10000, inflight }
+              await record(s, impl, { count, url, prefix: 'mem', round: round + 1 }, 'scenario.js')
+            }
+          }
         }
       }
-      for (const impl of SUITES.includes('pacer') ? ['sluice-memory', 'sluice-memory-reused', 'noop'] : []) {
-        for (const inflight of [1, 256]) {
-          const r = await runOne(client, { impl, keys: 10000, inflight, count: 2000000, url: redis.url, prefix: 'mem' })
-          ;(results[`${impl}|10000|${inflight}`] ??= []).push(r)
-          process.stderr.write(`round ${round + 1} ${impl} inflight=${inflight}: ${fmt(r.rps)}/s\n`)
-        }
+      for (const impl of SUITES.includes('http') ? HTTP_IMPLS : []) {
+        const r = await runHttp(client, impl, round)
+        ;(results[`http|${impl}`] ??= []).push(r)
+        process.stderr.write(`round ${round + 1} http ${impl}: ${fmt(r.rps)} requests/s\n`)
       }
     }
   } finally {
@@ -166,23 +261,37 @@ async function main() {
     redis.stop()
   }
 
-  const summary = (key) => {
-    const runs = results[key]
+  const summary = (k) => {
+    const runs = results[k]
+    const mid = (f) => median(runs.map(f))
     return {
-      rps: median(runs.map((r) => r.rps)),
+      rps: mid((r) => r.rps),
       min: Math.min(...runs.map((r) => r.rps)),
       max: Math.max(...runs.map((r) => r.rps)),
-      p50Us: median(runs.map((r) => r.p50Us)),
-      p99Us: median(runs.map((r) => r.p99Us)),
-      redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
-      nodeCpuUs: median(runs.map((r) => r.nodeCpuUs)),
-      switches: median(runs.map((r) => r.switchesPerDecision)),
+      p50Us: mid((r) => r.p50Us),
+      p99Us: mid((r) => r.p99Us),
+      redisCpuUs: mid((r) => r.redisCpuUs),
+      nodeCpuUs: mid((r) => r.nodeCpuUs),
+      serverCpuUs: mid((r) => r.serverCpuUs),
+      switches: mid((r) => r.switchesPerDecision),
+      perNativeCall: mid((r) => r.perNativeCall),
+      perScriptCall: mid((r) => r.perScriptCall),
     }
   }
   const lines = []
-  if (SUITES.includes('pacer')) lines.push(...pacerTable(scenarios, summary, results))
-  if (SUITES.includes('limiters')) lines.push('', ...limiterTable(limiterScenarios, limiterKey, summary))
-  if (SUITES.includes('sliding')) lines.push('', ...slidingTables(slidingScenarios, limiterKey, summary))
+  if (SUITES.includes('http')) lines.push(...httpTable(summary), '')
+  for (const pattern of SUITES.some((x) => x !== 'http') ? PATTERNS : []) {
+    const of = (list) => list.filter((s) => s.pattern === pattern)
+    lines.push(
+      pattern === 'server'
+        ? '### Server pattern: each decision issued from its own event-loop turn (a setImmediate per decision)'
+        : '### Same-tick pattern: a Promise.all loop, every call in flight issued in one tick',
+      '',
+    )
+    if (SUITES.includes('pacer')) lines.push(...pacerTable(of(pacerScenarios), pattern, summary, key, results), '')
+    if (SUITES.includes('limiters')) lines.push(...limiterTable(of(limiterScenarios), key, summary), '')
+    if (SUITES.includes('sliding')) lines.push(...slidingTables(of(slidingScenarios), key, summary), '')
+  }
   const table = lines.join('\n')
   console.log(`\nsluice benchmark, ${ROUNDS} interleaved rounds, ${os.cpus().length} cores, Node ${process.version}\n`)
   console.log(table)
@@ -191,29 +300,45 @@ async function main() {
   fs.writeFileSync(path.join(__dirname, 'results', 'latest.json'), JSON.stringify(results, null, 1))
 }
 
-function limiterTable(limiterScenarios, limiterKey, summary) {
+const batchCells = (m) =>
+  `${Number.isNaN(m.perNativeCall) ? '-' : fmt(m.perNativeCall, 1)} | ${Number.isNaN(m.perScriptCall) ? '-' : fmt(m.perScriptCall, 2)}`
+
+function httpTable(summary) {
   const lines = [
-    `| limiter scenario | implementation | decisions/s (median, min-max) | vs peer | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision |`,
-    `| --- | --- | --- | --- | --- | --- | --- | --- |`,
+    `### End to end: a node:http server, one decision per request (BucketLimiter.check() / RateLimiterRedis.consume(), 10k keys), ${HTTP_CONNS} keep-alive connections from a separate load process, ${HTTP_SECONDS} s per run`,
+    '',
+    `| server | requests/s (median, min-max) | vs no limiter | vs rate-limiter-flexible | p50 µs | p99 µs | server CPU µs/request | Redis CPU µs/request | decisions/native call | decisions/script call |`,
+    `| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`,
   ]
-  for (const s of limiterScenarios) {
-    const peer = s.suite === 'check' ? 'rate-limiter-flexible' : 'redis-semaphore'
-    const p = s.impls.includes(peer) ? summary(limiterKey(s, peer)) : { rps: NaN }
-    const label =
-      s.suite === 'check'
-        ? `check(), ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight`
-        : `acquire+release, ${s.keys === 1 ? 'hot key' : '10k keys'}, limit ${s.limit}, ${s.inflight} in flight`
-    for (const impl of s.impls) {
-      const m = summary(limiterKey(s, impl))
-      lines.push(
-        `| ${label} | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / p.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`,
-      )
-    }
+  const base = HTTP_IMPLS.includes('none') ? summary('http|none') : { rps: NaN }
+  const rlf = HTTP_IMPLS.includes('rate-limiter-flexible') ? summary('http|rate-limiter-flexible') : { rps: NaN }
+  for (const impl of HTTP_IMPLS) {
+    const m = summary(`http|${impl}`)
+    lines.push(
+      `| ${impl === 'none' ? 'no limiter' : impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / base.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.serverCpuUs, 2)} | ${fmt(m.redisCpuUs, 2)} | ${batchCells(m)} |`,
+    )
   }
   return lines
 }
 
-function slidingTables(slidingScenarios, limiterKey, summary) {
+const HEAD = `decisions/s (median, min-max) | vs peer | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision | decisions/native call | decisions/script call |`
+const RULE = `| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`
+const cells = (m, p) =>
+  `${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / p.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} | ${batchCells(m)} |`
+const where = (s) => `${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight`
+
+function limiterTable(scenarios, key, summary) {
+  const lines = [`| limiter scenario | implementation | ${HEAD}`, RULE]
+  for (const s of scenarios) {
+    const peer = s.suite === 'check' ? 'rate-limiter-flexible' : 'redis-semaphore'
+    const p = s.impls.includes(peer) ? summary(key(s, peer)) : { rps: NaN }
+    const label = s.suite === 'check' ? `check(), ${where(s)}` : `acquire+release, limit ${s.limit}, ${where(s)}`
+    for (const impl of s.impls) lines.push(`| ${label} | ${impl} | ${cells(summary(key(s, impl)), p)}`)
+  }
+  return lines
+}
+
+function slidingTables(slidingScenarios, key, summary) {
   const lines = []
   for (const [suite, title, peer] of [
     ['sliding', 'multi-window check() (5 s + 1 min)', 'sliding-log-lua'],
@@ -222,41 +347,29 @@ function slidingTables(slidingScenarios, limiterKey, summary) {
     const scenarios = slidingScenarios.filter((s) => s.suite === suite)
     if (!scenarios.length) continue
     if (lines.length) lines.push('')
-    lines.push(
-      `| ${title} | implementation | decisions/s (median, min-max) | vs peer | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision |`,
-      `| --- | --- | --- | --- | --- | --- | --- | --- |`,
-    )
+    lines.push(`| ${title} | implementation | ${HEAD}`, RULE)
     for (const s of scenarios) {
-      const p = s.impls.includes(peer) ? summary(limiterKey(s, peer)) : { rps: NaN }
-      const label = `${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight`
-      for (const impl of s.impls) {
-        const m = summary(limiterKey(s, impl))
-        lines.push(
-          `| ${label} | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / p.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} |`,
-        )
-      }
+      const p = s.impls.includes(peer) ? summary(key(s, peer)) : { rps: NaN }
+      for (const impl of s.impls) lines.push(`| ${where(s)} | ${impl} | ${cells(summary(key(s, impl)), p)}`)
     }
   }
   return lines
 }
 
-function pacerTable(scenarios, summary, results) {
-  const lines = []
-  lines.push(
-    `| scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision | Node context switches/decision |`,
-  )
-  lines.push(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`)
-  for (const s of scenarios) {
-    const ref = results[`reference|${s.keys}|${s.inflight}`]
-      ? summary(`reference|${s.keys}|${s.inflight}`)
-      : { rps: NaN }
-    const rlf = results[`rate-limiter-flexible|${s.keys}|${s.inflight}`]
-      ? summary(`rate-limiter-flexible|${s.keys}|${s.inflight}`)
-      : { rps: NaN }
+function pacerTable(scenarios, pattern, summary, key, results) {
+  const lines = [
+    `| pace() scenario | implementation | decisions/s (median, min-max) | vs reference | vs rate-limiter-flexible | p50 µs | p99 µs | Redis CPU µs/decision | Node CPU µs/decision | Node context switches/decision | decisions/native call | decisions/script call |`,
+    `| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`,
+  ]
+  for (const sc of scenarios) {
+    const s = { ...sc, suite: 'pacer' }
+    const of = (impl) => (results[key(s, impl)] ? summary(key(s, impl)) : { rps: NaN })
+    const ref = of('reference')
+    const rlf = of('rate-limiter-flexible')
     for (const impl of IMPLS) {
-      const m = summary(`${impl}|${s.keys}|${s.inflight}`)
+      const m = summary(key(s, impl))
       lines.push(
-        `| ${s.keys === 1 ? 'hot key' : '10k keys'}, ${s.inflight} in flight | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`,
+        `| ${where(s)} | ${impl} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${(m.rps / ref.rps).toFixed(2)}x | ${(m.rps / rlf.rps).toFixed(2)}x | ${fmt(m.p50Us)} | ${fmt(m.p99Us)} | ${fmt(m.redisCpuUs, 2)} | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} | ${batchCells(m)} |`,
       )
     }
   }
@@ -266,9 +379,9 @@ function pacerTable(scenarios, summary, results) {
     ['noop', 'no-op (harness ceiling)'],
   ]) {
     for (const inflight of [1, 256]) {
-      const m = summary(`${impl}|10000|${inflight}`)
+      const m = summary(key({ pattern, suite: 'pacer', keys: 10000, inflight }, impl))
       lines.push(
-        `| 10k keys, ${inflight} in flight | ${label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} |`,
+        `| 10k keys, ${inflight} in flight | ${label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | | | ${fmt(m.p50Us, 1)} | ${fmt(m.p99Us, 1)} | 0 | ${fmt(m.nodeCpuUs, 2)} | ${fmt(m.switches, 2)} | - | - |`,
       )
     }
   }

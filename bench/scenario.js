@@ -30,6 +30,7 @@ async function makeDecide() {
     return {
       decide: (key) => new DistributedPacer(store, { key, qps: QPS, maxBurst: BURST }).pace(),
       close: () => store.close(),
+      batching: cfg.impl === 'sluice' ? () => store.batching : undefined,
     }
   }
   if (cfg.impl === 'noop') return { decide: async () => ({ delayMs: 0, reason: '' }), close: () => {} }

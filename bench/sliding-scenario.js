@@ -31,6 +31,7 @@ async function makeDecide() {
     const sluice = require('../lib/index.js')
     const store = await sluice.RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix })
     const close = () => store.close()
+    const batching = () => store.batching
     if (cfg.impl === 'sluice-sliding') {
       // a limiter object per decision, as a request handler would create it
       return {
@@ -39,6 +40,7 @@ async function makeDecide() {
           admitted(r.allowed, r)
         },
         close,
+        batching,
       }
     }
     if (cfg.impl === 'sluice-quota') {
@@ -49,6 +51,7 @@ async function makeDecide() {
           admitted(g.granted === 1, g)
         },
         close,
+        batching,
       }
     }
     throw new Error(`unknown impl ${cfg.impl}`)
