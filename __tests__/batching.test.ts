@@ -173,7 +173,14 @@ for (const direct of [true, false]) {
 describe('batching on a Redis Cluster', () => {
   it('calls made one per turn while a batch is under way leave together, with one-by-one decisions', async () => {
     const clock = new ManualClock(1_800_000_000_000)
-    const store = await RedisStore.connect({ cluster: clusterNodes(), keyPrefix: freshPrefix(), clock })
+    // a generous deadline: the shared cluster is busy with the other files' multi-process runs,
+    // and this test is about batching, not timeouts
+    const store = await RedisStore.connect({
+      cluster: clusterNodes(),
+      keyPrefix: freshPrefix(),
+      clock,
+      commandTimeoutMs: 10_000,
+    })
     const model = new MemoryStore({ clock })
     try {
       expect(store.isCluster).toBe(true)
