@@ -95,7 +95,7 @@ describe.each(STORE_KINDS)('QuotaLimiter on %s', (kind) => {
     const name = p()
     const before = await keyCount()
     expect(await limiter.checkAndUseQuotas([{ prefix: name, requested: 0, quotas: [q] }], 5000)).toEqual([
-      { prefix: name, granted: 0, reachedQuotas: [] },
+      { prefix: name, granted: 0, reachedQuotas: [], degraded: false },
     ])
     expect(await keyCount()).toBe(before)
     await limiter.checkAndUseQuotas([{ prefix: name, requested: 1, quotas: [q] }], 5000)

@@ -26,6 +26,7 @@ describe.each(STORE_KINDS)('SlidingWindowLimiter on %s', (kind) => {
     expect(a).toEqual({
       allowed: true,
       retryAfterMs: 0,
+      degraded: false,
       windows: [
         { limit: 2, intervalMs: 1000, remaining: 1, retryAfterMs: 0 },
         { limit: 3, intervalMs: 10_000, remaining: 2, retryAfterMs: 0 },

@@ -27,15 +27,23 @@ const nextId = () => `${PROCESS_TAG}-${(++sequence).toString(36)}`
 
 /** A slot of a ConcurrentLimiter, held until released or until its lock time passes. */
 class Lease {
-  constructor(limiter, name, token) {
+  constructor(limiter, name, token, degraded = false) {
     this._limiter = limiter
     this._id = name // `id|token|acquiredUs` for a lease taken at once, the id for a handed-over one
     /** Fencing token: strictly increasing per limiter; pass it to the resource you protect. */
     this.token = token
+    /** Granted without Redis (by the store's `whenDown` policy); its token fences nothing. */
+    this.degraded = degraded
+  }
+
+  /** @internal a lease granted under whenDown 'allow' exists nowhere: nothing to ask */
+  get _free() {
+    return this.degraded && this._limiter._store.whenDown === 'allow'
   }
 
   /** Gives the slot back; true if the lease was still valid (not expired and reclaimed). */
   async release() {
+    if (this._free) return true
     const values = await this._limiter._op(RELEASE, this._id, 0)
     return values[0] === 1
   }
@@ -45,6 +53,7 @@ class Lease {
     const lockMs = ms === undefined ? this._limiter._lockTimeoutMs : ms
     // the limiter's keys are only guaranteed to live ttlMs / 2 past any operation
     checkInteger('ms', lockMs, 1, Math.floor(this._limiter._ttlMs / 2), invalidArgument)
+    if (this._free) return true
     const values = await this._limiter._op(EXTEND, this._id, 0, lockMs)
     return values[0] === 1
   }
@@ -93,8 +102,8 @@ class ConcurrentLimiter {
   /** A lease if a slot is free now and nobody is queued; otherwise null. Never waits. */
   async tryAcquire() {
     const id = nextId()
-    const [status, token, , nowUs] = await this._op(ACQUIRE, id, 0)
-    return status === 1 ? new Lease(this, `${id}|${token}|${nowUs}`, token) : null
+    const values = await this._op(ACQUIRE, id, 0)
+    return values[0] === 1 ? lease(this, id, values) : null
   }
 
   /**
@@ -112,12 +121,13 @@ class ConcurrentLimiter {
   /** @internal a Lease, or the retry hint (ms) when the wait timed out */
   async _acquire(signal) {
     const store = this._store
-    if (!(store._channels && store._channels.has(this._channel))) {
-      // fast path: a free slot needs no subscription
+    if (store.status === 'down' || !(store._channels && store._channels.has(this._channel))) {
+      // fast path: a free slot needs no subscription. While Redis is down nobody queues:
+      // the store's policy answers at once.
       const id = nextId()
-      const [status, token, earliest, nowUs] = await this._op(ACQUIRE, id, 0)
-      if (status === 1) return new Lease(this, `${id}|${token}|${nowUs}`, token)
-      if (this._waitTimeoutMs === 0) return hintMs(earliest, nowUs)
+      const values = await this._op(ACQUIRE, id, 0)
+      if (values[0] === 1) return lease(this, id, values)
+      if (this._waitTimeoutMs === 0 || values.degraded) return hintMs(values[2], values[3])
     }
     return this._wait(nextId(), signal)
   }
@@ -161,8 +171,15 @@ class ConcurrentLimiter {
       await store._listen(this._channel)
       try {
         store._wakeLoop()
-        const [status, token, earliest, nowUs] = await this._op(ACQUIRE, id, this._waitTimeoutMs)
-        if (status === 1) return new Lease(this, `${id}|${token}|${nowUs}`, token)
+        const values = await this._op(ACQUIRE, id, this._waitTimeoutMs)
+        const [status, , earliest, nowUs] = values
+        if (status === 1) return lease(this, id, values)
+        if (values.degraded) {
+          // Redis went down on the way: leave the (local) queue, do not wait
+          const c = await this._op(CANCEL, id, 0)
+          if (c[0] === 1) return new Lease(this, id, c[1], true)
+          return hintMs(c[2] || earliest, c[3] || nowUs)
+        }
         armExpiry(earliest, nowUs)
         cancelDeadline = timer(store, this._waitTimeoutMs, () => settle({ timeout: true }))
         const result = await outcome
@@ -171,9 +188,9 @@ class ConcurrentLimiter {
         // timed out or aborted: leave the queue; a grant that raced the timeout is still ours
         const [cstatus, ctoken, cearliest, cnow] = await this._op(CANCEL, id, 0)
         if (cstatus === 1) {
-          const lease = new Lease(this, id, ctoken)
-          if (!result.aborted) return lease
-          await lease.release().catch(() => {})
+          const granted = new Lease(this, id, ctoken)
+          if (!result.aborted) return granted
+          await granted.release().catch(() => {})
         }
         if (result.aborted) throw aborted(signal)
         return hintMs(cearliest, cnow)
@@ -237,6 +254,11 @@ class ConcurrentLimiter {
       waiting: v[8],
     }
   }
+}
+
+/** The lease of an ACQUIRE reply that granted it at once */
+function lease(limiter, id, values) {
+  return new Lease(limiter, `${id}|${values[1]}|${values[3]}`, values[1], values.degraded === true)
 }
 
 /** Calls `fn` after `ms` on the store's clock; returns a function that cancels it. */

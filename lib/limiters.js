@@ -172,8 +172,8 @@ class RateLimiter {
     return store._limit(this, this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs)
   }
 
-  /** @internal */
-  _decision(out, o) {
+  /** @internal the decision at `out[o..o+4]`; `degraded`: answered without Redis */
+  _decision(out, o, degraded = false) {
     const retryUs = out[o + 2]
     return {
       allowed: out[o] === 1,
@@ -181,6 +181,7 @@ class RateLimiter {
       remaining: out[o + 1],
       retryAfterMs: retryUs > 0 ? Math.ceil(retryUs / 1000) : 0,
       resetAfterMs: out[o + 3] > 0 ? Math.ceil(out[o + 3] / 1000) : 0,
+      degraded,
     }
   }
 
@@ -323,6 +324,7 @@ const UNLIMITED_DECISION = Object.freeze({
   remaining: Infinity,
   retryAfterMs: 0,
   resetAfterMs: 0,
+  degraded: false,
 })
 
 /**

@@ -113,11 +113,12 @@ class DistributedPacer {
   }
 
   /** @internal the outcome of this pacer's decision at `out[i..i+3]` */
-  _outcome(out, i, weight) {
+  _outcome(out, i, weight, degraded = false) {
     const delayMs = delayMsOf(out[i])
     return {
       delayMs,
       reason: `watermark=${fixed2(out[i + 1])}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}`,
+      degraded,
     }
   }
 
@@ -177,7 +178,9 @@ class PacerComposite {
 
   _call(weight, pace) {
     if (typeof weight !== 'number' || !(weight >= 0 && weight <= MAX_NUMBER)) return Promise.reject(badWeight(weight))
-    if (this._leaves.length === 0) return Promise.resolve({ delayMs: 0, reason: 'no pacers', pacer: null })
+    if (this._leaves.length === 0) {
+      return Promise.resolve({ delayMs: 0, reason: 'no pacers', pacer: null, degraded: false })
+    }
     const keys = []
     const args = [this._leaves.length, pace ? 1 : 0]
     for (const leaf of this._leaves) {
@@ -194,7 +197,7 @@ class PacerComposite {
     }
   }
 
-  _outcome(out, offset, weight) {
+  _outcome(out, offset, weight, degraded = false) {
     // Per top-level child: its largest member delay (first one on ties), like lodash maxBy.
     let best = -1
     let bestDelay = 0
@@ -207,7 +210,7 @@ class PacerComposite {
         bestLeaf = i
       }
     }
-    if (best < 0) return { delayMs: 0, reason: 'no delay', pacer: null }
+    if (best < 0) return { delayMs: 0, reason: 'no delay', pacer: null, degraded }
     const leaf = this._leaves[bestLeaf]
     const delayMs = delayMsOf(bestDelay)
     const wb = out[offset + 3 * bestLeaf + 1]
@@ -220,7 +223,7 @@ class PacerComposite {
       node = chain[i]
       if (node.key) reason = `${node.constructor.name} ${node.key}\n${reason}`
     }
-    return { delayMs, reason, pacer: this._pacers[best] }
+    return { delayMs, reason, pacer: this._pacers[best], degraded }
   }
 
   /** The members from this composite's child down to the leaf. */

@@ -5,6 +5,8 @@ const { SluiceError, fromNative, invalidConfig } = require('./errors')
 const { ManualClock } = require('./clock')
 const { Batcher } = require('./batcher')
 const { DirectConnection } = require('./direct')
+const { DenyCache } = require('./denycache')
+const EventEmitter = require('node:events')
 
 const PRIVATE = Symbol('sluice.private')
 /** How each kind's calls are batched (see lib/batcher.js). `maxBatch`: calls per native call
@@ -16,6 +18,21 @@ const DEFAULT_URL = 'redis://127.0.0.1:6379'
 const DEFAULT_COMMAND_TIMEOUT_MS = 2000
 const DEFAULT_CONNECT_TIMEOUT_MS = 5000
 const BATCHING = { maxBatch: 64, maxInFlight: Number(process.env.SLUICE_MAX_IN_FLIGHT) || 2 }
+/** What a store does with a call it cannot get an answer to from Redis (see `_degrade`). */
+const WHEN_DOWN = ['error', 'allow', 'deny', 'local']
+/** Errors that say Redis itself is unreachable or too slow (they open the circuit). */
+const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
+const DEFAULT_PROBE_INTERVAL_MS = 1000
+const DEFAULT_DENY_CACHE_KEYS = 100_000
+/** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
+const PROBE_ARGS = new Float64Array([0, 1, 1, 1_000_000, -3])
+const LIMIT_RESET = -2
+const LIMIT_ADJUST = -1
+const LIMIT_PEEK = -3
+const SLIDING_TAKE = 0
+const SLIDING_RESET = 2
+const QUOTA_USE = 3
+const CONCURRENT = { acquire: 1, release: 2, extend: 3, poll: 4, cancel: 5, stats: 6 }
 /** New keys between two checks whether the memory store should drop expired keys. */
 const SWEEP_EVERY = 4096
 
@@ -32,6 +49,20 @@ function storeOptions(options, allowed) {
   const clock = options.clock === undefined ? null : options.clock
   if (clock !== null && !(clock instanceof ManualClock)) throw invalidConfig('clock must be a ManualClock')
   return { keyPrefix, clock }
+}
+
+/** `localDenyCache`: false (default), true, or `{ maxKeys }`; the number of keys kept (0: off). */
+function denyCacheOption(value) {
+  if (value === undefined || value === false) return 0
+  if (value === true) return DEFAULT_DENY_CACHE_KEYS
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const name of Object.keys(value)) {
+      if (name !== 'maxKeys') throw invalidConfig(`unknown localDenyCache option ${JSON.stringify(name)}`)
+    }
+    const { maxKeys = DEFAULT_DENY_CACHE_KEYS } = value
+    if (Number.isInteger(maxKeys) && maxKeys >= 1 && maxKeys <= 10_000_000) return maxKeys
+  }
+  throw invalidConfig('localDenyCache must be a boolean or { maxKeys: integer in [1, 10000000] }')
 }
 
 const closedError = () => new SluiceError('ERR_CLOSED', 'the store is closed')
@@ -198,17 +229,32 @@ class MemoryStore {
  * (see lib/batcher.js): a call goes out at once when its queue has room, and calls arriving
  * while round trips are under way leave together, one napi crossing and one script call per
  * 64 of them (per hash slot on a cluster).
+ *
+ * When Redis is found down (a call fails with ERR_STORE_UNAVAILABLE or ERR_TIMEOUT) the
+ * circuit opens: `status` turns 'down', 'down' is emitted, and no call goes to Redis (none
+ * waits for `commandTimeoutMs` any more) until a probe, every `probeIntervalMs`, gets an
+ * answer: then 'up'. Meanwhile calls are answered by `whenDown` (see `_degrade`).
  */
-class RedisStore {
-  constructor(token, nativeStore, keyPrefix, clock, direct, connectTimeoutMs) {
+class RedisStore extends EventEmitter {
+  constructor(token, nativeStore, keyPrefix, clock, direct, o) {
     if (token !== PRIVATE) throw invalidConfig('use `await RedisStore.connect(options)`')
+    super()
     this.keyPrefix = keyPrefix
     this.clock = clock
     this._native = nativeStore
     this._direct = direct
-    this._connectTimeoutMs = connectTimeoutMs
+    this._connectTimeoutMs = o.connectTimeoutMs
     this._closed = false
     this._sync = false
+    // the circuit breaker and the store-down policy
+    this._whenDown = o.whenDown
+    this._probeIntervalMs = o.probeIntervalMs
+    this._status = 'up'
+    this._downError = null
+    this._probeTimer = null
+    this._probing = false
+    this._local = null // whenDown 'local': the embedded store that decides while Redis is down
+    this._denyCache = o.denyCacheKeys > 0 ? new DenyCache(o.denyCacheKeys) : null
     // One queue per kind. Its batches go on the direct connection when it is up, else on one
     // pool connection (its lane): either way they reach Redis in call order.
     const queue = (lane, send) => {
@@ -243,6 +289,9 @@ class RedisStore {
       'commandTimeoutMs',
       'connectTimeoutMs',
       'directConnection',
+      'whenDown',
+      'probeIntervalMs',
+      'localDenyCache',
     ]
     const { keyPrefix, clock } = storeOptions(options, names)
     const o = options || {}
@@ -258,6 +307,13 @@ class RedisStore {
     if (o.directConnection !== undefined && typeof o.directConnection !== 'boolean') {
       throw invalidConfig('directConnection must be a boolean')
     }
+    const whenDown = o.whenDown === undefined ? 'error' : o.whenDown
+    if (!WHEN_DOWN.includes(whenDown)) throw invalidConfig("whenDown must be 'error', 'allow', 'deny' or 'local'")
+    const probeIntervalMs = o.probeIntervalMs === undefined ? DEFAULT_PROBE_INTERVAL_MS : o.probeIntervalMs
+    if (!Number.isInteger(probeIntervalMs) || probeIntervalMs < 10 || probeIntervalMs > 600_000) {
+      throw invalidConfig('probeIntervalMs must be an integer in [10, 600000]')
+    }
+    const denyCacheKeys = denyCacheOption(o.localDenyCache)
     let nativeStore
     try {
       nativeStore = await native.connectRedis({
@@ -279,7 +335,27 @@ class RedisStore {
         commandTimeoutMs: o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
       })
     }
-    return new RedisStore(PRIVATE, nativeStore, keyPrefix, clock, direct, connectTimeoutMs)
+    return new RedisStore(PRIVATE, nativeStore, keyPrefix, clock, direct, {
+      connectTimeoutMs,
+      whenDown,
+      probeIntervalMs,
+      denyCacheKeys,
+    })
+  }
+
+  /** 'up', or 'down' from the first call that found Redis unreachable until a probe finds it back. */
+  get status() {
+    return this._status
+  }
+
+  /** The store-down policy: 'error', 'allow', 'deny' or 'local'. */
+  get whenDown() {
+    return this._whenDown
+  }
+
+  /** Calls answered "refused" by the local deny cache, without a round trip. */
+  get localDenials() {
+    return this._denyCache === null ? 0 : this._denyCache.hits
   }
 
   /** Whether this store talks to a Redis Cluster. */
@@ -310,14 +386,25 @@ class RedisStore {
   /**
    * @internal sends one batch of queue `q`: on the direct connection, `direct()` makes the
    * native task; on the pool, `pooled(lane)` makes the native call; `done(out)` settles the
-   * calls; a failure rejects them all. Returns the promise the batcher waits on.
+   * calls. A store failure opens the circuit; then, and while it is open, `degrade()` answers
+   * every call by the store-down policy ('error': they reject with the store's error). Any
+   * other failure rejects them all. Returns the promise the batcher waits on.
    */
-  _batch(q, reject, direct, pooled, done) {
+  _batch(q, reject, direct, pooled, done, degrade) {
     const fail = (err) => {
       const error = fromNative(err)
+      if (STORE_FAILURES.has(error.code) && !this._closed) {
+        this._trip(error)
+        if (this._whenDown !== 'error') return degrade()
+      }
       for (const r of reject) r(error)
     }
     if (this._closed) return fail(closedError())
+    if (this._status === 'down') {
+      if (this._whenDown !== 'error') return degrade()
+      for (const r of reject) r(this._downError)
+      return
+    }
     let pending
     try {
       const d = this._via(q)
@@ -327,6 +414,77 @@ class RedisStore {
       return fail(err)
     }
     return pending.then(undefined, fail)
+  }
+
+  /** @internal answers each of `calls` with `answer(call)` (a value, or throws: that call rejects) */
+  _answer(calls, resolve, reject, answer) {
+    for (let e = 0; e < calls.length; e++) {
+      let value
+      try {
+        value = answer(calls[e])
+      } catch (err) {
+        reject[e](fromNative(err))
+        continue
+      }
+      resolve[e](value)
+    }
+  }
+
+  /** @internal opens the circuit: Redis was found down by `error` */
+  _trip(error) {
+    if (this._status === 'down') return
+    this._status = 'down'
+    this._downError = new SluiceError(
+      'ERR_STORE_UNAVAILABLE',
+      `Redis is down (${error.code}: ${error.message}); probing every ${this._probeIntervalMs} ms`,
+      { cause: error },
+    )
+    if (this._whenDown === 'local') {
+      // counts from zero for the outage; its concurrent grants wake this store's waiters
+      this._local = new MemoryStore({ keyPrefix: this.keyPrefix, clock: this.clock })
+      this._local._waiters = this._waiters
+    }
+    if (this._denyCache !== null) this._denyCache.clear()
+    this._probeTimer = setInterval(() => this._probe(), this._probeIntervalMs)
+    this._probeTimer.unref()
+    process.nextTick(() => this.emit('down', error))
+  }
+
+  /** @internal one probe (at most one under way): an answer from Redis closes the circuit */
+  _probe() {
+    if (this._probing || this._closed || this._status === 'up') return
+    this._probing = true
+    native.redisLimitBatch(this._native, `${this.keyPrefix}:probe:{health}`, PROBE_ARGS, -1, 1).then(
+      () => {
+        this._probing = false
+        this._recover()
+      },
+      () => {
+        this._probing = false
+      },
+    )
+  }
+
+  _recover() {
+    if (this._status === 'up' || this._closed) return
+    clearInterval(this._probeTimer)
+    this._probeTimer = null
+    this._status = 'up'
+    this._downError = null
+    const local = this._local
+    this._local = null
+    if (local !== null) local.close()
+    process.nextTick(() => this.emit('up'))
+  }
+
+  /** @internal how long a caller refused for want of Redis should wait: until the next probe */
+  get _downRetryUs() {
+    return this._probeIntervalMs * 1000
+  }
+
+  /** @internal the local clock, µs (the deny cache's) */
+  _localUs() {
+    return this.clock ? this.clock._nowUs() : Date.now() * 1000
   }
 
   /**
@@ -351,13 +509,25 @@ class RedisStore {
   /** @internal one pacer call */
   _pacer(owner, key, weight, qps, maxBurst, factor, pace) {
     if (this._closed) return Promise.reject(closedError())
-    return this._pacerCalls.batcher.add([owner, weight, key, [1, pace ? 1 : 0, weight, qps, maxBurst, factor]])
+    const cache = this._denyCache
+    let sig = null
+    let atUs = 0
+    if (cache !== null && !pace) {
+      sig = `${qps}|${maxBurst}|${factor}`
+      atUs = this._localUs()
+      const hit = cache.get(key, sig, weight, atUs)
+      if (hit !== null) {
+        const v = hit.values
+        return Promise.resolve(owner._outcome([hit.untilUs - atUs, v[1], v[2]], 0, weight, false))
+      }
+    }
+    return this._pacerCalls.batcher.add([owner, weight, key, [1, pace ? 1 : 0, weight, qps, maxBurst, factor], sig, atUs])
   }
 
   /** @internal one composite call: its members' keys, args in the flat batch encoding */
   _pacerGroup(owner, weight, keys, args) {
     if (this._closed) return Promise.reject(closedError())
-    return this._pacerCalls.batcher.add([owner, weight, keys, args])
+    return this._pacerCalls.batcher.add([owner, weight, keys, args, null, 0])
   }
 
   _sendPacer(calls, resolve, reject, q) {
@@ -378,19 +548,57 @@ class RedisStore {
       (lane) => native.redisPacerBatch(this._native, k, a, nowUs, lane),
       (out) => {
         let offset = 0
+        const cache = this._denyCache
         for (let e = 0; e < calls.length; e++) {
-          const [owner, weight, k] = calls[e]
-          resolve[e](owner._outcome(out, offset, weight))
+          const [owner, weight, k, , sig, atUs] = calls[e]
+          if (sig !== null && out[offset] > 0) cache.set(k, sig, weight, atUs, out[offset], out.slice(offset, offset + 3))
+          resolve[e](owner._outcome(out, offset, weight, false))
           offset += 3 * (typeof k === 'string' ? 1 : k.length)
         }
       },
+      () => this._answer(calls, resolve, reject, (c) => this._degradePacer(c)),
     )
+  }
+
+  /**
+   * @internal a pacer call answered without Redis: 'allow' admits (no delay), 'deny'
+   * refuses rateLimit() until the next probe (and rejects pace(), which cannot refuse),
+   * 'local' decides on the embedded store
+   */
+  _degradePacer([owner, weight, k, a]) {
+    const keys = typeof k === 'string' ? [k] : k
+    let out
+    if (this._whenDown === 'local') {
+      out = this._local._group(keys, a)
+    } else {
+      out = new Float64Array(3 * keys.length)
+      if (this._whenDown === 'deny') {
+        if (a[1] === 1) throw this._downError
+        for (let i = 0; i < keys.length; i++) out[3 * i] = this._downRetryUs
+      }
+    }
+    return owner._outcome(out, 0, weight, true)
   }
 
   /** @internal one rate-limiter call */
   _limit(owner, key, kind, weight, limit, intervalUs, maxWaitUs) {
     if (this._closed) return Promise.reject(closedError())
-    return this._limitCalls.batcher.add([owner, key, kind, weight, limit, intervalUs, maxWaitUs])
+    const cache = this._denyCache
+    let atUs = 0
+    if (cache !== null) {
+      atUs = this._localUs()
+      if (maxWaitUs === 0) {
+        const hit = cache.get(key, `${kind}|${limit}|${intervalUs}`, weight, atUs)
+        if (hit !== null) {
+          const v = hit.values
+          const resetUs = Math.max(0, v[3] - (atUs - hit.atUs))
+          return Promise.resolve(owner._decision([0, v[1], hit.untilUs - atUs, resetUs], 0, false))
+        }
+      } else if (maxWaitUs === LIMIT_RESET || maxWaitUs === LIMIT_ADJUST) {
+        cache.delete(key)
+      }
+    }
+    return this._limitCalls.batcher.add([owner, key, kind, weight, limit, intervalUs, maxWaitUs, atUs])
   }
 
   _sendLimits(calls, resolve, reject, q) {
@@ -409,15 +617,59 @@ class RedisStore {
       () => native.redisLimitDirect(this._native, keys, args, nowUs),
       (lane) => native.redisLimitBatch(this._native, keys, args, nowUs, lane),
       (out) => {
-        for (let e = 0; e < n; e++) resolve[e](calls[e][0]._decision(out, 4 * e))
+        const cache = this._denyCache
+        for (let e = 0; e < n; e++) {
+          const c = calls[e]
+          if (cache !== null && c[6] === 0 && out[4 * e] === 0) {
+            cache.set(c[1], `${c[2]}|${c[4]}|${c[5]}`, c[3], c[7], out[4 * e + 2], out.slice(4 * e, 4 * e + 4))
+          }
+          resolve[e](c[0]._decision(out, 4 * e, false))
+        }
       },
+      () => this._answer(calls, resolve, reject, (c) => this._degradeLimit(c)),
     )
+  }
+
+  /**
+   * @internal a rate-limiter call answered without Redis: 'allow' admits, 'deny' refuses
+   * until the next probe, 'local' decides on the embedded store. A refund (adjust) is
+   * dropped; a reset needs Redis (it rejects) except under 'local'.
+   */
+  _degradeLimit([owner, key, kind, weight, limit, intervalUs, maxWaitUs]) {
+    if (this._whenDown === 'local') {
+      const io = this._local._limit(key, kind, weight, limit, intervalUs, maxWaitUs)
+      return owner._decision(io, 0, true)
+    }
+    if (maxWaitUs === LIMIT_RESET) throw this._downError
+    if (maxWaitUs === LIMIT_ADJUST) return owner._decision([1, limit, 0, 0], 0, true)
+    if (this._whenDown === 'allow') {
+      return owner._decision([1, maxWaitUs === LIMIT_PEEK ? limit : Math.max(0, limit - weight), 0, 0], 0, true)
+    }
+    const retryUs = this._downRetryUs
+    return owner._decision([0, 0, retryUs, retryUs], 0, true)
   }
 
   /** @internal one sliding-window call */
   _slidingCall(owner, key, nums) {
     if (this._closed) return Promise.reject(closedError())
-    return this._slidingCalls.batcher.add([owner, key, nums])
+    const cache = this._denyCache
+    let atUs = 0
+    if (cache !== null) {
+      atUs = this._localUs()
+      if (nums[0] === SLIDING_TAKE) {
+        const hit = cache.get(key, owner._sig, nums[1], atUs)
+        if (hit !== null) {
+          const out = hit.values.slice()
+          const elapsedUs = atUs - hit.atUs
+          out[1] = hit.untilUs - atUs
+          for (let i = 3; i < out.length; i += 2) out[i] = Math.max(0, out[i] - elapsedUs)
+          return Promise.resolve(owner._decision(out, 0, false))
+        }
+      } else if (nums[0] === SLIDING_RESET) {
+        cache.delete(key)
+      }
+    }
+    return this._slidingCalls.batcher.add([owner, key, nums, atUs])
   }
 
   _sendSliding(calls, resolve, reject, q) {
@@ -430,13 +682,37 @@ class RedisStore {
       () => native.redisSlidingDirect(this._native, keys, nums, nowUs),
       (lane) => native.redisSlidingBatch(this._native, keys, nums, nowUs, lane),
       (out) => {
+        const cache = this._denyCache
         let o = 0
         for (let e = 0; e < calls.length; e++) {
-          resolve[e](calls[e][0]._decision(out, o))
-          o += 2 * calls[e][2][2] + 2 // allowed, retry, then remaining and retry per window
+          const [owner, key, n, atUs] = calls[e]
+          const length = 2 * n[2] + 2 // allowed, retry, then remaining and retry per window
+          if (cache !== null && n[0] === SLIDING_TAKE && out[o] === 0) {
+            cache.set(key, owner._sig, n[1], atUs, out[o + 1], out.slice(o, o + length))
+          }
+          resolve[e](owner._decision(out, o, false))
+          o += length
         }
       },
+      () => this._answer(calls, resolve, reject, (c) => this._degradeSliding(c)),
     )
+  }
+
+  /** @internal a sliding-window call answered without Redis (as `_degradeLimit`) */
+  _degradeSliding([owner, key, nums]) {
+    if (this._whenDown === 'local') return owner._decision(this._local._sliding(key, nums), 0, true)
+    if (nums[0] === SLIDING_RESET) throw this._downError
+    const windows = nums[2]
+    const out = new Float64Array(2 + 2 * windows)
+    if (this._whenDown === 'allow') {
+      out[0] = 1
+      const charge = nums[0] === SLIDING_TAKE ? nums[1] : 0
+      for (let i = 0; i < windows; i++) out[2 + 2 * i] = Math.max(0, nums[3 + 2 * i] - charge)
+    } else {
+      out[1] = this._downRetryUs
+      for (let i = 0; i < windows; i++) out[3 + 2 * i] = this._downRetryUs
+    }
+    return owner._decision(out, 0, true)
   }
 
   /**
@@ -476,7 +752,38 @@ class RedisStore {
           o += 1 + length
         }
       },
+      () => this._answer(calls, resolve, reject, (c) => this._degradeQuota(c)),
     )
+  }
+
+  /**
+   * @internal a quota call answered without Redis, flagged `degraded`: 'allow' grants what
+   * was requested, 'deny' grants nothing (every quota reached), 'local' decides on the
+   * embedded store; `useQuotas` is dropped under 'allow' and 'deny'
+   */
+  _degradeQuota([keys, nums, mode, timestamp]) {
+    let out
+    if (this._whenDown === 'local') {
+      out = Float64Array.from(this._local._quota(keys, nums, mode, timestamp))
+    } else {
+      // nums: [counters, (window, granularity) per counter, requests, (amount, quotas, (counter, limit) per quota) per request]
+      const counters = nums[0]
+      let i = 1 + 2 * counters
+      const requests = nums[i++]
+      const values = [timestamp >= 0 ? timestamp : Math.floor(this._localUs() / 1e6)]
+      const allow = this._whenDown === 'allow'
+      for (let r = 0; r < requests; r++) {
+        const amount = nums[i]
+        const quotas = nums[i + 1]
+        i += 2 + 2 * quotas
+        values.push(allow ? amount : 0)
+        for (let j = 0; j < quotas; j++) values.push(allow ? 0 : 1)
+      }
+      out = new Float64Array(mode === QUOTA_USE ? 0 : values.length)
+      if (mode !== QUOTA_USE) out.set(values)
+    }
+    out.degraded = true
+    return out
   }
 
   /** @internal one concurrent-limiter operation; resolves with its reply */
@@ -500,7 +807,55 @@ class RedisStore {
         for (const grant of grants) this._waiters.wake(grant)
         for (let e = 0; e < calls.length; e++) resolve[e](values.subarray(9 * e, 9 * (e + 1)))
       },
+      () => {
+        if (this._whenDown === 'local') return this._degradeConcurrentLocal(calls, resolve, reject)
+        this._answer(calls, resolve, reject, (c) => this._degradeConcurrent(c))
+      },
     )
+  }
+
+  /**
+   * @internal a concurrent-limiter operation answered without Redis, flagged `degraded`:
+   * 'allow' grants every lease, 'deny' none (a waiter gives up); releasing or extending a
+   * lease Redis holds cannot be confirmed (false: it is reclaimed after its lock time).
+   * Statistics need Redis.
+   */
+  _degradeConcurrent([, , op]) {
+    const out = new Float64Array(9)
+    const nowUs = this._localUs()
+    const allow = this._whenDown === 'allow'
+    switch (op) {
+      case CONCURRENT.acquire:
+        out[0] = allow ? 1 : 0
+        out[2] = allow ? 0 : nowUs + this._downRetryUs
+        out[3] = nowUs
+        break
+      case CONCURRENT.poll:
+        out[0] = allow ? 1 : -1
+        out[3] = nowUs
+        break
+      case CONCURRENT.release:
+      case CONCURRENT.extend:
+        break // 0: not confirmed (a lease granted under 'allow' never asks, see Lease)
+      case CONCURRENT.stats:
+        throw this._downError
+      default:
+        break
+    }
+    out.degraded = true
+    return out
+  }
+
+  _degradeConcurrentLocal(calls, resolve, reject) {
+    const local = this._local
+    for (let e = 0; e < calls.length; e++) {
+      const [key, id, op, nums] = calls[e]
+      local._concurrent(key, op, id, nums).then((values) => {
+        const out = Float64Array.from(values)
+        out.degraded = true
+        resolve[e](out)
+      }, reject[e])
+    }
   }
 
   /** @internal subscribes to a grant channel (shared by the waiters of this process) */
@@ -557,6 +912,9 @@ class RedisStore {
   async close() {
     if (this._closed) return
     this._closed = true
+    if (this._probeTimer !== null) clearInterval(this._probeTimer)
+    this._probeTimer = null
+    if (this._local !== null) this._local.close()
     if (this._direct !== null) this._direct.close()
     try {
       await this._native.close()

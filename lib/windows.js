@@ -62,6 +62,7 @@ class SlidingWindowLimiter {
     this._maxWeight = Math.min(...this._windows.map((w) => w.limit))
     this._spec = [this._windows.length]
     for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)
+    this._sig = this._spec.join('|') // the options, for the store's local deny cache
   }
 
   /** The limiter's name. */
@@ -95,12 +96,13 @@ class SlidingWindowLimiter {
     return store._slidingCall(this, this._key, nums)
   }
 
-  /** @internal the decision at `o` of a flat result */
-  _decision(out, o) {
+  /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
+  _decision(out, o, degraded = false) {
     const ms = (us) => (us > 0 ? Math.ceil(us / 1000) : 0)
     return {
       allowed: out[o] === 1,
       retryAfterMs: ms(out[o + 1]),
+      degraded,
       windows: this._windows.map((w, i) => ({
         limit: w.limit,
         intervalMs: w.intervalMs,
@@ -249,10 +251,11 @@ class QuotaLimiter {
 
   static _grants(requests, out) {
     let o = 1
+    const degraded = out.degraded === true
     return requests.map((r) => {
       const granted = out[o++]
       const reachedQuotas = r.quotas.filter(() => out[o++] === 1)
-      return { prefix: r.prefix, granted, reachedQuotas }
+      return { prefix: r.prefix, granted, reachedQuotas, degraded }
     })
   }
 

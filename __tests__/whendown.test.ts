@@ -1,0 +1,304 @@
+// The store-down policy (whenDown), the circuit breaker (status, 'down'/'up', probes) and the
+// local deny cache. These tests start and kill their own redis-server processes.
+import { describe, expect, it } from 'vitest'
+import {
+  BucketLimiter,
+  ConcurrentLimiter,
+  DistributedPacer,
+  LeakyLimiter,
+  ManualClock,
+  PacerComposite,
+  QuotaLimiter,
+  RedisStore,
+  SlidingWindowLimiter,
+  SluiceError,
+  WindowLimiter,
+} from '../lib/index.js'
+import { freshPrefix, redisUrl } from './helpers/stores.js'
+import { freePort, startRedis, stop, timed } from './helpers/servers.js'
+
+type Policy = 'error' | 'allow' | 'deny' | 'local'
+
+const request = (prefix: string, requested = 1) => [
+  { prefix, requested, quotas: [{ windowSeconds: 60, granularitySeconds: 10, limit: 3 }] },
+]
+
+/** A store on a Redis of its own, with every kind of limiter on it. */
+async function setup(whenDown: Policy) {
+  const port = await freePort()
+  let server = await startRedis(port)
+  const store = await RedisStore.connect({
+    url: `redis://127.0.0.1:${port}`,
+    keyPrefix: freshPrefix(),
+    commandTimeoutMs: 300,
+    probeIntervalMs: 50,
+    whenDown,
+  })
+  const events: string[] = []
+  store.on('down', (err) => events.push(`down:${(err as SluiceError).code}`))
+  store.on('up', () => events.push('up'))
+  const limiters = {
+    bucket: new BucketLimiter(store, { name: 'b', limit: 3, interval: 'minute' }),
+    window: new WindowLimiter(store, { name: 'w', limit: 3, interval: 'minute' }),
+    leaky: new LeakyLimiter(store, { name: 'l', limit: 3, interval: 'minute', waitTimeoutMs: 0 }),
+    pacer: new DistributedPacer(store, { key: 'p', qps: 3 / 60, maxBurst: 2 }),
+    sliding: new SlidingWindowLimiter(store, { name: 's', windows: [{ limit: 3, intervalMs: 60_000 }] }),
+    quota: new QuotaLimiter(store),
+    mutex: new ConcurrentLimiter(store, { name: 'm', limit: 1, waitTimeoutMs: 1000 }),
+  }
+  return {
+    store,
+    events,
+    limiters,
+    kill: () => stop(server),
+    restart: async () => {
+      server = await startRedis(port)
+    },
+    close: async () => {
+      await store.close()
+      await stop(server)
+    },
+  }
+}
+
+async function until(cond: () => boolean, withinMs = 10_000) {
+  const start = Date.now()
+  while (!cond()) {
+    if (Date.now() - start > withinMs) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+/** Four of each kind while Redis is down: the answers, and how long each took. */
+async function fourOfEach(l: Awaited<ReturnType<typeof setup>>['limiters']) {
+  const settle = <T>(p: Promise<T>) =>
+    p.then(
+      (value) => ({ value, error: null as SluiceError | null }),
+      (error) => ({ value: null as T | null, error: error as SluiceError }),
+    )
+  const out = { bucket: [], window: [], leaky: [], rateLimit: [], pace: [], sliding: [], quota: [], lease: [] } as Record<
+    string,
+    { value: any; error: SluiceError | null }[]
+  >
+  for (let i = 0; i < 4; i++) {
+    const [b, w, k, r, p, s, q, m] = await Promise.all([
+      settle(l.bucket.check()),
+      settle(l.window.check()),
+      settle(l.leaky.check()),
+      settle(l.pacer.rateLimit()),
+      settle(l.pacer.pace()),
+      settle(l.sliding.check()),
+      settle(l.quota.checkAndUseQuotas(request('org'))),
+      settle(l.mutex.tryAcquire()),
+    ])
+    out.bucket.push(b)
+    out.window.push(w)
+    out.leaky.push(k)
+    out.rateLimit.push(r)
+    out.pace.push(p)
+    out.sliding.push(s)
+    out.quota.push(q)
+    out.lease.push(m)
+  }
+  return out
+}
+
+describe('whenDown: the store-down policy and the circuit breaker', () => {
+  it('rejects invalid policy options at connect, before any connection', async () => {
+    const url = redisUrl()
+    for (const bad of [
+      { whenDown: 'open' },
+      { whenDown: 1 },
+      { probeIntervalMs: 5 },
+      { probeIntervalMs: 1.5 },
+      { localDenyCache: 'yes' },
+      { localDenyCache: { maxKeys: 0 } },
+      { localDenyCache: { size: 1 } },
+    ]) {
+      const { error } = await timed(RedisStore.connect({ url, ...(bad as object) }))
+      expect((error as SluiceError).code, JSON.stringify(bad)).toBe('ERR_INVALID_CONFIG')
+    }
+  })
+
+  for (const policy of ['error', 'allow', 'deny', 'local'] as Policy[]) {
+    it(`${policy}: answers within the deadline while down, says so, and recovers by itself`, async () => {
+      const t = await setup(policy)
+      const l = t.limiters
+      try {
+        expect(t.store.status).toBe('up')
+        const up = await l.bucket.check()
+        expect(up.degraded).toBe(false)
+        expect((await l.pacer.rateLimit()).degraded).toBe(false)
+        expect((await l.sliding.check()).degraded).toBe(false)
+        expect((await l.quota.checkAndUseQuotas(request('org')))[0].degraded).toBe(false)
+        const held = await l.mutex.tryAcquire()
+        expect(held!.degraded).toBe(false)
+        await held!.release()
+        await t.kill()
+
+        // the first call finds Redis down (at most commandTimeoutMs), the circuit opens
+        const first = await timed(l.bucket.peek())
+        expect(first.ms).toBeLessThan(300 + 250)
+        await until(() => t.store.status === 'down')
+        await until(() => t.events.length === 1)
+        expect(t.events[0]).toMatch(/^down:ERR_(STORE_UNAVAILABLE|TIMEOUT)$/)
+
+        // then no call waits for Redis any more
+        const start = performance.now()
+        const got = await fourOfEach(l)
+        expect(performance.now() - start).toBeLessThan(200)
+        const values = (k: string) => got[k].map((x) => x.value)
+        if (policy === 'error') {
+          for (const k of Object.keys(got)) {
+            for (const x of got[k]) expect(x.error?.code, k).toBe('ERR_STORE_UNAVAILABLE')
+          }
+        }
+        if (policy === 'allow') {
+          for (const k of ['bucket', 'window', 'leaky', 'sliding']) {
+            expect(values(k).map((d) => [d.allowed, d.degraded])).toEqual(Array(4).fill([true, true]))
+          }
+          for (const k of ['rateLimit', 'pace']) {
+            expect(values(k).map((o) => [o.delayMs, o.degraded])).toEqual(Array(4).fill([0, true]))
+          }
+          expect(values('quota').map(([g]) => [g.granted, g.degraded])).toEqual(Array(4).fill([1, true]))
+          expect(values('lease').map((x) => x.degraded)).toEqual([true, true, true, true])
+          expect(await values('lease')[0].release()).toBe(true)
+        }
+        if (policy === 'deny') {
+          for (const k of ['bucket', 'window', 'leaky', 'sliding']) {
+            expect(values(k).map((d) => [d.allowed, d.degraded, d.retryAfterMs])).toEqual(Array(4).fill([false, true, 50]))
+          }
+          expect(values('rateLimit').map((o) => [o.delayMs, o.degraded])).toEqual(Array(4).fill([50, true]))
+          // pace() reserves a slot: it cannot be refused, so it fails with the store's code
+          for (const x of got.pace) expect(x.error?.code).toBe('ERR_STORE_UNAVAILABLE')
+          expect(values('quota').map(([g]) => [g.granted, g.reachedQuotas.length, g.degraded])).toEqual(
+            Array(4).fill([0, 1, true]),
+          )
+          expect(values('lease')).toEqual([null, null, null, null])
+          // a waiter does not queue while Redis is down: refused at once
+          const waited = await timed(l.mutex.acquire())
+          expect((waited.error as SluiceError).code).toBe('ERR_OVER_LIMIT')
+          expect(waited.ms).toBeLessThan(200)
+        }
+        if (policy === 'local') {
+          // each process counts on its own embedded store, with the same options, from zero
+          for (const k of ['bucket', 'window', 'leaky', 'sliding']) {
+            expect(values(k).map((d) => [d.allowed, d.degraded])).toEqual([
+              [true, true],
+              [true, true],
+              [true, true],
+              [false, true],
+            ])
+          }
+          // pace and rateLimit share the key: the burst of 2 (+1) is spent by the first calls
+          const admitted = values('rateLimit').map((o) => o.delayMs === 0)
+          expect(admitted[0]).toBe(true)
+          expect(admitted[3]).toBe(false)
+          expect(values('pace').every((o) => o.degraded)).toBe(true)
+          expect(values('quota').map(([g]) => g.granted)).toEqual([1, 1, 1, 0])
+          expect(values('lease').map((x) => x !== null)).toEqual([true, false, false, false])
+          expect(values('lease')[0].degraded).toBe(true)
+        }
+        expect(t.store.status).toBe('down')
+
+        // Redis returns: a probe finds it, the store closes the circuit by itself
+        await t.restart()
+        await until(() => t.store.status === 'up')
+        await until(() => t.events.length === 2)
+        expect(t.events[1]).toBe('up')
+        const back = await l.bucket.check()
+        expect(back.degraded).toBe(false)
+        expect(back.allowed).toBe(true) // a fresh Redis: the state before the outage is gone
+        expect((await l.quota.checkAndUseQuotas(request('org2')))[0].degraded).toBe(false)
+      } finally {
+        await t.close()
+      }
+    })
+  }
+
+  it('a store closed while down stops probing (the process can exit)', async () => {
+    const t = await setup('allow')
+    await t.kill()
+    await t.limiters.bucket.check()
+    await until(() => t.store.status === 'down')
+    await t.store.close()
+    expect((t.store as any)._probeTimer).toBe(null)
+    const { error } = await timed(t.limiters.bucket.check())
+    expect((error as SluiceError).code).toBe('ERR_CLOSED')
+  })
+
+  it('a composite pacer and withinLimit follow the policy too', async () => {
+    const t = await setup('allow')
+    try {
+      await t.kill()
+      await timed(t.limiters.bucket.check())
+      await until(() => t.store.status === 'down')
+      const both = new PacerComposite([t.limiters.pacer, new DistributedPacer(t.store, { key: 'q', qps: 1 })])
+      const o = await both.rateLimit()
+      expect([o.delayMs, o.degraded]).toEqual([0, true])
+      expect(await t.limiters.bucket.withinLimit(() => 'ran')).toBe('ran')
+      expect(await t.limiters.mutex.withinLimit(() => 'held')).toBe('held')
+      // reset needs Redis under allow and deny
+      expect(((await timed(t.limiters.bucket.reset())).error as SluiceError).code).toBe('ERR_STORE_UNAVAILABLE')
+    } finally {
+      await t.close()
+    }
+  })
+})
+
+describe('localDenyCache', () => {
+  it('a refused key stays refused locally until its reset, with no round trip, then admits again', async () => {
+    const clock = new ManualClock(Date.UTC(2030, 0, 1))
+    const store = await RedisStore.connect({ url: redisUrl(), keyPrefix: freshPrefix(), clock, localDenyCache: true })
+    try {
+      const bucket = new BucketLimiter(store, { name: 'hot', limit: 3, interval: 'second' })
+      for (let i = 0; i < 3; i++) expect((await bucket.check()).allowed).toBe(true)
+      const refused = await bucket.check()
+      expect([refused.allowed, refused.retryAfterMs]).toEqual([false, 1000])
+      const sent = store.batching.calls
+      clock.advance(400)
+      const local = await Promise.all(Array.from({ length: 100 }, () => bucket.check()))
+      expect(store.batching.calls).toBe(sent) // no call reached Redis
+      expect(store.localDenials).toBe(100)
+      expect(local.every((d) => !d.allowed && d.retryAfterMs === 600 && d.remaining === 0 && !d.degraded)).toBe(true)
+      // a weight below the refused one, or a limiter with other options, still asks Redis
+      expect((await bucket.check(0)).allowed).toBe(true)
+      const other = new BucketLimiter(store, { name: 'hot', limit: 5, interval: 'second' })
+      expect((await other.check()).allowed).toBe(true)
+      expect(store.batching.calls).toBe(sent + 2)
+      // at the reset, Redis decides again
+      clock.advance(600)
+      const next = await Promise.all([bucket.check(), bucket.check(), bucket.check(), bucket.check()])
+      expect(next.map((d) => d.allowed)).toEqual([true, true, true, false])
+      // a reset through this store drops the local refusal at once
+      await bucket.reset()
+      expect((await bucket.check()).allowed).toBe(true)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('serves the pacer rateLimit and sliding windows, never admitting more than Redis', async () => {
+    const clock = new ManualClock(Date.UTC(2030, 0, 1))
+    const store = await RedisStore.connect({ url: redisUrl(), keyPrefix: freshPrefix(), clock, localDenyCache: true })
+    try {
+      const pacer = new DistributedPacer(store, { key: 'hot', qps: 10, maxBurst: 1 })
+      const sliding = new SlidingWindowLimiter(store, { name: 'hot', windows: [{ limit: 2, intervalMs: 1000 }] })
+      let admitted = 0
+      let slid = 0
+      // 2 s of calls every 10 ms: rateLimit admits at most maxBurst + qps * T (+1), sliding 2 per s
+      for (let t = 0; t < 200; t++) {
+        const [o, d] = await Promise.all([pacer.rateLimit(), sliding.check()])
+        if (o.delayMs === 0) admitted++
+        if (d.allowed) slid++
+        clock.advance(10)
+      }
+      expect(admitted).toBeLessThanOrEqual(1 + 10 * 2 + 1)
+      expect(admitted).toBeGreaterThanOrEqual(20)
+      expect(slid).toBe(4)
+      expect(store.localDenials).toBeGreaterThan(200)
+    } finally {
+      await store.close()
+    }
+  })
+})
