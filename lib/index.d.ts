@@ -77,6 +77,23 @@ export interface RedisStoreOptions extends StoreOptions {
    * pool serves while it is down, and always for clusters and `rediss://`.
    */
   directConnection?: boolean
+  /**
+   * What calls get while Redis is down (default 'error'). 'error': they reject with
+   * ERR_STORE_UNAVAILABLE; 'allow': admitted (fail open); 'deny': refused until the next
+   * probe (fail closed; pace() rejects, it cannot refuse); 'local': decided by an embedded
+   * store in this process with the same options, counting from zero when the outage began.
+   * Every answer given without Redis has `degraded: true`.
+   */
+  whenDown?: 'error' | 'allow' | 'deny' | 'local'
+  /** While Redis is down, how often a probe checks whether it is back, ms (10..600000), default 1000. */
+  probeIntervalMs?: number
+  /**
+   * Hot-key relief: a key Redis refused with a retry hint is refused in this process until
+   * then, with no round trip (check(), rateLimit(), sliding check()). Never admits more than
+   * Redis would; a reset() made by another process is not seen until the hint runs out.
+   * true keeps up to 100000 keys; `{ maxKeys }` sets the bound.
+   */
+  localDenyCache?: boolean | { maxKeys?: number }
 }
 
 /** How a store's calls went out: `calls` in `batches` native calls, `direct` of them on the direct connection. */
@@ -86,9 +103,23 @@ export interface Batching {
   direct: number
 }
 
-/** A Redis or Redis Cluster store over one native connection pool. */
+/**
+ * A Redis or Redis Cluster store over one native connection pool. Once a call finds Redis
+ * unreachable, the circuit opens (`status` 'down', event 'down'): no call waits for Redis
+ * until a probe finds it back ('up'); meanwhile `whenDown` answers.
+ */
 export declare class RedisStore {
   private constructor()
+  /** 'down' from the call that found Redis unreachable until a probe gets an answer. */
+  readonly status: 'up' | 'down'
+  readonly whenDown: 'error' | 'allow' | 'deny' | 'local'
+  /** Calls the local deny cache answered (refused) without a round trip. */
+  readonly localDenials: number
+  on(event: 'down', listener: (error: SluiceError) => void): this
+  on(event: 'up', listener: () => void): this
+  once(event: 'down', listener: (error: SluiceError) => void): this
+  once(event: 'up', listener: () => void): this
+  off(event: 'down' | 'up', listener: (...args: any[]) => void): this
   /** Connects and waits until every connection is up. */
   static connect(options?: RedisStoreOptions | string): Promise<RedisStore>
   readonly keyPrefix: string
@@ -118,6 +149,10 @@ export interface PacerOutcome {
   delayMs: number
   /** `watermark=<W>/<maxBurst> + weight=<weight>, delayMs=<delayMs>` (for logs). */
   reason: string
+  /** A single pacer: its bucket level before this call, in weight units (W of the reason). */
+  watermark?: number
+  /** Answered without Redis (RedisStore `whenDown`); false when Redis answered. */
+  degraded: boolean
 }
 
 export interface Pacer {
@@ -139,6 +174,8 @@ export declare class DistributedPacer implements Pacer {
 export interface PacerCompositeOutcome extends PacerOutcome {
   /** The member with the largest delay (first on ties), or null when no member delays. */
   pacer: Pacer | null
+  /** Each member pacer's level before this call, in member order (leaves of nested composites). */
+  watermarks: number[]
 }
 
 /** Several pacers on one store, decided together; rateLimit() charges all members or none. */
@@ -169,6 +206,8 @@ export interface Decision {
   retryAfterMs: number
   /** ms until the limiter is back at full capacity. */
   resetAfterMs: number
+  /** Answered without Redis (RedisStore `whenDown`); false when Redis answered. */
+  degraded: boolean
 }
 
 export interface LimiterOptions {
@@ -262,6 +301,8 @@ export declare class Lease {
   release(): Promise<boolean>
   /** Extends the lease to `ms` (default lockTimeoutMs) from now; false if it had expired. */
   extend(ms?: number): Promise<boolean>
+  /** Granted without Redis (RedisStore `whenDown`); its token fences nothing. */
+  readonly degraded: boolean
 }
 
 export interface ConcurrentStats {
@@ -325,6 +366,8 @@ export interface SlidingWindow {
 /** A SlidingWindowLimiter's answer, with every window's own. */
 export interface SlidingDecision {
   allowed: boolean
+  /** Answered without Redis (RedisStore `whenDown`); false when Redis answered. */
+  degraded: boolean
   /** Until every window has room for the weight, ms (0 when allowed). */
   retryAfterMs: number
   windows: { limit: number; intervalMs: number; remaining: number; retryAfterMs: number }[]
@@ -371,6 +414,8 @@ export interface GrantedQuota {
   granted: number
   /** The quotas that lowered the grant, in the request's order (the same objects). */
   reachedQuotas: Quota[]
+  /** Answered without Redis (RedisStore `whenDown`); false when Redis answered. */
+  degraded: boolean
 }
 
 /**

@@ -12,6 +12,8 @@ const KIND = { bucket: 0, window: 1, leaky: 2, points: 2 }
 const ADJUST = -1
 const RESET = -2
 const PEEK = -3
+/** A refund is skipped when its window may end within this margin (latency, clock skew). */
+const REFUND_MARGIN_MS = 250
 
 function checkStore(store) {
   if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
@@ -196,6 +198,19 @@ class RateLimiter {
   /** The decision a call of weight 1 would get now, without charging anything. */
   async peek() {
     return this._call(1, PEEK)
+  }
+
+  /**
+   * @internal gives back `weight` charged by decision `d` of a call made at `atMs` (store
+   * clock). A counter's refund is skipped when the window charged may be over by the time
+   * it lands (it would free room in the next window): that admits less, never more.
+   */
+  _refund(weight, d, atMs) {
+    if (d.degraded) return Promise.resolve(false)
+    if (this._kind !== KIND.leaky && nowMs(this._store) + REFUND_MARGIN_MS >= atMs + d.resetAfterMs) {
+      return Promise.resolve(false)
+    }
+    return this._call(-weight, ADJUST).then(() => true)
   }
 
   /** Forgets everything this limiter has counted. */

@@ -118,6 +118,7 @@ class DistributedPacer {
     return {
       delayMs,
       reason: `watermark=${fixed2(out[i + 1])}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}`,
+      watermark: out[i + 1],
       degraded,
     }
   }
@@ -179,7 +180,7 @@ class PacerComposite {
   _call(weight, pace) {
     if (typeof weight !== 'number' || !(weight >= 0 && weight <= MAX_NUMBER)) return Promise.reject(badWeight(weight))
     if (this._leaves.length === 0) {
-      return Promise.resolve({ delayMs: 0, reason: 'no pacers', pacer: null, degraded: false })
+      return Promise.resolve({ delayMs: 0, reason: 'no pacers', pacer: null, watermarks: [], degraded: false })
     }
     const keys = []
     const args = [this._leaves.length, pace ? 1 : 0]
@@ -202,7 +203,9 @@ class PacerComposite {
     let best = -1
     let bestDelay = 0
     let bestLeaf = -1
+    const watermarks = new Array(this._leaves.length)
     for (let i = 0; i < this._leaves.length; i++) {
+      watermarks[i] = out[offset + 3 * i + 1]
       const delayUs = out[offset + 3 * i]
       if (delayUs > bestDelay) {
         bestDelay = delayUs
@@ -210,7 +213,7 @@ class PacerComposite {
         bestLeaf = i
       }
     }
-    if (best < 0) return { delayMs: 0, reason: 'no delay', pacer: null, degraded }
+    if (best < 0) return { delayMs: 0, reason: 'no delay', pacer: null, watermarks, degraded }
     const leaf = this._leaves[bestLeaf]
     const delayMs = delayMsOf(bestDelay)
     const wb = out[offset + 3 * bestLeaf + 1]
@@ -223,7 +226,7 @@ class PacerComposite {
       node = chain[i]
       if (node.key) reason = `${node.constructor.name} ${node.key}\n${reason}`
     }
-    return { delayMs, reason, pacer: this._pacers[best], degraded }
+    return { delayMs, reason, pacer: this._pacers[best], watermarks, degraded }
   }
 
   /** The members from this composite's child down to the leaf. */

@@ -1,0 +1,4 @@
+import plugin from './fastify.js'
+
+export const { sluiceRateLimit, ipKeyGenerator } = plugin
+export default plugin

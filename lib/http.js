@@ -1,0 +1,646 @@
+'use strict'
+
+// What the HTTP doors (sluice/express, sluice/fastify) share: their options, the limiters
+// behind them, the default key, and the RateLimit header formats. The adapters only read a
+// request and write a response.
+
+const { createHash } = require('node:crypto')
+const net = require('node:net')
+const { MemoryStore, RedisStore } = require('./stores')
+const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter } = require('./limiters')
+const { SlidingWindowLimiter } = require('./windows')
+const { DistributedPacer, PacerComposite } = require('./pacer')
+const { SluiceError, invalidConfig, invalidArgument } = require('./errors')
+
+const ALGORITHMS = ['fixed', 'window', 'sliding', 'leaky', 'gcra']
+const HEADER_DRAFTS = ['draft-6', 'draft-7', 'draft-8', 'draft-10']
+/** Store failures `passOnStoreError` lets through. */
+const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
+const MAX_LIMIT = 1e9
+const MAX_WINDOW_MS = 315_360_000_000
+const MAX_WINDOWS = 16
+/** Limiters kept per door (one per key and limit); the map starts over when full. */
+const MAX_CACHED_LIMITERS = 50_000
+const MAX_NAME = 256
+
+const COMMON_OPTIONS = [
+  'store',
+  'limit',
+  'windowMs',
+  'algorithm',
+  'limits',
+  'limiter',
+  'keyGenerator',
+  'ipv6Subnet',
+  'cost',
+  'skip',
+  'handler',
+  'statusCode',
+  'downStatusCode',
+  'message',
+  'standardHeaders',
+  'legacyHeaders',
+  'requestPropertyName',
+  'identifier',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+  'requestWasSuccessful',
+  'passOnStoreError',
+]
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+function checkLimit(name, value) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_LIMIT) {
+    throw invalidConfig(`${name} must be an integer in [1, ${MAX_LIMIT}], got ${String(value)}`)
+  }
+  return value
+}
+
+function checkWindowMs(name, value) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_WINDOW_MS) {
+    throw invalidConfig(`${name} must be whole ms in [1, ${MAX_WINDOW_MS}], got ${String(value)}`)
+  }
+  return value
+}
+
+function checkFunction(name, value) {
+  if (value !== undefined && typeof value !== 'function') throw invalidConfig(`${name} must be a function`)
+  return value
+}
+
+function checkBoolean(name, value, fallback) {
+  if (value === undefined) return fallback
+  if (typeof value !== 'boolean') throw invalidConfig(`${name} must be a boolean`)
+  return value
+}
+
+/** `60s`, `1500ms`: a window's length in a policy name. */
+function duration(ms) {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`
+}
+
+/**
+ * Validates a door's options (`extra`: the adapter's own option names) into its config.
+ * Throws ERR_INVALID_CONFIG, at setup, for anything wrong.
+ */
+function doorConfig(options, { extra = [], defaults = {} } = {}) {
+  if (!isObject(options)) throw invalidConfig('rate limit options must be an object')
+  const known = COMMON_OPTIONS.concat(extra)
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) throw invalidConfig(`unknown rate limit option ${JSON.stringify(name)}`)
+  }
+  const o = { ...defaults, ...options }
+  for (const name of Object.keys(o)) if (o[name] === undefined) delete o[name]
+  const { store } = o
+  if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
+    throw invalidConfig('store must be a sluice MemoryStore or RedisStore')
+  }
+  const config = {
+    store,
+    limiter: checkFunction('limiter', o.limiter),
+    keyGenerator: checkFunction('keyGenerator', o.keyGenerator),
+    cost: checkFunction('cost', o.cost),
+    skip: checkFunction('skip', o.skip),
+    handler: checkFunction('handler', o.handler),
+    requestWasSuccessful: checkFunction('requestWasSuccessful', o.requestWasSuccessful),
+    legacyHeaders: checkBoolean('legacyHeaders', o.legacyHeaders, true),
+    skipFailedRequests: checkBoolean('skipFailedRequests', o.skipFailedRequests, false),
+    skipSuccessfulRequests: checkBoolean('skipSuccessfulRequests', o.skipSuccessfulRequests, false),
+    passOnStoreError: checkBoolean('passOnStoreError', o.passOnStoreError, false),
+    message: o.message,
+    algorithm: o.algorithm === undefined ? 'fixed' : o.algorithm,
+    windows: null, // [{ limit, windowMs, name }]; limit null: from the `limit` function
+    limitFn: null,
+    standardHeaders: false,
+    statusCode: 429,
+    downStatusCode: 503,
+    requestPropertyName: 'rateLimit',
+    ipv6Subnet: 56,
+    identifier: null,
+  }
+  if (!ALGORITHMS.includes(config.algorithm)) {
+    throw invalidConfig(`algorithm must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}`)
+  }
+  for (const name of ['statusCode', 'downStatusCode']) {
+    if (o[name] === undefined) continue
+    if (!Number.isInteger(o[name]) || o[name] < 400 || o[name] > 599) {
+      throw invalidConfig(`${name} must be an HTTP error status in [400, 599]`)
+    }
+    config[name] = o[name]
+  }
+  if (o.standardHeaders !== undefined && o.standardHeaders !== false) {
+    const draft = o.standardHeaders === true ? 'draft-6' : o.standardHeaders
+    if (!HEADER_DRAFTS.includes(draft)) {
+      throw invalidConfig(`standardHeaders must be false, true, ${HEADER_DRAFTS.map((d) => `'${d}'`).join(', ')}`)
+    }
+    config.standardHeaders = draft
+  }
+  if (o.requestPropertyName !== undefined) {
+    if (typeof o.requestPropertyName !== 'string' || o.requestPropertyName.length === 0) {
+      throw invalidConfig('requestPropertyName must be a non-empty string')
+    }
+    config.requestPropertyName = o.requestPropertyName
+  }
+  if (o.ipv6Subnet !== undefined) {
+    if (o.ipv6Subnet !== false && !(Number.isInteger(o.ipv6Subnet) && o.ipv6Subnet >= 1 && o.ipv6Subnet <= 128)) {
+      throw invalidConfig('ipv6Subnet must be an integer in [1, 128] or false')
+    }
+    if (config.keyGenerator) throw invalidConfig('ipv6Subnet applies to the default key only: not with keyGenerator')
+    config.ipv6Subnet = o.ipv6Subnet
+  }
+  if (o.identifier !== undefined) {
+    if (typeof o.identifier !== 'string' || o.identifier.length === 0 || o.identifier.length > 64) {
+      throw invalidConfig('identifier must be a string of 1..64 characters')
+    }
+    if (!/^[\x20-\x7e]+$/.test(o.identifier)) throw invalidConfig('identifier must be printable ASCII')
+    config.identifier = o.identifier
+  }
+
+  if (config.limiter) {
+    for (const name of ['limit', 'windowMs', 'limits', 'algorithm']) {
+      if (o[name] !== undefined && options[name] !== undefined) {
+        throw invalidConfig(`limiter(req) decides alone: do not give ${name} with it`)
+      }
+    }
+    config.algorithm = null
+  } else if (o.limits !== undefined) {
+    if (options.limit !== undefined || options.windowMs !== undefined) {
+      throw invalidConfig('give either limits or limit and windowMs')
+    }
+    if (!Array.isArray(o.limits) || o.limits.length < 1 || o.limits.length > MAX_WINDOWS) {
+      throw invalidConfig(`limits must be an array of 1..${MAX_WINDOWS} { limit, windowMs }`)
+    }
+    config.windows = o.limits.map((w, i) => {
+      if (!isObject(w)) throw invalidConfig(`limits[${i}] must be an object { limit, windowMs }`)
+      for (const name of Object.keys(w)) {
+        if (name !== 'limit' && name !== 'windowMs') throw invalidConfig(`unknown option ${name} in limits[${i}]`)
+      }
+      return {
+        limit: checkLimit(`limits[${i}].limit`, w.limit),
+        windowMs: checkWindowMs(`limits[${i}].windowMs`, w.windowMs),
+      }
+    })
+  } else {
+    const windowMs = checkWindowMs('windowMs', o.windowMs)
+    if (typeof o.limit === 'function') {
+      config.limitFn = o.limit
+      config.windows = [{ limit: null, windowMs }]
+    } else {
+      config.windows = [{ limit: checkLimit('limit', o.limit), windowMs }]
+    }
+  }
+  if (config.windows) {
+    const named = config.windows.map((w) => `${w.limit === null ? 'dynamic' : w.limit}-per-${duration(w.windowMs)}`)
+    const id = config.identifier
+    config.windows.forEach((w, i) => {
+      w.name = config.windows.length === 1 ? (id ?? named[0]) : id === null ? named[i] : `${id}-${named[i]}`
+    })
+    config.counter = id ?? named.join('.') // names the counters
+    if (config.algorithm === 'sliding' || config.algorithm === 'gcra') {
+      if (config.skipFailedRequests || config.skipSuccessfulRequests) {
+        throw invalidConfig(
+          `skipFailedRequests and skipSuccessfulRequests refund a charge: algorithm 'fixed', 'window' or 'leaky' only`,
+        )
+      }
+    }
+  }
+  return config
+}
+
+/**
+ * A store name for `key`: `[A-Za-z0-9]` kept, every other byte `-xx`, so that the counter
+ * name `<identifier>_<key>` can never be read two ways; a key too long for a name is hashed.
+ */
+function escapeName(text) {
+  let out = ''
+  for (const byte of Buffer.from(String(text), 'utf8')) {
+    const c = String.fromCharCode(byte)
+    out += /[A-Za-z0-9]/.test(c) ? c : `-${byte.toString(16).padStart(2, '0')}`
+  }
+  return out
+}
+
+function counterName(identifier, key) {
+  const name = `${escapeName(identifier)}_${escapeName(key)}`
+  if (name.length <= MAX_NAME) return name
+  return `${escapeName(identifier).slice(0, 150)}_-h${createHash('sha256').update(String(key)).digest('hex')}`
+}
+
+/** The 8 16-bit groups of an IPv6 address (which may end in an IPv4 address). */
+function ipv6Groups(ip) {
+  let text = ip.split('%')[0]
+  let tail = []
+  const lastColon = text.lastIndexOf(':')
+  const last = text.slice(lastColon + 1)
+  if (last.includes('.')) {
+    // the IPv4 part stands for the last two groups
+    const v4 = last.split('.').map(Number)
+    tail = [(v4[0] << 8) | v4[1], (v4[2] << 8) | v4[3]]
+    text = text.slice(0, lastColon + 1)
+    if (!text.endsWith('::')) text = text.slice(0, -1)
+  }
+  const parse = (s) => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)))
+  if (!text.includes('::')) return [...parse(text), ...tail]
+  const [head, rest] = text.split('::')
+  const left = parse(head)
+  const right = parse(rest)
+  return [...left, ...Array(8 - tail.length - left.length - right.length).fill(0), ...right, ...tail]
+}
+
+/** RFC 5952 text of 8 groups: the longest run of 2+ zero groups becomes `::`. */
+function ipv6Text(groups) {
+  let best = -1
+  let bestLength = 1
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== 0) {
+      i++
+      continue
+    }
+    let j = i
+    while (j < 8 && groups[j] === 0) j++
+    if (j - i > bestLength) {
+      best = i
+      bestLength = j - i
+    }
+    i = j
+  }
+  const hex = groups.map((g) => g.toString(16))
+  if (best < 0) return hex.join(':')
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLength).join(':')}`
+}
+
+/**
+ * The default key: the client IP; an IPv6 address masked to its /`subnet` network (one
+ * customer usually holds a whole /56 or /64), an IPv4-mapped one as plain IPv4.
+ */
+function ipKey(ip, subnet = 56) {
+  if (typeof ip !== 'string' || ip.length === 0) {
+    throw invalidArgument('the request has no client IP: give a keyGenerator (or set trust proxy)')
+  }
+  if (!net.isIPv6(ip)) return ip
+  const groups = ipv6Groups(ip)
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`
+  }
+  if (subnet === false) return ipv6Text(groups)
+  const masked = groups.map((g, i) => {
+    const bits = Math.max(0, Math.min(16, subnet - 16 * i))
+    return bits === 16 ? g : bits === 0 ? 0 : g & ((0xffff << (16 - bits)) & 0xffff)
+  })
+  return `${ipv6Text(masked)}/${subnet}`
+}
+
+/**
+ * One door: decides a request (`decide`), describes the outcome in headers (`headers`) and
+ * refunds it when asked to skip failed or successful requests.
+ */
+class Door {
+  constructor(config) {
+    this.config = config
+    this._limiters = new Map()
+  }
+
+  /** Forgets what was counted for `key`. */
+  async resetKey(key) {
+    const c = this.config
+    if (c.windows === null) throw invalidConfig('resetKey needs the door to make its limiters (not limiter(req))')
+    if (c.algorithm === 'gcra') throw invalidConfig("resetKey is not available with algorithm 'gcra'")
+    const limiter = this._limiterFor(String(key), c.limitFn ? 1 : null)
+    await Promise.all((Array.isArray(limiter) ? limiter : [limiter]).map((l) => l.reset()))
+  }
+
+  /** Now, ms, on the store's clock. */
+  now() {
+    const clock = this.config.store.clock
+    return clock ? clock.now() : Date.now()
+  }
+
+  /** @internal the limiter of a key (and limit), made once */
+  _limiterFor(key, limit) {
+    const c = this.config
+    const cacheKey = limit === null ? key : `${limit}\n${key}`
+    let entry = this._limiters.get(cacheKey)
+    if (entry !== undefined) return entry
+    if (this._limiters.size >= MAX_CACHED_LIMITERS) this._limiters.clear()
+    const windows = c.windows.map((w) => ({ ...w, limit: w.limit === null ? limit : w.limit }))
+    const name = counterName(c.counter, key)
+    const store = c.store
+    switch (c.algorithm) {
+      case 'sliding':
+        entry = new SlidingWindowLimiter(store, {
+          name,
+          windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
+        })
+        break
+      case 'gcra': {
+        const pacers = windows.map(
+          (w, i) =>
+            new DistributedPacer(store, {
+              key: windows.length === 1 ? name : `${name}.${i}`,
+              qps: (w.limit * 1000) / w.windowMs,
+              maxBurst: w.limit,
+            }),
+        )
+        entry = pacers.length === 1 ? pacers[0] : new PacerComposite(pacers)
+        break
+      }
+      default: {
+        const Kind = c.algorithm === 'fixed' ? BucketLimiter : c.algorithm === 'window' ? WindowLimiter : LeakyLimiter
+        const made = windows.map(
+          (w, i) =>
+            new Kind(store, {
+              name: windows.length === 1 ? name : `${name}-${i}`,
+              limit: w.limit,
+              interval: w.windowMs,
+              waitTimeoutMs: 0,
+            }),
+        )
+        entry = made.length === 1 ? made[0] : made
+      }
+    }
+    this._limiters.set(cacheKey, entry)
+    return entry
+  }
+
+  /**
+   * The outcome of a request, or null when it is skipped: `{ allowed, degraded, key,
+   * weight, windows: [{ name, limit, windowMs, remaining, resetMs }], main, retryAfterMs,
+   * refund }` (`main`: the window the single-window headers describe, the one with fewest
+   * remaining; `refund()`: gives the charge back, for skipFailedRequests and the like).
+   */
+  async decide(req, res) {
+    const c = this.config
+    if (c.skip && (await c.skip(req, res))) return null
+    const key = c.keyGenerator ? await c.keyGenerator(req, res) : ipKey(req.ip, c.ipv6Subnet)
+    if ((typeof key !== 'string' && typeof key !== 'number') || key === '') {
+      throw invalidArgument(`keyGenerator must return a non-empty string, got ${describe(key)}`)
+    }
+    let weight = 1
+    if (c.cost) {
+      weight = await c.cost(req, res)
+      if (typeof weight !== 'number' || !Number.isInteger(weight) || weight < 0 || weight > MAX_LIMIT) {
+        throw invalidArgument(`cost must return an integer in [0, ${MAX_LIMIT}], got ${describe(weight)}`)
+      }
+    }
+    const at = this.now()
+    if (c.limiter) return this._custom(await c.limiter(req, res), String(key), weight, at)
+    let limit = null
+    if (c.limitFn) {
+      limit = await c.limitFn(req, res)
+      if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+        throw invalidArgument(`limit(req) must return an integer in [1, ${MAX_LIMIT}], got ${describe(limit)}`)
+      }
+    }
+    const limiter = this._limiterFor(String(key), limit)
+    const windows = c.windows.map((w) => ({
+      name: w.name,
+      limit: w.limit === null ? limit : w.limit,
+      windowMs: w.windowMs,
+    }))
+    if (weight > Math.min(...windows.map((w) => w.limit))) {
+      // never admitted: refused without a store call
+      for (const w of windows) Object.assign(w, { remaining: 0, resetMs: w.windowMs })
+      return outcome(String(key), weight, windows, false, false, Math.max(...windows.map((w) => w.windowMs)), null)
+    }
+    return this._check(limiter, String(key), weight, windows, at)
+  }
+
+  async _check(limiter, key, weight, windows, at) {
+    const c = this.config
+    if (c.algorithm === 'sliding') {
+      const d = await limiter.check(weight)
+      d.windows.forEach((w, i) => {
+        windows[i].remaining = w.remaining
+        windows[i].resetMs = d.allowed ? windows[i].windowMs : w.retryAfterMs
+      })
+      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null)
+    }
+    if (c.algorithm === 'gcra') {
+      const o = await limiter.rateLimit(weight)
+      const allowed = o.delayMs === 0
+      const marks = windows.length === 1 ? [o.watermark] : o.watermarks
+      windows.forEach((w, i) => {
+        const qps = (w.limit * 1000) / w.windowMs
+        const level = Math.min(w.limit, marks[i] + (allowed ? weight : 0))
+        w.remaining = Math.max(0, Math.floor(w.limit - level))
+        w.resetMs = allowed ? Math.ceil((level / qps) * 1000) : o.delayMs
+      })
+      return outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null)
+    }
+    if (!Array.isArray(limiter)) {
+      // one counter: the common case, kept short
+      const d = await limiter.check(weight)
+      const w = windows[0]
+      w.remaining = d.remaining
+      w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
+      const refund = d.allowed && weight > 0 ? () => limiter._refund(weight, d, at) : null
+      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund)
+    }
+    const limiters = limiter
+    const decisions = await Promise.all(limiters.map((l) => l.check(weight)))
+    const allowed = decisions.every((d) => d.allowed)
+    let retryAfterMs = 0
+    decisions.forEach((d, i) => {
+      windows[i].remaining = d.remaining
+      windows[i].resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
+      if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
+    })
+    const degraded = decisions.some((d) => d.degraded)
+    if (!allowed && weight > 0) {
+      // all or nothing: the windows that admitted give their charge back
+      await Promise.all(
+        decisions.map((d, i) => {
+          if (!d.allowed) return null
+          windows[i].remaining = Math.min(windows[i].limit, d.remaining + weight)
+          return limiters[i]._refund(weight, d, at)
+        }),
+      )
+    }
+    const refund =
+      allowed && weight > 0 ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], at))) : null
+    return outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund)
+  }
+
+  /** @internal the outcome of a limiter given by `limiter(req)` (null: not limited) */
+  async _custom(limiter, key, weight, at) {
+    const c = this.config
+    if (limiter === null || limiter === undefined) return null
+    if (limiter instanceof DistributedPacer || limiter instanceof PacerComposite) {
+      const o = await limiter.rateLimit(weight)
+      const allowed = o.delayMs === 0
+      const w = {
+        name: limiter.key || 'pacer',
+        limit: null,
+        windowMs: null,
+        remaining: allowed ? 1 : 0,
+        resetMs: o.delayMs,
+      }
+      if (limiter instanceof DistributedPacer) {
+        w.limit = limiter._maxBurst
+        w.windowMs = Math.ceil((limiter._maxBurst / limiter._qps) * 1000) || 1000
+        w.remaining = Math.max(0, Math.floor(limiter._maxBurst - o.watermark - (allowed ? weight : 0)))
+      }
+      return outcome(key, weight, [w], allowed, o.degraded, o.delayMs, null)
+    }
+    if (limiter instanceof SlidingWindowLimiter) {
+      if (c.skipFailedRequests || c.skipSuccessfulRequests) throw noRefund()
+      const d = await limiter.check(weight)
+      const windows = limiter.windows.map((w, i) => ({
+        name: limiter.windows.length === 1 ? limiter.name : `${limiter.name}-${i}`,
+        limit: w.limit,
+        windowMs: w.intervalMs,
+        remaining: d.windows[i].remaining,
+        resetMs: d.allowed ? w.intervalMs : d.windows[i].retryAfterMs,
+      }))
+      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null)
+    }
+    if (
+      limiter instanceof BucketLimiter ||
+      limiter instanceof WindowLimiter ||
+      limiter instanceof LeakyLimiter ||
+      limiter instanceof PointsLimiter
+    ) {
+      const d = await limiter.check(weight)
+      const w = {
+        name: limiter.name,
+        limit: limiter.limit,
+        windowMs: limiter.intervalMs,
+        remaining: d.remaining,
+        resetMs: d.allowed ? d.resetAfterMs : d.retryAfterMs,
+      }
+      const refund = d.allowed && weight > 0 ? () => limiter._refund(weight, d, at) : null
+      return outcome(key, weight, [w], d.allowed, d.degraded, d.retryAfterMs, refund)
+    }
+    throw invalidConfig(
+      'limiter(req) must return a Bucket/Window/Leaky/Points/SlidingWindow limiter, a DistributedPacer, a PacerComposite or null',
+    )
+  }
+
+  /**
+   * The headers of an outcome, as [name, value, append] (append: a list field other doors
+   * may add to). `Retry-After` on every refusal, never before the reset it reports.
+   */
+  headers(o, now = this.now()) {
+    const c = this.config
+    const out = []
+    const main = o.windows[o.main]
+    const resetS = (w) => Math.max(0, Math.ceil(w.resetMs / 1000))
+    if (c.legacyHeaders) {
+      out.push(['X-RateLimit-Limit', String(main.limit), false])
+      out.push(['X-RateLimit-Remaining', String(main.remaining), false])
+      out.push(['X-RateLimit-Reset', String(Math.ceil((now + main.resetMs) / 1000)), false])
+    }
+    switch (c.standardHeaders) {
+      case 'draft-6':
+        out.push(['RateLimit-Policy', `${main.limit};w=${Math.ceil(main.windowMs / 1000)}`, false])
+        out.push(['RateLimit-Limit', String(main.limit), false])
+        out.push(['RateLimit-Remaining', String(main.remaining), false])
+        out.push(['RateLimit-Reset', String(resetS(main)), false])
+        break
+      case 'draft-7':
+        out.push(['RateLimit-Policy', `${main.limit};w=${Math.ceil(main.windowMs / 1000)}`, false])
+        out.push(['RateLimit', `limit=${main.limit}, remaining=${main.remaining}, reset=${resetS(main)}`, false])
+        break
+      case 'draft-8': {
+        const pk = partitionKey(o.key)
+        out.push([
+          'RateLimit',
+          o.windows.map((w) => `"${sfString(w.name)}"; r=${w.remaining}; t=${resetS(w)}`).join(', '),
+          true,
+        ])
+        out.push([
+          'RateLimit-Policy',
+          o.windows
+            .map((w) => `"${sfString(w.name)}"; q=${w.limit}; w=${Math.ceil(w.windowMs / 1000)}; pk=:${pk}:`)
+            .join(', '),
+          true,
+        ])
+        break
+      }
+      case 'draft-10':
+        out.push([
+          'RateLimit',
+          o.windows.map((w) => `"${sfString(w.name)}";r=${w.remaining};t=${resetS(w)}`).join(', '),
+          true,
+        ])
+        out.push([
+          'RateLimit-Policy',
+          o.windows.map((w) => `"${sfString(w.name)}";q=${w.limit};w=${Math.ceil(w.windowMs / 1000)}`).join(', '),
+          true,
+        ])
+        break
+      default:
+        break
+    }
+    if (!o.allowed) {
+      let retryS = Math.max(1, Math.ceil(o.retryAfterMs / 1000))
+      for (const w of o.windows) if (w.remaining < o.weight) retryS = Math.max(retryS, resetS(w))
+      out.push(['Retry-After', String(retryS), false])
+    }
+    return out
+  }
+
+  /** `req.rateLimit`: the window the single-window headers describe */
+  info(o, now = this.now()) {
+    const main = o.windows[o.main]
+    return {
+      limit: main.limit,
+      used: Math.max(0, main.limit - main.remaining),
+      remaining: main.remaining,
+      resetTime: new Date(now + main.resetMs),
+      degraded: o.degraded,
+      key: o.key,
+    }
+  }
+
+  /** The status of a refusal: 503 when Redis could not be asked (whenDown 'deny'), else 429. */
+  status(o) {
+    return o.degraded ? this.config.downStatusCode : this.config.statusCode
+  }
+
+  /** Whether a store failure lets the request through (passOnStoreError). */
+  passes(err) {
+    return this.config.passOnStoreError && err instanceof SluiceError && STORE_FAILURES.has(err.code)
+  }
+
+  /** Whether the response's outcome asks for a refund (skipFailedRequests and the like). */
+  wantsRefund(req, res, finished) {
+    const c = this.config
+    if (!c.skipFailedRequests && !c.skipSuccessfulRequests) return false
+    const ok = finished && (c.requestWasSuccessful ? c.requestWasSuccessful(req, res) : res.statusCode < 400)
+    return ok ? c.skipSuccessfulRequests : c.skipFailedRequests
+  }
+}
+
+const noRefund = () =>
+  invalidConfig('skipFailedRequests and skipSuccessfulRequests need a Bucket, Window, Leaky or Points limiter')
+
+function outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund) {
+  let main = 0
+  for (let i = 1; i < windows.length; i++) {
+    const w = windows[i]
+    const m = windows[main]
+    if (w.remaining < m.remaining || (w.remaining === m.remaining && w.resetMs > m.resetMs)) main = i
+  }
+  return { allowed, degraded, key, weight, windows, main, retryAfterMs, refund }
+}
+
+/** express-rate-limit's draft-8 partition key: base64 of the first 12 hex digits of sha256(key) */
+function partitionKey(key) {
+  return Buffer.from(createHash('sha256').update(key).digest('hex').slice(0, 12)).toString('base64')
+}
+
+/** The inside of a Structured Field String (RFC 9651): `"` and `\` escaped. */
+function sfString(s) {
+  return s.replace(/[\\"]/g, (ch) => `\\${ch}`)
+}
+
+function describe(value) {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined)
+    return String(value)
+  return typeof value
+}
+
+module.exports = { Door, doorConfig, ipKey, counterName, escapeName }
