@@ -53,7 +53,14 @@ describe.each(STORE_KINDS)('rate limiters on %s', (kind) => {
       const b = new BucketLimiter(store, { name: name(), limit: 5, interval: 'second' })
       const first = await checks(b, 6)
       expect(allowed(first)).toEqual([true, true, true, true, true, false])
-      expect(first[5]).toEqual({ allowed: false, limit: 5, remaining: 0, retryAfterMs: 1, resetAfterMs: 1, degraded: false })
+      expect(first[5]).toEqual({
+        allowed: false,
+        limit: 5,
+        remaining: 0,
+        retryAfterMs: 1,
+        resetAfterMs: 1,
+        degraded: false,
+      })
       clock.advance(1)
       const second = await checks(b, 6)
       expect(allowed(second)).toEqual([true, true, true, true, true, false])

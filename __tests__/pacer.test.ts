@@ -232,7 +232,13 @@ describe.each(STORE_KINDS)('PacerComposite on %s', (kind) => {
     const a = pacer({ qps: 10, maxBurst: 1 })
     const b = pacer({ qps: 10, maxBurst: 1 })
     const both = new PacerComposite([a, b])
-    expect(await both.rateLimit()).toEqual({ delayMs: 0, reason: 'no delay', pacer: null, degraded: false })
+    expect(await both.rateLimit()).toEqual({
+      delayMs: 0,
+      reason: 'no delay',
+      pacer: null,
+      watermarks: [0, 0],
+      degraded: false,
+    })
     expect((await a.rateLimit()).delayMs).toBe(0)
     expect((await a.rateLimit()).delayMs).toBe(100)
     expect((await b.rateLimit()).delayMs).toBe(0)
@@ -255,7 +261,13 @@ describe.each(STORE_KINDS)('PacerComposite on %s', (kind) => {
     await b.pace()
     const o = await new PacerComposite([a, b]).rateLimit()
     expect(o.pacer).toBe(a)
-    expect(await new PacerComposite([]).pace()).toEqual({ delayMs: 0, reason: 'no pacers', pacer: null, degraded: false })
+    expect(await new PacerComposite([]).pace()).toEqual({
+      delayMs: 0,
+      reason: 'no pacers',
+      pacer: null,
+      watermarks: [],
+      degraded: false,
+    })
     const inner = new PacerComposite([pacer({ qps: 100 }), b])
     const outer = new PacerComposite([pacer({ qps: 100 }), inner])
     const nested = await outer.rateLimit()

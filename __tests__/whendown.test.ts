@@ -76,10 +76,16 @@ async function fourOfEach(l: Awaited<ReturnType<typeof setup>>['limiters']) {
       (value) => ({ value, error: null as SluiceError | null }),
       (error) => ({ value: null as T | null, error: error as SluiceError }),
     )
-  const out = { bucket: [], window: [], leaky: [], rateLimit: [], pace: [], sliding: [], quota: [], lease: [] } as Record<
-    string,
-    { value: any; error: SluiceError | null }[]
-  >
+  const out = {
+    bucket: [],
+    window: [],
+    leaky: [],
+    rateLimit: [],
+    pace: [],
+    sliding: [],
+    quota: [],
+    lease: [],
+  } as Record<string, { value: any; error: SluiceError | null }[]>
   for (let i = 0; i < 4; i++) {
     const [b, w, k, r, p, s, q, m] = await Promise.all([
       settle(l.bucket.check()),
@@ -166,7 +172,9 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
         }
         if (policy === 'deny') {
           for (const k of ['bucket', 'window', 'leaky', 'sliding']) {
-            expect(values(k).map((d) => [d.allowed, d.degraded, d.retryAfterMs])).toEqual(Array(4).fill([false, true, 50]))
+            expect(values(k).map((d) => [d.allowed, d.degraded, d.retryAfterMs])).toEqual(
+              Array(4).fill([false, true, 50]),
+            )
           }
           expect(values('rateLimit').map((o) => [o.delayMs, o.degraded])).toEqual(Array(4).fill([50, true]))
           // pace() reserves a slot: it cannot be refused, so it fails with the store's code

@@ -34,7 +34,8 @@ function timeWindowMs(value) {
   if (typeof value === 'number') return value
   const m = typeof value === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*([a-z]+)?\s*$/i.exec(value) : null
   const unit = m ? UNITS[(m[2] || 'ms').toLowerCase()] : undefined
-  if (unit === undefined) throw invalidConfig(`timeWindow must be ms or a duration like '1 minute', got ${String(value)}`)
+  if (unit === undefined)
+    throw invalidConfig(`timeWindow must be ms or a duration like '1 minute', got ${String(value)}`)
   return Math.round(Number(m[1]) * unit)
 }
 

@@ -431,7 +431,7 @@ export declare class QuotaLimiter {
     timestamp?: number,
   ): Promise<{ timestamp: number; grants: GrantedQuota[] }>
   /** Charges each grant to its request's quotas, unconditionally (check, work, then use). */
-  useQuotas(requests: RequestedQuota[], grants: GrantedQuota[], timestamp: number): Promise<void>
+  useQuotas(requests: RequestedQuota[], grants: Array<Omit<GrantedQuota, 'degraded'> & { degraded?: boolean }>, timestamp: number): Promise<void>
   /** Checks and charges atomically: concurrent callers cannot over-spend. */
   checkAndUseQuotas(requests: RequestedQuota[], timestamp?: number): Promise<GrantedQuota[]>
 }

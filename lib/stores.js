@@ -521,7 +521,14 @@ class RedisStore extends EventEmitter {
         return Promise.resolve(owner._outcome([hit.untilUs - atUs, v[1], v[2]], 0, weight, false))
       }
     }
-    return this._pacerCalls.batcher.add([owner, weight, key, [1, pace ? 1 : 0, weight, qps, maxBurst, factor], sig, atUs])
+    return this._pacerCalls.batcher.add([
+      owner,
+      weight,
+      key,
+      [1, pace ? 1 : 0, weight, qps, maxBurst, factor],
+      sig,
+      atUs,
+    ])
   }
 
   /** @internal one composite call: its members' keys, args in the flat batch encoding */
@@ -551,7 +558,8 @@ class RedisStore extends EventEmitter {
         const cache = this._denyCache
         for (let e = 0; e < calls.length; e++) {
           const [owner, weight, k, , sig, atUs] = calls[e]
-          if (sig !== null && out[offset] > 0) cache.set(k, sig, weight, atUs, out[offset], out.slice(offset, offset + 3))
+          if (sig !== null && out[offset] > 0)
+            cache.set(k, sig, weight, atUs, out[offset], out.slice(offset, offset + 3))
           resolve[e](owner._outcome(out, offset, weight, false))
           offset += 3 * (typeof k === 'string' ? 1 : k.length)
         }
