@@ -10,7 +10,8 @@ import {
   SluiceError,
   type Store,
 } from '../lib/index.js'
-import { makeStore } from './helpers/stores.js'
+import { freshPrefix, makeStore, redisUrl } from './helpers/stores.js'
+import { freePort, startRedis, stop } from './helpers/servers.js'
 import { FRAMEWORKS, get, limitHeaders, serve, type Served } from './helpers/http.js'
 
 import Fastify from 'fastify'
@@ -446,5 +447,51 @@ describe('door options', () => {
     expect(ipKeyGenerator('2001:db8::1', false)).toBe('2001:db8::1')
     expect(ipKeyGenerator('fe80::1%eth0')).toBe('fe80::/56')
     expect(ipKeyGenerator('::1')).toBe('::/56')
+  })
+})
+
+describe('the doors with a RedisStore', () => {
+  it('localDenyCache: a hot key refused stays refused in this process, with no round trip, until its reset', async () => {
+    const clock = new ManualClock(T0 + 2500)
+    const { RedisStore } = await import('../lib/index.js')
+    const store = await RedisStore.connect({ url: redisUrl(), keyPrefix: freshPrefix(), clock, localDenyCache: true })
+    const s = await serve('express5', { store, limit: 3, windowMs: 10_000 })
+    try {
+      const first = []
+      for (let i = 0; i < 4; i++) first.push((await get(`${s.url}/`)).status)
+      expect(first).toEqual([200, 200, 200, 429])
+      const calls = store.batching.calls
+      const refused = await Promise.all(Array.from({ length: 50 }, () => get(`${s.url}/`)))
+      expect(refused.every((r) => r.status === 429 && r.header('retry-after') === '8')).toBe(true)
+      expect(store.batching.calls).toBe(calls) // none of them reached Redis
+      expect(store.localDenials).toBe(50)
+      clock.advance(7500) // the window's reset
+      expect((await get(`${s.url}/`)).status).toBe(200)
+      expect(store.batching.calls).toBe(calls + 1)
+    } finally {
+      await s.close()
+      await store.close()
+    }
+  })
+
+  it('passOnStoreError lets requests through while the store fails; without it they go to the error handler', async () => {
+    const port = await freePort()
+    const server = await startRedis(port)
+    const { RedisStore } = await import('../lib/index.js')
+    const store = await RedisStore.connect({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300 })
+    const passing = await serve('express5', { store, limit: 3, windowMs: 10_000, passOnStoreError: true })
+    const failing = await serve('fastify', { store, limit: 3, windowMs: 10_000 })
+    try {
+      expect((await get(`${passing.url}/`)).status).toBe(200)
+      await stop(server)
+      const passed = await get(`${passing.url}/`)
+      expect([passed.status, limitHeaders(passed)]).toEqual([200, []])
+      const failed = await get(`${failing.url}/`)
+      expect([failed.status, failed.json().code]).toEqual([500, 'ERR_STORE_UNAVAILABLE'])
+    } finally {
+      await passing.close()
+      await failing.close()
+      await store.close()
+    }
   })
 })

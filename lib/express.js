@@ -50,10 +50,9 @@ function rateLimit(options) {
   }
 
   function respond(req, res, next, o) {
-    const now = door.now()
-    req[property] = door.info(o, now)
+    req[property] = door.info(o)
     if (!res.headersSent) {
-      for (const [name, value, append] of door.headers(o, now)) {
+      for (const [name, value, append] of door.headers(o)) {
         if (append) res.append(name, value)
         else res.setHeader(name, value)
       }

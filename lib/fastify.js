@@ -70,7 +70,7 @@ function defaultResponse(door, o) {
   const seconds = Math.max(1, Math.ceil(o.retryAfterMs / 1000))
   return {
     statusCode: door.status(o),
-    error: o.degraded ? 'Service Unavailable' : 'Too Many Requests',
+    error: door.unavailable(o) ? 'Service Unavailable' : 'Too Many Requests',
     message: `Rate limit exceeded, retry in ${seconds} second${seconds === 1 ? '' : 's'}`,
   }
 }
@@ -91,9 +91,8 @@ function hookFor(door, userOptions) {
   }
 
   function respond(request, reply, o, done) {
-    const now = door.now()
-    request[property] = door.info(o, now)
-    for (const [name, value] of door.headers(o, now)) reply.header(name, value)
+    request[property] = door.info(o)
+    for (const [name, value] of door.headers(o)) reply.header(name, value)
     if (!o.allowed) {
       const sent = refuse(request, reply, o)
       if (sent && typeof sent.then === 'function' && sent !== reply) sent.then(undefined, (err) => reply.send(err))

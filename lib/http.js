@@ -401,7 +401,7 @@ class Door {
     if (weight > Math.min(...windows.map((w) => w.limit))) {
       // never admitted: refused without a store call
       for (const w of windows) Object.assign(w, { remaining: 0, resetMs: w.windowMs })
-      return outcome(String(key), weight, windows, false, false, Math.max(...windows.map((w) => w.windowMs)), null)
+      return outcome(String(key), weight, windows, false, false, Math.max(...windows.map((w) => w.windowMs)), null, at)
     }
     return this._check(limiter, String(key), weight, windows, at)
   }
@@ -414,7 +414,7 @@ class Door {
         windows[i].remaining = w.remaining
         windows[i].resetMs = d.allowed ? windows[i].windowMs : w.retryAfterMs
       })
-      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null)
+      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
     }
     if (c.algorithm === 'gcra') {
       const o = await limiter.rateLimit(weight)
@@ -426,7 +426,7 @@ class Door {
         w.remaining = Math.max(0, Math.floor(w.limit - level))
         w.resetMs = allowed ? Math.ceil((level / qps) * 1000) : o.delayMs
       })
-      return outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null)
+      return outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null, at)
     }
     if (!Array.isArray(limiter)) {
       // one counter: the common case, kept short
@@ -435,7 +435,7 @@ class Door {
       w.remaining = d.remaining
       w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
       const refund = d.allowed && weight > 0 ? () => limiter._refund(weight, d, at) : null
-      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund)
+      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
     }
     const limiters = limiter
     const decisions = await Promise.all(limiters.map((l) => l.check(weight)))
@@ -459,7 +459,7 @@ class Door {
     }
     const refund =
       allowed && weight > 0 ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], at))) : null
-    return outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund)
+    return outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at)
   }
 
   /** @internal the outcome of a limiter given by `limiter(req)` (null: not limited) */
@@ -481,7 +481,7 @@ class Door {
         w.windowMs = Math.ceil((limiter._maxBurst / limiter._qps) * 1000) || 1000
         w.remaining = Math.max(0, Math.floor(limiter._maxBurst - o.watermark - (allowed ? weight : 0)))
       }
-      return outcome(key, weight, [w], allowed, o.degraded, o.delayMs, null)
+      return outcome(key, weight, [w], allowed, o.degraded, o.delayMs, null, at)
     }
     if (limiter instanceof SlidingWindowLimiter) {
       if (c.skipFailedRequests || c.skipSuccessfulRequests) throw noRefund()
@@ -493,7 +493,7 @@ class Door {
         remaining: d.windows[i].remaining,
         resetMs: d.allowed ? w.intervalMs : d.windows[i].retryAfterMs,
       }))
-      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null)
+      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
     }
     if (
       limiter instanceof BucketLimiter ||
@@ -510,7 +510,7 @@ class Door {
         resetMs: d.allowed ? d.resetAfterMs : d.retryAfterMs,
       }
       const refund = d.allowed && weight > 0 ? () => limiter._refund(weight, d, at) : null
-      return outcome(key, weight, [w], d.allowed, d.degraded, d.retryAfterMs, refund)
+      return outcome(key, weight, [w], d.allowed, d.degraded, d.retryAfterMs, refund, at)
     }
     throw invalidConfig(
       'limiter(req) must return a Bucket/Window/Leaky/Points/SlidingWindow limiter, a DistributedPacer, a PacerComposite or null',
@@ -521,7 +521,7 @@ class Door {
    * The headers of an outcome, as [name, value, append] (append: a list field other doors
    * may add to). `Retry-After` on every refusal, never before the reset it reports.
    */
-  headers(o, now = this.now()) {
+  headers(o) {
     const c = this.config
     const out = []
     const main = o.windows[o.main]
@@ -529,7 +529,9 @@ class Door {
     if (c.legacyHeaders) {
       out.push(['X-RateLimit-Limit', String(main.limit), false])
       out.push(['X-RateLimit-Remaining', String(main.remaining), false])
-      out.push(['X-RateLimit-Reset', String(Math.ceil((now + main.resetMs) / 1000)), false])
+      // from the time the request was decided: resetMs is rounded up to whole ms, so `- 1`
+      // keeps a window that ends on a whole second on that second
+      out.push(['X-RateLimit-Reset', String(Math.ceil((o.at + main.resetMs - 1) / 1000)), false])
     }
     switch (c.standardHeaders) {
       case 'draft-6':
@@ -582,21 +584,29 @@ class Door {
   }
 
   /** `req.rateLimit`: the window the single-window headers describe */
-  info(o, now = this.now()) {
+  info(o) {
     const main = o.windows[o.main]
     return {
       limit: main.limit,
       used: Math.max(0, main.limit - main.remaining),
       remaining: main.remaining,
-      resetTime: new Date(now + main.resetMs),
+      resetTime: new Date(o.at + main.resetMs),
       degraded: o.degraded,
       key: o.key,
     }
   }
 
-  /** The status of a refusal: 503 when Redis could not be asked (whenDown 'deny'), else 429. */
+  /**
+   * The status of a refusal: `downStatusCode` (503) when it was refused for want of Redis
+   * (whenDown 'deny'), else `statusCode` (429; whenDown 'local' refuses by a real count).
+   */
   status(o) {
-    return o.degraded ? this.config.downStatusCode : this.config.statusCode
+    return this.unavailable(o) ? this.config.downStatusCode : this.config.statusCode
+  }
+
+  /** Whether a refusal is for want of Redis (whenDown 'deny'), not for a count. */
+  unavailable(o) {
+    return o.degraded && this.config.store.whenDown === 'deny'
   }
 
   /** Whether a store failure lets the request through (passOnStoreError). */
@@ -616,14 +626,14 @@ class Door {
 const noRefund = () =>
   invalidConfig('skipFailedRequests and skipSuccessfulRequests need a Bucket, Window, Leaky or Points limiter')
 
-function outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund) {
+function outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at) {
   let main = 0
   for (let i = 1; i < windows.length; i++) {
     const w = windows[i]
     const m = windows[main]
     if (w.remaining < m.remaining || (w.remaining === m.remaining && w.resetMs > m.resetMs)) main = i
   }
-  return { allowed, degraded, key, weight, windows, main, retryAfterMs, refund }
+  return { allowed, degraded, key, weight, windows, main, retryAfterMs, refund, at }
 }
 
 /** express-rate-limit's draft-8 partition key: base64 of the first 12 hex digits of sha256(key) */
