@@ -137,6 +137,7 @@ class RateLimiter {
     this._intervalUs = this._intervalMs * 1000
     this._kind = KIND[segment]
     this._key = `${store.keyPrefix}:${segment}:{${common.name}}`
+    this._sig = `${this._kind}|${this._limit}|${this._intervalUs}` // the options, for the local deny cache
   }
 
   /** The limiter's name. */

@@ -74,6 +74,8 @@ class DistributedPacer {
     this._qps = qps
     this._maxBurst = maxBurst
     this._factor = burstAllowanceFactor
+    // rateLimit()'s options, for the store's local deny cache
+    this._sig = `${qps}|${maxBurst}|${burstAllowanceFactor === undefined ? 1 : burstAllowanceFactor}`
   }
 
   /** The key as given (without prefix or escaping). */

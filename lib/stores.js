@@ -513,7 +513,7 @@ class RedisStore extends EventEmitter {
     let sig = null
     let atUs = 0
     if (cache !== null && !pace) {
-      sig = `${qps}|${maxBurst}|${factor}`
+      sig = owner._sig
       atUs = this._localUs()
       const hit = cache.get(key, sig, weight, atUs)
       if (hit !== null) {
@@ -596,7 +596,7 @@ class RedisStore extends EventEmitter {
     if (cache !== null) {
       atUs = this._localUs()
       if (maxWaitUs === 0) {
-        const hit = cache.get(key, `${kind}|${limit}|${intervalUs}`, weight, atUs)
+        const hit = cache.get(key, owner._sig, weight, atUs)
         if (hit !== null) {
           const v = hit.values
           const resetUs = Math.max(0, v[3] - (atUs - hit.atUs))
@@ -629,7 +629,7 @@ class RedisStore extends EventEmitter {
         for (let e = 0; e < n; e++) {
           const c = calls[e]
           if (cache !== null && c[6] === 0 && out[4 * e] === 0) {
-            cache.set(c[1], `${c[2]}|${c[4]}|${c[5]}`, c[3], c[7], out[4 * e + 2], out.slice(4 * e, 4 * e + 4))
+            cache.set(c[1], c[0]._sig, c[3], c[7], out[4 * e + 2], out.slice(4 * e, 4 * e + 4))
           }
           resolve[e](c[0]._decision(out, 4 * e, false))
         }
