@@ -63,16 +63,7 @@ function rateLimit(options) {
       if (done && typeof done.then === 'function') done.then(undefined, next)
       return false
     }
-    if (o.refund !== null && (config.skipFailedRequests || config.skipSuccessfulRequests)) {
-      let settled = false
-      const settle = (finished) => {
-        if (settled) return
-        settled = true
-        if (door.wantsRefund(req, res, finished)) o.refund().catch(() => {})
-      }
-      res.once('finish', () => settle(true))
-      res.once('close', () => settle(res.writableFinished))
-    }
+    door.settleAfter(o, req, res, res)
     return true
   }
   /** Forgets what was counted for `key` (every window), in every process. */

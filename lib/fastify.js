@@ -98,16 +98,7 @@ function hookFor(door, userOptions) {
       if (sent && typeof sent.then === 'function' && sent !== reply) sent.then(undefined, (err) => reply.send(err))
       return
     }
-    if (o.refund !== null && (config.skipFailedRequests || config.skipSuccessfulRequests)) {
-      let settled = false
-      const settle = (finished) => {
-        if (settled) return
-        settled = true
-        if (door.wantsRefund(request, reply, finished)) o.refund().catch(() => {})
-      }
-      reply.raw.once('finish', () => settle(true))
-      reply.raw.once('close', () => settle(reply.raw.writableFinished))
-    }
+    door.settleAfter(o, request, reply, reply.raw)
     done()
   }
 

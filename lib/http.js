@@ -614,12 +614,28 @@ class Door {
     return this.config.passOnStoreError && err instanceof SluiceError && STORE_FAILURES.has(err.code)
   }
 
-  /** Whether the response's outcome asks for a refund (skipFailedRequests and the like). */
-  wantsRefund(req, res, finished) {
+  /**
+   * Gives the charge of `o` back once the response ends, when skipFailedRequests or
+   * skipSuccessfulRequests asks (`raw`: the node response; a response closed before it
+   * finished counts as failed).
+   */
+  settleAfter(o, req, res, raw) {
     const c = this.config
-    if (!c.skipFailedRequests && !c.skipSuccessfulRequests) return false
-    const ok = finished && (c.requestWasSuccessful ? c.requestWasSuccessful(req, res) : res.statusCode < 400)
-    return ok ? c.skipSuccessfulRequests : c.skipFailedRequests
+    if (o.refund === null || (!c.skipFailedRequests && !c.skipSuccessfulRequests)) return
+    let settled = false
+    const settle = (finished) => {
+      if (settled) return
+      settled = true
+      let ok = false
+      try {
+        ok = finished && (c.requestWasSuccessful ? c.requestWasSuccessful(req, res) : raw.statusCode < 400)
+      } catch {
+        ok = false // a requestWasSuccessful that throws: the request did not succeed
+      }
+      if (ok ? c.skipSuccessfulRequests : c.skipFailedRequests) o.refund().catch(() => {})
+    }
+    raw.once('finish', () => settle(true))
+    raw.once('close', () => settle(raw.writableFinished))
   }
 }
 
