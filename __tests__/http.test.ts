@@ -364,6 +364,25 @@ for (const kind of ['memory', 'redis'] as const) {
           served.push({ url: '', close: () => app.close() })
           const url = `http://127.0.0.1:${(app.server.address() as any).port}`
           for (let i = 0; i < 3; i++) expect((await get(`${url}/open`)).status).toBe(200)
+          // hook: 'preHandler' runs after the app's own onRequest hooks (an authentication, say)
+          const late = Fastify()
+          late.addHook('onRequest', async (req: any) => {
+            req.user = String(req.headers['x-user'])
+          })
+          await late.register(sluiceFastify as any, {
+            store,
+            hook: 'preHandler',
+            max: 1,
+            identifier: id(),
+            keyGenerator: (req: any) => req.user,
+          })
+          late.get('/', async () => 'ok')
+          await late.listen({ port: 0, host: '127.0.0.1' })
+          served.push({ url: '', close: () => late.close() })
+          const lateUrl = `http://127.0.0.1:${(late.server.address() as any).port}`
+          const users = []
+          for (const user of ['a', 'a', 'b']) users.push((await get(`${lateUrl}/`, { 'x-user': user })).status)
+          expect(users).toEqual([200, 429, 200])
           expect((await get(`${url}/limited`)).status).toBe(200)
           const r = await get(`${url}/limited`)
           expect([r.status, r.header('retry-after')]).toEqual([429, '58'])

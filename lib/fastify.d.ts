@@ -20,6 +20,8 @@ export interface Options extends RouteOptions {
   store: DoorOptions<FastifyRequest, FastifyReply>['store']
   /** Limit every route (default true); false: only routes with config.rateLimit. */
   global?: boolean
+  /** Where the limit runs (default 'onRequest'); later when the key needs authentication or the body. */
+  hook?: 'onRequest' | 'preValidation' | 'preHandler'
 }
 
 declare module 'fastify' {

@@ -9,6 +9,8 @@ const { Door, doorConfig, ipKey } = require('./http')
 const { invalidConfig } = require('./errors')
 
 const DEFAULTS = { limit: 1000, windowMs: 60_000 }
+/** Where the limit can run: onRequest (default, before the body is read) or later, when the key needs more. */
+const HOOKS = ['onRequest', 'preValidation', 'preHandler']
 const UNITS = {
   ms: 1,
   millisecond: 1,
@@ -123,10 +125,13 @@ function hookFor(door, userOptions) {
  * all of them; a route's `config: { rateLimit: { ... } }` gives it its own counter (shared
  * by the routes of one `groupId`), `config: { rateLimit: false }` exempts it.
  * `app.rateLimit(options)` makes a hook for places routes do not cover (a 404 handler).
+ * `hook`: 'onRequest' (default), or 'preValidation' / 'preHandler' when the key needs what
+ * runs before (authentication, the parsed body).
  */
 async function sluiceRateLimit(fastify, options) {
-  const { global = true, ...rest } = options || {}
+  const { global = true, hook: hookName = 'onRequest', ...rest } = options || {}
   if (typeof global !== 'boolean') throw invalidConfig('global must be a boolean')
+  if (!HOOKS.includes(hookName)) throw invalidConfig(`hook must be one of ${HOOKS.map((h) => `'${h}'`).join(', ')}`)
   const base = aliases(rest, 'options').options
   const make = (own) => new Door(doorConfig(own, { defaults: DEFAULTS }))
   const globalDoor = make(base)
@@ -157,8 +162,8 @@ async function sluiceRateLimit(fastify, options) {
         if (groupId !== undefined) groups.set(groupId, hook)
       }
     }
-    const existing = route.onRequest
-    route.onRequest = existing === undefined || existing === null ? [hook] : [].concat(existing, hook)
+    const existing = route[hookName]
+    route[hookName] = existing === undefined || existing === null ? [hook] : [].concat(existing, hook)
   })
 }
 
