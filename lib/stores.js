@@ -6,6 +6,7 @@ const { ManualClock } = require('./clock')
 const { Batcher } = require('./batcher')
 const { DirectConnection } = require('./direct')
 const { DenyCache } = require('./denycache')
+const { WhenDown, WHEN_DOWN } = require('./whendown')
 const EventEmitter = require('node:events')
 
 const PRIVATE = Symbol('sluice.private')
@@ -18,8 +19,6 @@ const DEFAULT_URL = 'redis://127.0.0.1:6379'
 const DEFAULT_COMMAND_TIMEOUT_MS = 2000
 const DEFAULT_CONNECT_TIMEOUT_MS = 5000
 const BATCHING = { maxBatch: 64, maxInFlight: Number(process.env.SLUICE_MAX_IN_FLIGHT) || 2 }
-/** What a store does with a call it cannot get an answer to from Redis (see `_degrade`). */
-const WHEN_DOWN = ['error', 'allow', 'deny', 'local']
 /** Errors that say Redis itself is unreachable or too slow (they open the circuit). */
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
 const DEFAULT_PROBE_INTERVAL_MS = 1000
@@ -28,11 +27,8 @@ const DEFAULT_DENY_CACHE_KEYS = 100_000
 const PROBE_ARGS = new Float64Array([0, 1, 1, 1_000_000, -3])
 const LIMIT_RESET = -2
 const LIMIT_ADJUST = -1
-const LIMIT_PEEK = -3
 const SLIDING_TAKE = 0
 const SLIDING_RESET = 2
-const QUOTA_USE = 3
-const CONCURRENT = { acquire: 1, release: 2, extend: 3, poll: 4, cancel: 5, stats: 6 }
 /** New keys between two checks whether the memory store should drop expired keys. */
 const SWEEP_EVERY = 4096
 
@@ -233,7 +229,7 @@ class MemoryStore {
  * When Redis is found down (a call fails with ERR_STORE_UNAVAILABLE or ERR_TIMEOUT) the
  * circuit opens: `status` turns 'down', 'down' is emitted, and no call goes to Redis (none
  * waits for `commandTimeoutMs` any more) until a probe, every `probeIntervalMs`, gets an
- * answer: then 'up'. Meanwhile calls are answered by `whenDown` (see `_degrade`).
+ * answer: then 'up'. Meanwhile calls are answered by `whenDown` (see lib/whendown.js).
  */
 class RedisStore extends EventEmitter {
   constructor(token, nativeStore, keyPrefix, clock, direct, o) {
@@ -247,13 +243,19 @@ class RedisStore extends EventEmitter {
     this._closed = false
     this._sync = false
     // the circuit breaker and the store-down policy
-    this._whenDown = o.whenDown
     this._probeIntervalMs = o.probeIntervalMs
     this._status = 'up'
-    this._downError = null
     this._probeTimer = null
     this._probing = false
-    this._local = null // whenDown 'local': the embedded store that decides while Redis is down
+    this._policy = new WhenDown(o.whenDown, o.probeIntervalMs, {
+      // whenDown 'local': counts from zero for the outage; its grants wake this store's waiters
+      makeLocal: () => {
+        const local = new MemoryStore({ keyPrefix, clock })
+        local._waiters = this._waiters
+        return local
+      },
+      nowUs: () => this._localUs(),
+    })
     this._denyCache = o.denyCacheKeys > 0 ? new DenyCache(o.denyCacheKeys) : null
     // One queue per kind. Its batches go on the direct connection when it is up, else on one
     // pool connection (its lane): either way they reach Redis in call order.
@@ -350,7 +352,7 @@ class RedisStore extends EventEmitter {
 
   /** The store-down policy: 'error', 'allow', 'deny' or 'local'. */
   get whenDown() {
-    return this._whenDown
+    return this._policy.mode
   }
 
   /** Calls answered "refused" by the local deny cache, without a round trip. */
@@ -395,14 +397,14 @@ class RedisStore extends EventEmitter {
       const error = fromNative(err)
       if (STORE_FAILURES.has(error.code) && !this._closed) {
         this._trip(error)
-        if (this._whenDown !== 'error') return degrade()
+        if (this._policy.mode !== 'error') return degrade()
       }
       for (const r of reject) r(error)
     }
     if (this._closed) return fail(closedError())
     if (this._status === 'down') {
-      if (this._whenDown !== 'error') return degrade()
-      for (const r of reject) r(this._downError)
+      if (this._policy.mode !== 'error') return degrade()
+      for (const r of reject) r(this._policy.error)
       return
     }
     let pending
@@ -416,34 +418,11 @@ class RedisStore extends EventEmitter {
     return pending.then(undefined, fail)
   }
 
-  /** @internal answers each of `calls` with `answer(call)` (a value, or throws: that call rejects) */
-  _answer(calls, resolve, reject, answer) {
-    for (let e = 0; e < calls.length; e++) {
-      let value
-      try {
-        value = answer(calls[e])
-      } catch (err) {
-        reject[e](fromNative(err))
-        continue
-      }
-      resolve[e](value)
-    }
-  }
-
   /** @internal opens the circuit: Redis was found down by `error` */
   _trip(error) {
     if (this._status === 'down') return
     this._status = 'down'
-    this._downError = new SluiceError(
-      'ERR_STORE_UNAVAILABLE',
-      `Redis is down (${error.code}: ${error.message}); probing every ${this._probeIntervalMs} ms`,
-      { cause: error },
-    )
-    if (this._whenDown === 'local') {
-      // counts from zero for the outage; its concurrent grants wake this store's waiters
-      this._local = new MemoryStore({ keyPrefix: this.keyPrefix, clock: this.clock })
-      this._local._waiters = this._waiters
-    }
+    this._policy.begin(error)
     if (this._denyCache !== null) this._denyCache.clear()
     this._probeTimer = setInterval(() => this._probe(), this._probeIntervalMs)
     this._probeTimer.unref()
@@ -470,16 +449,8 @@ class RedisStore extends EventEmitter {
     clearInterval(this._probeTimer)
     this._probeTimer = null
     this._status = 'up'
-    this._downError = null
-    const local = this._local
-    this._local = null
-    if (local !== null) local.close()
+    this._policy.end()
     process.nextTick(() => this.emit('up'))
-  }
-
-  /** @internal how long a caller refused for want of Redis should wait: until the next probe */
-  get _downRetryUs() {
-    return this._probeIntervalMs * 1000
   }
 
   /** @internal the local clock, µs (the deny cache's) */
@@ -564,28 +535,8 @@ class RedisStore extends EventEmitter {
           offset += 3 * (typeof k === 'string' ? 1 : k.length)
         }
       },
-      () => this._answer(calls, resolve, reject, (c) => this._degradePacer(c)),
+      () => this._policy.answer(calls, resolve, reject, (c) => this._policy.pacer(c)),
     )
-  }
-
-  /**
-   * @internal a pacer call answered without Redis: 'allow' admits (no delay), 'deny'
-   * refuses rateLimit() until the next probe (and rejects pace(), which cannot refuse),
-   * 'local' decides on the embedded store
-   */
-  _degradePacer([owner, weight, k, a]) {
-    const keys = typeof k === 'string' ? [k] : k
-    let out
-    if (this._whenDown === 'local') {
-      out = this._local._group(keys, a)
-    } else {
-      out = new Float64Array(3 * keys.length)
-      if (this._whenDown === 'deny') {
-        if (a[1] === 1) throw this._downError
-        for (let i = 0; i < keys.length; i++) out[3 * i] = this._downRetryUs
-      }
-    }
-    return owner._outcome(out, 0, weight, true)
   }
 
   /** @internal one rate-limiter call */
@@ -634,27 +585,8 @@ class RedisStore extends EventEmitter {
           resolve[e](c[0]._decision(out, 4 * e, false))
         }
       },
-      () => this._answer(calls, resolve, reject, (c) => this._degradeLimit(c)),
+      () => this._policy.answer(calls, resolve, reject, (c) => this._policy.limit(c)),
     )
-  }
-
-  /**
-   * @internal a rate-limiter call answered without Redis: 'allow' admits, 'deny' refuses
-   * until the next probe, 'local' decides on the embedded store. A refund (adjust) is
-   * dropped; a reset needs Redis (it rejects) except under 'local'.
-   */
-  _degradeLimit([owner, key, kind, weight, limit, intervalUs, maxWaitUs]) {
-    if (this._whenDown === 'local') {
-      const io = this._local._limit(key, kind, weight, limit, intervalUs, maxWaitUs)
-      return owner._decision(io, 0, true)
-    }
-    if (maxWaitUs === LIMIT_RESET) throw this._downError
-    if (maxWaitUs === LIMIT_ADJUST) return owner._decision([1, limit, 0, 0], 0, true)
-    if (this._whenDown === 'allow') {
-      return owner._decision([1, maxWaitUs === LIMIT_PEEK ? limit : Math.max(0, limit - weight), 0, 0], 0, true)
-    }
-    const retryUs = this._downRetryUs
-    return owner._decision([0, 0, retryUs, retryUs], 0, true)
   }
 
   /** @internal one sliding-window call */
@@ -702,25 +634,8 @@ class RedisStore extends EventEmitter {
           o += length
         }
       },
-      () => this._answer(calls, resolve, reject, (c) => this._degradeSliding(c)),
+      () => this._policy.answer(calls, resolve, reject, (c) => this._policy.sliding(c)),
     )
-  }
-
-  /** @internal a sliding-window call answered without Redis (as `_degradeLimit`) */
-  _degradeSliding([owner, key, nums]) {
-    if (this._whenDown === 'local') return owner._decision(this._local._sliding(key, nums), 0, true)
-    if (nums[0] === SLIDING_RESET) throw this._downError
-    const windows = nums[2]
-    const out = new Float64Array(2 + 2 * windows)
-    if (this._whenDown === 'allow') {
-      out[0] = 1
-      const charge = nums[0] === SLIDING_TAKE ? nums[1] : 0
-      for (let i = 0; i < windows; i++) out[2 + 2 * i] = Math.max(0, nums[3 + 2 * i] - charge)
-    } else {
-      out[1] = this._downRetryUs
-      for (let i = 0; i < windows; i++) out[3 + 2 * i] = this._downRetryUs
-    }
-    return owner._decision(out, 0, true)
   }
 
   /**
@@ -760,38 +675,8 @@ class RedisStore extends EventEmitter {
           o += 1 + length
         }
       },
-      () => this._answer(calls, resolve, reject, (c) => this._degradeQuota(c)),
+      () => this._policy.answer(calls, resolve, reject, (c) => this._policy.quota(c)),
     )
-  }
-
-  /**
-   * @internal a quota call answered without Redis, flagged `degraded`: 'allow' grants what
-   * was requested, 'deny' grants nothing (every quota reached), 'local' decides on the
-   * embedded store; `useQuotas` is dropped under 'allow' and 'deny'
-   */
-  _degradeQuota([keys, nums, mode, timestamp]) {
-    let out
-    if (this._whenDown === 'local') {
-      out = Float64Array.from(this._local._quota(keys, nums, mode, timestamp))
-    } else {
-      // nums: [counters, (window, granularity) per counter, requests, (amount, quotas, (counter, limit) per quota) per request]
-      const counters = nums[0]
-      let i = 1 + 2 * counters
-      const requests = nums[i++]
-      const values = [timestamp >= 0 ? timestamp : Math.floor(this._localUs() / 1e6)]
-      const allow = this._whenDown === 'allow'
-      for (let r = 0; r < requests; r++) {
-        const amount = nums[i]
-        const quotas = nums[i + 1]
-        i += 2 + 2 * quotas
-        values.push(allow ? amount : 0)
-        for (let j = 0; j < quotas; j++) values.push(allow ? 0 : 1)
-      }
-      out = new Float64Array(mode === QUOTA_USE ? 0 : values.length)
-      if (mode !== QUOTA_USE) out.set(values)
-    }
-    out.degraded = true
-    return out
   }
 
   /** @internal one concurrent-limiter operation; resolves with its reply */
@@ -815,55 +700,8 @@ class RedisStore extends EventEmitter {
         for (const grant of grants) this._waiters.wake(grant)
         for (let e = 0; e < calls.length; e++) resolve[e](values.subarray(9 * e, 9 * (e + 1)))
       },
-      () => {
-        if (this._whenDown === 'local') return this._degradeConcurrentLocal(calls, resolve, reject)
-        this._answer(calls, resolve, reject, (c) => this._degradeConcurrent(c))
-      },
+      () => this._policy.concurrent(calls, resolve, reject),
     )
-  }
-
-  /**
-   * @internal a concurrent-limiter operation answered without Redis, flagged `degraded`:
-   * 'allow' grants every lease, 'deny' none (a waiter gives up); releasing or extending a
-   * lease Redis holds cannot be confirmed (false: it is reclaimed after its lock time).
-   * Statistics need Redis.
-   */
-  _degradeConcurrent([, , op]) {
-    const out = new Float64Array(9)
-    const nowUs = this._localUs()
-    const allow = this._whenDown === 'allow'
-    switch (op) {
-      case CONCURRENT.acquire:
-        out[0] = allow ? 1 : 0
-        out[2] = allow ? 0 : nowUs + this._downRetryUs
-        out[3] = nowUs
-        break
-      case CONCURRENT.poll:
-        out[0] = allow ? 1 : -1
-        out[3] = nowUs
-        break
-      case CONCURRENT.release:
-      case CONCURRENT.extend:
-        break // 0: not confirmed (a lease granted under 'allow' never asks, see Lease)
-      case CONCURRENT.stats:
-        throw this._downError
-      default:
-        break
-    }
-    out.degraded = true
-    return out
-  }
-
-  _degradeConcurrentLocal(calls, resolve, reject) {
-    const local = this._local
-    for (let e = 0; e < calls.length; e++) {
-      const [key, id, op, nums] = calls[e]
-      local._concurrent(key, op, id, nums).then((values) => {
-        const out = Float64Array.from(values)
-        out.degraded = true
-        resolve[e](out)
-      }, reject[e])
-    }
   }
 
   /** @internal subscribes to a grant channel (shared by the waiters of this process) */
@@ -922,7 +760,7 @@ class RedisStore extends EventEmitter {
     this._closed = true
     if (this._probeTimer !== null) clearInterval(this._probeTimer)
     this._probeTimer = null
-    if (this._local !== null) this._local.close()
+    this._policy.end()
     if (this._direct !== null) this._direct.close()
     try {
       await this._native.close()
