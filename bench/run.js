@@ -7,7 +7,7 @@
 // Each scenario runs in a fresh process; rounds are interleaved and the median is kept.
 // Redis CPU per decision comes from INFO cpu around each run, script calls per decision from
 // INFO commandstats, native calls per decision from the sluice store's batching counters.
-// BENCH_SUITES=http,pacer,limiters,sliding  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
+// BENCH_SUITES=http,pacer,limiters,sliding,doors  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
 // BENCH_SCENARIOS=10000x256,1x1 (keys x in flight)  SLUICE_BENCH_NO_BUILD=1 (skip the build)
 const { execFileSync, fork, spawn } = require('node:child_process')
 const fs = require('node:fs')
@@ -15,6 +15,7 @@ const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
 const Redis = require('ioredis')
+const { runDoorsRound, doorsTables } = require('./doors.js')
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)
 const IMPLS = (process.env.BENCH_IMPLS || 'sluice,reference,rate-limiter-flexible').split(',')
@@ -22,7 +23,8 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 // which suites: the pacer (vs its reference and rate-limiter-flexible) and the limiter family
 // (vs rate-limiter-flexible and redis-semaphore), and the sliding windows (multi-window check vs
 // a two-window sliding log in Lua; checkAndUseQuotas vs Sentry's sliding-window quotas)
-const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding').split(',')
+// and the HTTP doors (sluice/express and sluice/fastify vs their peers, bench/doors.js)
+const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors').split(',')
 const LIMITER_IMPLS = (
   process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
 ).split(',')
@@ -255,6 +257,7 @@ async function main() {
         ;(results[`http|${impl}`] ??= []).push(r)
         process.stderr.write(`round ${round + 1} http ${impl}: ${fmt(r.rps)} requests/s\n`)
       }
+      if (SUITES.includes('doors')) await runDoorsRound(client, redis.url, round, results, fmt)
     }
   } finally {
     client.disconnect()
@@ -280,7 +283,8 @@ async function main() {
   }
   const lines = []
   if (SUITES.includes('http')) lines.push(...httpTable(summary), '')
-  for (const pattern of SUITES.some((x) => x !== 'http') ? PATTERNS : []) {
+  if (SUITES.includes('doors')) lines.push(...doorsTables(results, fmt), '')
+  for (const pattern of SUITES.some((x) => x !== 'http' && x !== 'doors') ? PATTERNS : []) {
     const of = (list) => list.filter((s) => s.pattern === pattern)
     lines.push(
       pattern === 'server'

@@ -1,0 +1,143 @@
+'use strict'
+// The HTTP doors suite's server: an Express 5 or Fastify 5 app with one route, `GET /`
+// answering a 2-byte body, behind one rate limiter (or none), the limiter's key read from the
+// `x-client` request header. argv[2] = JSON { framework: 'express' | 'fastify', impl: 'none' |
+// 'sluice' | 'peer', url, prefix, limit, windowMs, localDenyCache }: 'peer' is
+// express-rate-limit + rate-limit-redis (Express) or @fastify/rate-limit (Fastify), both on
+// ioredis. Tells the parent its port over IPC; between 'start' and 'stop' it counts the
+// requests it handled and its own CPU (and, for sluice, native calls and local denials).
+const cfg = JSON.parse(process.argv[2])
+
+// the key of a request: the client id the load process put in a header (every variant, the
+// peers included, reads the same header, so they all limit the same keys)
+const keyGenerator = (req) => req.headers['x-client'] || 'anonymous'
+
+async function sluiceStore() {
+  const { RedisStore } = require('../lib/index.js')
+  const options = { url: cfg.url, keyPrefix: cfg.prefix }
+  if (cfg.localDenyCache) options.localDenyCache = true
+  return RedisStore.connect(options)
+}
+
+async function expressApp() {
+  const express = require('express')
+  const app = express()
+  let close = () => {}
+  let store = null
+  if (cfg.impl === 'sluice') {
+    const { rateLimit } = require('../lib/express.js')
+    store = await sluiceStore()
+    app.use(
+      rateLimit({
+        store,
+        limit: cfg.limit,
+        windowMs: cfg.windowMs,
+        standardHeaders: 'draft-7',
+        legacyHeaders: false,
+        keyGenerator,
+      }),
+    )
+    close = () => store.close()
+  } else if (cfg.impl === 'peer') {
+    const { rateLimit } = require('express-rate-limit')
+    const { RedisStore } = require('rate-limit-redis')
+    const Redis = require('ioredis')
+    const client = new Redis(cfg.url)
+    app.use(
+      rateLimit({
+        store: new RedisStore({ sendCommand: (...args) => client.call(...args), prefix: `${cfg.prefix}:` }),
+        limit: cfg.limit,
+        windowMs: cfg.windowMs,
+        standardHeaders: 'draft-7',
+        legacyHeaders: false,
+        keyGenerator,
+      }),
+    )
+    close = () => client.quit()
+  }
+  app.get('/', (req, res) => {
+    res.send('ok')
+  })
+  const listen = () =>
+    new Promise((resolve, reject) => {
+      const server = app.listen(0, '127.0.0.1', (err) => (err ? reject(err) : resolve(server)))
+    })
+  return { listen, close, store }
+}
+
+async function fastifyApp() {
+  const app = require('fastify')({ logger: false })
+  let close = () => {}
+  let store = null
+  if (cfg.impl === 'sluice') {
+    store = await sluiceStore()
+    await app.register(require('../lib/fastify.js'), {
+      store,
+      max: cfg.limit,
+      timeWindow: cfg.windowMs,
+      keyGenerator,
+    })
+    close = () => store.close()
+  } else if (cfg.impl === 'peer') {
+    const Redis = require('ioredis')
+    const client = new Redis(cfg.url)
+    await app.register(require('@fastify/rate-limit'), {
+      redis: client,
+      max: cfg.limit,
+      timeWindow: cfg.windowMs,
+      nameSpace: `${cfg.prefix}:`,
+      keyGenerator,
+    })
+    close = () => client.quit()
+  }
+  app.get('/', async () => 'ok')
+  await app.ready()
+  return {
+    listen: () => app.listen({ port: 0, host: '127.0.0.1' }).then(() => app.server),
+    close: async () => {
+      await app.close()
+      await close()
+    },
+    store,
+  }
+}
+
+async function main() {
+  const { listen, close, store } = cfg.framework === 'fastify' ? await fastifyApp() : await expressApp()
+  const server = await listen()
+  // counts the requests handled in the measured window (a listener after the app's own)
+  let requests = 0
+  server.on('request', () => requests++)
+  let cpu0, requests0, batches0, denials0
+  process.on('message', async (msg) => {
+    if (msg === 'start') {
+      cpu0 = process.cpuUsage()
+      requests0 = requests
+      batches0 = store ? store.batching.batches : NaN
+      denials0 = store ? store.localDenials : NaN
+    } else if (msg === 'stop') {
+      const cpu = process.cpuUsage(cpu0)
+      const report = {
+        handled: requests - requests0,
+        cpuUs: cpu.user + cpu.system,
+        // IPC carries NaN as null: no sluice store here
+        nativeCalls: store ? store.batching.batches - batches0 : NaN,
+        localDenials: store ? store.localDenials - denials0 : NaN,
+      }
+      server.closeAllConnections()
+      // the decisions still in flight settle before the store closes (else they fail, and
+      // Express logs the errors)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+      await Promise.resolve()
+        .then(close)
+        .catch(() => {})
+      process.send(report, () => process.exit(0))
+    }
+  })
+  process.send({ port: server.address().port })
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
