@@ -148,6 +148,8 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
         await until(() => t.store.status === 'down')
         await until(() => t.events.length === 1)
         expect(t.events[0]).toMatch(/^down:ERR_(STORE_UNAVAILABLE|TIMEOUT)$/)
+        // the probes ask the node of the call that failed (its hash slot, on a cluster)
+        expect((t.store as any)._probeKey).toBe(`${t.store.keyPrefix}:probe:{b}`)
 
         // then no call waits for Redis any more
         const start = performance.now()
@@ -206,6 +208,13 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
           expect(values('quota').map(([g]) => g.granted)).toEqual([1, 1, 1, 0])
           expect(values('lease').map((x) => x !== null)).toEqual([true, false, false, false])
           expect(values('lease')[0].degraded).toBe(true)
+          // a waiter queues on the embedded store and gets the slot when it is released
+          const waiting = l.mutex.acquire()
+          await new Promise((r) => setTimeout(r, 20))
+          expect(await values('lease')[0].release()).toBe(true)
+          const handed = await waiting
+          expect(handed.degraded).toBe(true)
+          await handed.release()
         }
         expect(t.store.status).toBe('down')
 

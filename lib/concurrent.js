@@ -122,12 +122,14 @@ class ConcurrentLimiter {
   async _acquire(signal) {
     const store = this._store
     if (store.status === 'down' || !(store._channels && store._channels.has(this._channel))) {
-      // fast path: a free slot needs no subscription. While Redis is down nobody queues:
-      // the store's policy answers at once.
+      // fast path: a free slot needs no subscription. While Redis is down, the store's
+      // policy answers at once; only under 'local' do waiters queue (on the embedded store).
       const id = nextId()
       const values = await this._op(ACQUIRE, id, 0)
       if (values[0] === 1) return lease(this, id, values)
-      if (this._waitTimeoutMs === 0 || values.degraded) return hintMs(values[2], values[3])
+      if (this._waitTimeoutMs === 0 || (values.degraded && store.whenDown !== 'local')) {
+        return hintMs(values[2], values[3])
+      }
     }
     return this._wait(nextId(), signal)
   }
@@ -174,8 +176,8 @@ class ConcurrentLimiter {
         const values = await this._op(ACQUIRE, id, this._waitTimeoutMs)
         const [status, , earliest, nowUs] = values
         if (status === 1) return lease(this, id, values)
-        if (values.degraded) {
-          // Redis went down on the way: leave the (local) queue, do not wait
+        if (values.degraded && store.whenDown !== 'local') {
+          // Redis went down on the way: the policy answered, do not wait
           const c = await this._op(CANCEL, id, 0)
           if (c[0] === 1) return new Lease(this, id, c[1], true)
           return hintMs(c[2] || earliest, c[3] || nowUs)
@@ -183,12 +185,15 @@ class ConcurrentLimiter {
         armExpiry(earliest, nowUs)
         cancelDeadline = timer(store, this._waitTimeoutMs, () => settle({ timeout: true }))
         const result = await outcome
-        if (result.token !== undefined) return new Lease(this, id, result.token)
+        // queued on the embedded store (Redis down, whenDown 'local'): a local grant
+        const local = values.degraded === true
+        if (result.token !== undefined) return new Lease(this, id, result.token, local)
         if (result.error) throw result.error
         // timed out or aborted: leave the queue; a grant that raced the timeout is still ours
-        const [cstatus, ctoken, cearliest, cnow] = await this._op(CANCEL, id, 0)
+        const cancelled = await this._op(CANCEL, id, 0)
+        const [cstatus, ctoken, cearliest, cnow] = cancelled
         if (cstatus === 1) {
-          const granted = new Lease(this, id, ctoken)
+          const granted = new Lease(this, id, ctoken, cancelled.degraded === true)
           if (!result.aborted) return granted
           await granted.release().catch(() => {})
         }

@@ -247,6 +247,7 @@ class RedisStore extends EventEmitter {
     this._status = 'up'
     this._probeTimer = null
     this._probing = false
+    this._probeKey = null
     this._policy = new WhenDown(o.whenDown, o.probeIntervalMs, {
       // whenDown 'local': counts from zero for the outage; its grants wake this store's waiters
       makeLocal: () => {
@@ -390,13 +391,14 @@ class RedisStore extends EventEmitter {
    * native task; on the pool, `pooled(lane)` makes the native call; `done(out)` settles the
    * calls. A store failure opens the circuit; then, and while it is open, `degrade()` answers
    * every call by the store-down policy ('error': they reject with the store's error). Any
-   * other failure rejects them all. Returns the promise the batcher waits on.
+   * other failure rejects them all. `key`: a key of the batch (the probes go to its node).
+   * Returns the promise the batcher waits on.
    */
-  _batch(q, reject, direct, pooled, done, degrade) {
+  _batch(q, reject, direct, pooled, done, degrade, key) {
     const fail = (err) => {
       const error = fromNative(err)
       if (STORE_FAILURES.has(error.code) && !this._closed) {
-        this._trip(error)
+        this._trip(error, key)
         if (this._policy.mode !== 'error') return degrade()
       }
       for (const r of reject) r(error)
@@ -418,10 +420,17 @@ class RedisStore extends EventEmitter {
     return pending.then(undefined, fail)
   }
 
-  /** @internal opens the circuit: Redis was found down by `error` */
-  _trip(error) {
+  /**
+   * @internal opens the circuit: Redis was found down by `error`, on a call for `key`. The
+   * probes read a key of the same hash slot, so on a cluster they ask the node that failed.
+   */
+  _trip(error, key) {
     if (this._status === 'down') return
     this._status = 'down'
+    const open = typeof key === 'string' ? key.indexOf('{') : -1
+    const close = open >= 0 ? key.indexOf('}', open) : -1
+    const tag = close > open + 1 ? key.slice(open + 1, close) : 'health'
+    this._probeKey = `${this.keyPrefix}:probe:{${tag}}`
     this._policy.begin(error)
     if (this._denyCache !== null) this._denyCache.clear()
     this._probeTimer = setInterval(() => this._probe(), this._probeIntervalMs)
@@ -433,13 +442,15 @@ class RedisStore extends EventEmitter {
   _probe() {
     if (this._probing || this._closed || this._status === 'up') return
     this._probing = true
-    native.redisLimitBatch(this._native, `${this.keyPrefix}:probe:{health}`, PROBE_ARGS, -1, 1).then(
+    native.redisLimitBatch(this._native, this._probeKey, PROBE_ARGS, -1, 1).then(
       () => {
         this._probing = false
         this._recover()
       },
-      () => {
+      (err) => {
         this._probing = false
+        // any answer from Redis (a script error included) means it is reachable again
+        if (!STORE_FAILURES.has(fromNative(err).code)) this._recover()
       },
     )
   }
@@ -450,6 +461,8 @@ class RedisStore extends EventEmitter {
     this._probeTimer = null
     this._status = 'up'
     this._policy.end()
+    // channels opened while down were never subscribed: the next waiters subscribe for real
+    for (const [channel, entry] of this._channels) if (entry.local) this._channels.delete(channel)
     process.nextTick(() => this.emit('up'))
   }
 
@@ -536,6 +549,7 @@ class RedisStore extends EventEmitter {
         }
       },
       () => this._policy.answer(calls, resolve, reject, (c) => this._policy.pacer(c)),
+      keys[0],
     )
   }
 
@@ -586,6 +600,7 @@ class RedisStore extends EventEmitter {
         }
       },
       () => this._policy.answer(calls, resolve, reject, (c) => this._policy.limit(c)),
+      calls[0][1],
     )
   }
 
@@ -635,6 +650,7 @@ class RedisStore extends EventEmitter {
         }
       },
       () => this._policy.answer(calls, resolve, reject, (c) => this._policy.sliding(c)),
+      calls[0][1],
     )
   }
 
@@ -676,6 +692,7 @@ class RedisStore extends EventEmitter {
         }
       },
       () => this._policy.answer(calls, resolve, reject, (c) => this._policy.quota(c)),
+      keys[0],
     )
   }
 
@@ -701,15 +718,23 @@ class RedisStore extends EventEmitter {
         for (let e = 0; e < calls.length; e++) resolve[e](values.subarray(9 * e, 9 * (e + 1)))
       },
       () => this._policy.concurrent(calls, resolve, reject),
+      calls[0][0],
     )
   }
 
-  /** @internal subscribes to a grant channel (shared by the waiters of this process) */
+  /**
+   * @internal subscribes to a grant channel (shared by the waiters of this process). While
+   * Redis is down under whenDown 'local', waiters queue on the embedded store, whose grants
+   * come back in its replies: nothing to subscribe to (such entries go at recovery).
+   */
   _listen(channel) {
     if (this._closed) return Promise.reject(closedError())
     let entry = this._channels.get(channel)
-    if (!entry) {
-      entry = { count: 0, ready: null }
+    if (!entry && this._status === 'down' && this._policy.mode === 'local') {
+      entry = { count: 0, ready: Promise.resolve(), local: true }
+      this._channels.set(channel, entry)
+    } else if (!entry) {
+      entry = { count: 0, ready: null, local: false }
       entry.ready = native.redisSubscribe(this._native, channel).catch((err) => {
         if (this._channels.get(channel) === entry) this._channels.delete(channel)
         throw fromNative(err)
@@ -724,6 +749,7 @@ class RedisStore extends EventEmitter {
     const entry = this._channels.get(channel)
     if (!entry || --entry.count > 0) return
     this._channels.delete(channel)
+    if (entry.local) return
     entry.ready.then(
       () => native.redisUnsubscribe(this._native, channel).catch(() => {}),
       () => {},
@@ -732,7 +758,7 @@ class RedisStore extends EventEmitter {
 
   /** @internal starts the loop that hands grant messages to waiters, while any wait */
   _wakeLoop() {
-    if (this._listening || this._closed) return
+    if (this._listening || this._closed || this._status === 'down') return
     this._listening = true
     const loop = async () => {
       try {
