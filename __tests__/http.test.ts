@@ -161,6 +161,17 @@ for (const kind of ['memory', 'redis'] as const) {
             `"${name}"; q=2; w=1; pk=:${PK}:, "${name.replace('2-per-1s', '5-per-60s')}"; q=5; w=60; pk=:${PK}:`,
           ],
         ])
+        // sliding windows, atomically: a window that did not refuse reports its length as t
+        const slName = id()
+        const sl = {
+          ...(await start({ limits, identifier: slName, algorithm: 'sliding', standardHeaders: 'draft-10' })),
+          name: slName,
+        }
+        const slid = []
+        for (let i = 0; i < 3; i++) slid.push(await get(`${sl.url}/`))
+        expect(slid.map((r) => r.status)).toEqual([200, 200, 429])
+        expect(slid[2].header('ratelimit')).toBe(`"${sl.name}-2-per-1s";r=0;t=1, "${sl.name}-5-per-60s";r=3;t=60`)
+        expect(slid[2].header('retry-after')).toBe('1')
         const s7 = await start({ limits, identifier: id(), standardHeaders: 'draft-7', legacyHeaders: false })
         expect(limitHeaders(await get(`${s7.url}/`))).toEqual([
           ['ratelimit', 'limit=2, remaining=1, reset=1'],

@@ -3,7 +3,8 @@
 // Several workers share one DistributedPacer on the embedded store and call a fake API as
 // fast as the pacer lets them. Prints the target rate next to the achieved one. Then the same
 // workers share a ConcurrentLimiter (at most 3 jobs at once) and a LeakyLimiter, a
-// SlidingWindowLimiter with two windows, and Sentry-style quotas.
+// SlidingWindowLimiter with two windows, and Sentry-style quotas; last, an Express app limited
+// by sluice/express (two windows, draft-10 headers) answering real HTTP requests.
 //   npm run demo            (or: node examples/demo.js [seconds] [qps] [workers])
 const {
   MemoryStore,
@@ -64,6 +65,7 @@ async function main() {
   )
   await limiters(store)
   await windows(store)
+  await http(store)
   await store.close()
 }
 
@@ -127,6 +129,43 @@ async function windows(store) {
       .map((g) => `${g.prefix} granted ${g.granted}${g.reachedQuotas.length ? ' (global quota reached)' : ''}`)
       .join(', ')}`,
   )
+}
+
+// An Express app on a loopback port, limited to 3 requests per second and 5 per minute per
+// client (all or nothing), with the IETF draft-10 headers; 7 requests from one client.
+async function http(store) {
+  const express = require('express')
+  const { rateLimit } = require('../lib/express.js')
+  const app = express()
+  app.use(
+    rateLimit({
+      store,
+      limits: [
+        { limit: 3, windowMs: 1000 },
+        { limit: 5, windowMs: 60_000 },
+      ],
+      algorithm: 'sliding',
+      standardHeaders: 'draft-10',
+      legacyHeaders: false,
+    }),
+  )
+  app.get('/', (req, res) => res.send(`hello, ${req.rateLimit.remaining} left this second`))
+  const server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s))
+  })
+  const url = `http://127.0.0.1:${server.address().port}/`
+  console.log('sluice/express (3 per second and 5 per minute per client, sliding, draft-10 headers):')
+  for (let i = 1; i <= 7; i++) {
+    const r = await fetch(url)
+    const retry = r.headers.get('retry-after')
+    console.log(
+      `  request ${i}: ${r.status}  RateLimit: ${r.headers.get('ratelimit')}${retry ? `  Retry-After: ${retry}` : ''}`,
+    )
+    if (i === 4) await sleep(1000) // a new second: the short window has room again, the minute does not
+  }
+  console.log(`  RateLimit-Policy: ${(await fetch(url)).headers.get('ratelimit-policy')}`)
+  server.closeAllConnections()
+  await new Promise((resolve) => server.close(resolve))
 }
 
 main().catch((err) => {

@@ -412,7 +412,8 @@ class Door {
       const d = await limiter.check(weight)
       d.windows.forEach((w, i) => {
         windows[i].remaining = w.remaining
-        windows[i].resetMs = d.allowed ? windows[i].windowMs : w.retryAfterMs
+        // a sliding window names no reset: until it has room (refused), else its length at most
+        windows[i].resetMs = w.retryAfterMs > 0 ? w.retryAfterMs : windows[i].windowMs
       })
       return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
     }
@@ -491,7 +492,7 @@ class Door {
         limit: w.limit,
         windowMs: w.intervalMs,
         remaining: d.windows[i].remaining,
-        resetMs: d.allowed ? w.intervalMs : d.windows[i].retryAfterMs,
+        resetMs: d.windows[i].retryAfterMs > 0 ? d.windows[i].retryAfterMs : w.intervalMs,
       }))
       return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
     }
