@@ -20,6 +20,8 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class NativeRedisStore {
   /** Whether this store talks to a Redis Cluster. */
   get isCluster(): boolean
+  /** Whether Redis was reached when `connectRedis` returned (false only with `startDown`). */
+  get startedUp(): boolean
   /** Closes the pool; later calls fail with `ERR_CLOSED`. */
   close(): Promise<void>
 }
@@ -128,6 +130,8 @@ export interface NativeRedisOptions {
   poolSize?: number
   commandTimeoutMs?: number
   connectTimeoutMs?: number
+  /** Return the store even when Redis cannot be reached yet (it keeps dialling). */
+  startDown?: boolean
 }
 
 /**

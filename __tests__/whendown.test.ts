@@ -319,3 +319,46 @@ describe('localDenyCache', () => {
     }
   })
 })
+
+describe('a store that starts while Redis is down', () => {
+  it("whenDown 'allow': connect resolves with the circuit open, answers degraded, then finds Redis", async () => {
+    const port = await freePort()
+    const started = performance.now()
+    const store = await RedisStore.connect({
+      url: `redis://127.0.0.1:${port}`,
+      keyPrefix: freshPrefix(),
+      whenDown: 'allow',
+      connectTimeoutMs: 300,
+      commandTimeoutMs: 300,
+      probeIntervalMs: 50,
+    })
+    let server: Awaited<ReturnType<typeof startRedis>> | null = null
+    try {
+      expect(performance.now() - started).toBeLessThan(300 + 500)
+      expect(store.status).toBe('down')
+      const events: string[] = []
+      store.on('down', (err) => events.push(`down:${err.code}`))
+      store.on('up', () => events.push('up'))
+      const bucket = new BucketLimiter(store, { name: 'b', limit: 1, interval: 'minute' })
+      const d = await bucket.check()
+      expect([d.allowed, d.degraded]).toEqual([true, true])
+      await until(() => events.length === 1)
+      expect(events).toEqual(['down:ERR_STORE_UNAVAILABLE'])
+      server = await startRedis(port)
+      await until(() => store.status === 'up')
+      expect(events).toEqual(['down:ERR_STORE_UNAVAILABLE', 'up'])
+      const first = await bucket.check()
+      expect([first.allowed, first.degraded]).toEqual([true, false])
+      expect((await bucket.check()).allowed).toBe(false) // Redis counts: limit 1
+    } finally {
+      await store.close()
+      if (server) await stop(server)
+    }
+  })
+
+  it("whenDown 'error' (the default) still fails to connect, with ERR_STORE_UNAVAILABLE", async () => {
+    const port = await freePort()
+    const { error } = await timed(RedisStore.connect({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300 }))
+    expect((error as SluiceError).code).toBe('ERR_STORE_UNAVAILABLE')
+  })
+})

@@ -88,6 +88,15 @@ class DirectConnection {
     return (await conn._dial(connectTimeoutMs)) ? conn : null
   }
 
+  /**
+   * A connection not dialled yet (Redis was down when the store started): the store dials it
+   * when calls arrive, as after any loss; null when the URL is not a plain `redis://` one.
+   */
+  static idle(url, { commandTimeoutMs }) {
+    const target = parseUrl(url)
+    return target ? new DirectConnection(target, commandTimeoutMs) : null
+  }
+
   constructor(target, commandTimeoutMs) {
     this._target = target
     this._timeoutMs = commandTimeoutMs

@@ -120,7 +120,11 @@ export declare class RedisStore {
   once(event: 'down', listener: (error: SluiceError) => void): this
   once(event: 'up', listener: () => void): this
   off(event: 'down' | 'up', listener: (...args: any[]) => void): this
-  /** Connects and waits until every connection is up. */
+  /**
+   * Connects and waits until every connection is up. Redis unreachable within
+   * connectTimeoutMs: ERR_STORE_UNAVAILABLE under whenDown 'error' (the default); under any
+   * other policy the store is returned with `status` 'down' and keeps dialling.
+   */
   static connect(options?: RedisStoreOptions | string): Promise<RedisStore>
   readonly keyPrefix: string
   readonly clock: ManualClock | null

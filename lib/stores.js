@@ -325,6 +325,8 @@ class RedisStore extends EventEmitter {
         poolSize: o.poolSize,
         commandTimeoutMs: o.commandTimeoutMs,
         connectTimeoutMs: o.connectTimeoutMs,
+        // under a policy other than 'error', a store can start while Redis is down
+        startDown: whenDown !== 'error',
       })
     } catch (err) {
       throw fromNative(err)
@@ -333,17 +335,22 @@ class RedisStore extends EventEmitter {
     let direct = null
     if (o.directConnection !== false && !nativeStore.isCluster) {
       const url = o.url ?? DEFAULT_URL
-      direct = await DirectConnection.open(url, {
-        connectTimeoutMs,
-        commandTimeoutMs: o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
-      })
+      const timeouts = { connectTimeoutMs, commandTimeoutMs: o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS }
+      direct = nativeStore.startedUp ? await DirectConnection.open(url, timeouts) : DirectConnection.idle(url, timeouts)
     }
-    return new RedisStore(PRIVATE, nativeStore, keyPrefix, clock, direct, {
+    const store = new RedisStore(PRIVATE, nativeStore, keyPrefix, clock, direct, {
       connectTimeoutMs,
       whenDown,
       probeIntervalMs,
       denyCacheKeys,
     })
+    if (!nativeStore.startedUp) {
+      // Redis could not be reached: the store starts with its circuit open, answering by
+      // whenDown, and its connections keep dialling until a probe gets through
+      const reason = `cannot connect to Redis within ${connectTimeoutMs} ms`
+      store._trip(new SluiceError('ERR_STORE_UNAVAILABLE', reason), undefined)
+    }
+    return store
   }
 
   /** 'up', or 'down' from the first call that found Redis unreachable until a probe finds it back. */
@@ -435,7 +442,8 @@ class RedisStore extends EventEmitter {
     if (this._denyCache !== null) this._denyCache.clear()
     this._probeTimer = setInterval(() => this._probe(), this._probeIntervalMs)
     this._probeTimer.unref()
-    process.nextTick(() => this.emit('down', error))
+    // emitted from a later turn: a listener added just after `await connect()` still hears it
+    setImmediate(() => this.emit('down', error))
   }
 
   /** @internal one probe (at most one under way): an answer from Redis closes the circuit */
@@ -463,7 +471,7 @@ class RedisStore extends EventEmitter {
     this._policy.end()
     // channels opened while down were never subscribed: the next waiters subscribe for real
     for (const [channel, entry] of this._channels) if (entry.local) this._channels.delete(channel)
-    process.nextTick(() => this.emit('up'))
+    setImmediate(() => this.emit('up'))
   }
 
   /** @internal the local clock, µs (the deny cache's) */

@@ -214,6 +214,8 @@ pub struct NativeRedisOptions {
   pub pool_size: Option<f64>,
   pub command_timeout_ms: Option<f64>,
   pub connect_timeout_ms: Option<f64>,
+  /// Return the store even when Redis cannot be reached yet (it keeps dialling).
+  pub start_down: Option<bool>,
 }
 
 fn millis(name: &str, value: Option<f64>, default: Duration) -> std::result::Result<Duration, Error> {
@@ -244,6 +246,7 @@ fn redis_options(o: NativeRedisOptions) -> std::result::Result<RedisOptions, Err
     pool_size,
     command_timeout: millis("commandTimeoutMs", o.command_timeout_ms, defaults.command_timeout)?,
     connect_timeout: millis("connectTimeoutMs", o.connect_timeout_ms, defaults.connect_timeout)?,
+    start_down: o.start_down.unwrap_or(false),
   })
 }
 
@@ -602,6 +605,12 @@ impl NativeRedisStore {
   #[napi(getter)]
   pub fn is_cluster(&self) -> bool {
     self.inner.is_cluster()
+  }
+
+  /// Whether Redis was reached when `connectRedis` returned (false only with `startDown`).
+  #[napi(getter)]
+  pub fn started_up(&self) -> bool {
+    self.inner.started_up()
   }
 
   /// Closes the pool; later calls fail with `ERR_CLOSED`.

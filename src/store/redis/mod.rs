@@ -41,6 +41,9 @@ pub struct RedisOptions {
   pub pool_size: usize,
   pub command_timeout: Duration,
   pub connect_timeout: Duration,
+  /// When Redis cannot be reached within `connect_timeout`, return the store anyway: its
+  /// connections keep dialling in the background (the JS side starts with its circuit open).
+  pub start_down: bool,
 }
 
 impl Default for RedisOptions {
@@ -51,6 +54,7 @@ impl Default for RedisOptions {
       pool_size: 2,
       command_timeout: Duration::from_millis(2_000),
       connect_timeout: Duration::from_millis(5_000),
+      start_down: false,
     }
   }
 }
@@ -59,6 +63,8 @@ impl Default for RedisOptions {
 pub struct RedisStore {
   pool: Pool,
   cluster: bool,
+  /// Whether every connection was up when `connect` returned (false only with `start_down`).
+  started_up: bool,
   command_timeout: Duration,
   connect_timeout: Duration,
   closed: Arc<AtomicBool>,
@@ -192,7 +198,9 @@ impl RedisStore {
     if !(1..=64).contains(&options.pool_size) {
       return Err(Error::config("poolSize must be an integer in [1, 64]"));
     }
-    let config = config_from(&options)?;
+    let mut config = config_from(&options)?;
+    // start_down: a first connection that fails is retried by the reconnect policy
+    config.fail_fast = !options.start_down;
     let cluster = config.server.is_clustered();
     let mut builder = Builder::from_config(config);
     builder
@@ -209,8 +217,11 @@ impl RedisStore {
       .set_policy(ReconnectPolicy::new_linear(0, 1_000, 50));
     let pool = builder.build_pool(options.pool_size).map_err(store_error)?;
     let subscriber = builder.build_subscriber_client().map_err(store_error)?;
+    let mut started_up = true;
     match tokio::time::timeout(options.connect_timeout, pool.init()).await {
       Ok(Ok(_)) => {}
+      // the connection tasks go on dialling in the background (fail_fast is off)
+      _ if options.start_down => started_up = false,
       outcome => {
         let message = match outcome {
           Ok(Err(e)) => format!("cannot connect to Redis: {}", e.details()),
@@ -227,6 +238,7 @@ impl RedisStore {
     let store = RedisStore {
       pool,
       cluster,
+      started_up,
       command_timeout: options.command_timeout,
       connect_timeout: options.connect_timeout,
       closed: Arc::new(AtomicBool::new(false)),
@@ -256,6 +268,11 @@ impl RedisStore {
 
   pub fn is_cluster(&self) -> bool {
     self.cluster
+  }
+
+  /// Whether every connection was up when `connect` returned.
+  pub fn started_up(&self) -> bool {
+    self.started_up
   }
 
   pub async fn close(&self) {
