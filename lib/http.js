@@ -205,6 +205,7 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
       }
     }
   }
+  config.refunds = config.skipFailedRequests || config.skipSuccessfulRequests
   return config
 }
 
@@ -430,12 +431,12 @@ class Door {
       return outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null, at)
     }
     if (!Array.isArray(limiter)) {
-      // one counter: the common case, kept short
-      const d = await limiter.check(weight)
+      // one counter: the common case, kept short (the weight is checked: straight to the store)
+      const d = await limiter._call(weight, 0)
       const w = windows[0]
       w.remaining = d.remaining
       w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
-      const refund = d.allowed && weight > 0 ? () => limiter._refund(weight, d, at) : null
+      const refund = d.allowed && weight > 0 && c.refunds ? () => limiter._refund(weight, d, at) : null
       return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
     }
     const limiters = limiter
@@ -459,7 +460,9 @@ class Door {
       )
     }
     const refund =
-      allowed && weight > 0 ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], at))) : null
+      allowed && weight > 0 && c.refunds
+        ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], at)))
+        : null
     return outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at)
   }
 
@@ -510,7 +513,7 @@ class Door {
         remaining: d.remaining,
         resetMs: d.allowed ? d.resetAfterMs : d.retryAfterMs,
       }
-      const refund = d.allowed && weight > 0 ? () => limiter._refund(weight, d, at) : null
+      const refund = d.allowed && weight > 0 && c.refunds ? () => limiter._refund(weight, d, at) : null
       return outcome(key, weight, [w], d.allowed, d.degraded, d.retryAfterMs, refund, at)
     }
     throw invalidConfig(
