@@ -15,7 +15,7 @@ import {
   WindowLimiter,
 } from '../lib/index.js'
 import { freshPrefix, redisUrl } from './helpers/stores.js'
-import { freePort, startRedis, stop, timed } from './helpers/servers.js'
+import { freePort, startCluster, startRedis, stop, timed } from './helpers/servers.js'
 
 type Policy = 'error' | 'allow' | 'deny' | 'local'
 
@@ -361,4 +361,51 @@ describe('a store that starts while Redis is down', () => {
     const { error } = await timed(RedisStore.connect({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300 }))
     expect((error as SluiceError).code).toBe('ERR_STORE_UNAVAILABLE')
   })
+})
+
+describe('whenDown on a Redis Cluster (a private one)', () => {
+  it("a master killed: the circuit opens and 'local' decides; the master back: Redis decides again", async () => {
+    const cluster = await startCluster()
+    const store = await RedisStore.connect({
+      cluster: cluster.urls,
+      keyPrefix: freshPrefix(),
+      whenDown: 'local',
+      commandTimeoutMs: 500,
+      probeIntervalMs: 50,
+    })
+    const events: string[] = []
+    store.on('down', () => events.push('down'))
+    store.on('up', () => events.push('up'))
+    try {
+      // 30 names: their keys spread over the 3 masters' slots
+      const limiters = Array.from(
+        { length: 30 },
+        (_, i) => new BucketLimiter(store, { name: `k${i}`, limit: 2, interval: 'hour' }),
+      )
+      const round = () => Promise.all(limiters.map((l) => l.check()))
+      expect((await round()).map((d) => [d.allowed, d.degraded])).toEqual(Array(30).fill([true, false]))
+      await cluster.kill(0)
+      // peeks find the master down (and charge nothing, in Redis or locally)
+      const first = await timed(Promise.all(limiters.map((l) => l.peek())))
+      expect(first.ms).toBeLessThan(500 + 500)
+      await until(() => store.status === 'down')
+      // while down, each name counts from zero in this process: 2 admitted, then refused
+      const local = [await round(), await round(), await round()]
+      expect(local.map((r) => r.every((d) => d.degraded))).toEqual([true, true, true])
+      expect(local.map((r) => r.filter((d) => d.allowed).length)).toEqual([30, 30, 0])
+      await cluster.restart(0)
+      await until(() => store.status === 'up', 20_000)
+      expect(events).toEqual(['down', 'up'])
+      // Redis decides again: one admission before the outage on every name (a name on the
+      // restarted master lost it: that node keeps nothing on disk)
+      const back = await round()
+      expect(back.every((d) => !d.degraded && d.allowed)).toBe(true)
+      const after = await round()
+      expect(after.every((d) => !d.degraded)).toBe(true)
+      expect(after.filter((d) => !d.allowed).length).toBeGreaterThan(0)
+    } finally {
+      await store.close()
+      await cluster.stopAll()
+    }
+  }, 60_000)
 })

@@ -18,12 +18,17 @@ export function freePort(): Promise<number> {
   })
 }
 
-const dirs: string[] = []
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+const dirsToRemove: string[] = []
+afterAll(() => dirsToRemove.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 export async function startRedis(port: number, extra: string[] = []): Promise<ChildProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-fault-'))
-  dirs.push(dir)
+  dirsToRemove.push(dir)
+  return startRedisIn(port, dir, extra)
+}
+
+/** A redis-server on `port` keeping its files in `dir`. */
+async function startRedisIn(port: number, dir: string, extra: string[]): Promise<ChildProcess> {
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra],
@@ -70,5 +75,73 @@ export async function eventually(fn: () => Promise<unknown>, withinMs: number): 
       if (performance.now() - start > withinMs) throw err
       await new Promise((r) => setTimeout(r, 50))
     }
+  }
+}
+
+/** A port p with p + 10000 (its cluster bus) free too. */
+async function clusterPort(): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 20000 + Math.floor(Math.random() * 30000)
+    const free = (p: number) =>
+      new Promise<boolean>((resolve) => {
+        const s = net.createServer()
+        s.once('error', () => resolve(false))
+        s.listen(p, '127.0.0.1', () => s.close(() => resolve(true)))
+      })
+    if ((await free(port)) && (await free(port + 10000))) return port
+  }
+  throw new Error('no free port pair')
+}
+
+/**
+ * A private 3-master Redis Cluster (for failures that must not disturb the suite's shared
+ * one). Each node keeps its directory and nodes.conf, so a killed node restarted with
+ * `restart(i)` rejoins with its slots.
+ */
+export async function startCluster() {
+  const ports = [await clusterPort(), await clusterPort(), await clusterPort()]
+  const dirs = ports.map(() => {
+    const d = mkdtempSync(join(tmpdir(), 'sluice-cluster-'))
+    dirsToRemove.push(d)
+    return d
+  })
+  const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000']
+  const nodes: ChildProcess[] = []
+  const launch = async (i: number) => {
+    nodes[i] = await startRedisIn(ports[i], dirs[i], args)
+  }
+  for (let i = 0; i < 3; i++) await launch(i)
+  await new Promise<void>((resolve, reject) => {
+    const create = spawn(
+      'redis-cli',
+      ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+      { stdio: 'ignore' },
+    )
+    create.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cluster create exited with ${code}`))))
+  })
+  const state = (port: number) =>
+    new Promise<string>((resolve) => {
+      const cli = spawn('redis-cli', ['-p', String(port), 'CLUSTER', 'INFO'])
+      let out = ''
+      cli.stdout.on('data', (c) => (out += c))
+      cli.once('exit', () => resolve(out))
+    })
+  const ready = async () => {
+    for (let i = 0; i < 200; i++) {
+      const states = await Promise.all(ports.map(state))
+      if (states.every((s) => s.includes('cluster_state:ok'))) return
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    throw new Error('the cluster never became ok')
+  }
+  await ready()
+  return {
+    urls: ports.map((p) => `redis://127.0.0.1:${p}`),
+    kill: (i: number) => stop(nodes[i]),
+    restart: async (i: number) => {
+      await launch(i)
+      await ready()
+    },
+    stopAll: () => Promise.all(nodes.map((n) => stop(n))),
   }
 }
