@@ -469,6 +469,26 @@ describe('door options', () => {
     await app.close()
   })
 
+  it('any key: long, or full of characters a name cannot hold, with several windows', async () => {
+    const s = await serve('express5', {
+      store,
+      limits: [
+        { limit: 1, windowMs: 60_000 },
+        { limit: 5, windowMs: 3_600_000 },
+      ],
+      keyGenerator: (req: any) => String(req.headers['x-key']),
+    })
+    try {
+      for (const key of ['k'.repeat(300), 'ключ/{x}:y'.repeat(20), 'a_b', 'a-5fb']) {
+        const statuses = [(await get(`${s.url}/`, { 'x-key': encodeURIComponent(key) })).status]
+        statuses.push((await get(`${s.url}/`, { 'x-key': encodeURIComponent(key) })).status)
+        expect(statuses, key.slice(0, 20)).toEqual([200, 429])
+      }
+    } finally {
+      await s.close()
+    }
+  })
+
   it('the default key: the IP, IPv6 masked to /56, IPv4-mapped as IPv4', () => {
     expect(ipKeyGenerator('203.0.113.9')).toBe('203.0.113.9')
     expect(ipKeyGenerator('::ffff:203.0.113.9')).toBe('203.0.113.9')

@@ -21,7 +21,8 @@ const MAX_WINDOW_MS = 315_360_000_000
 const MAX_WINDOWS = 16
 /** Limiters kept per door (one per key and limit); the map starts over when full. */
 const MAX_CACHED_LIMITERS = 50_000
-const MAX_NAME = 256
+// a limiter name is at most 256 characters: room for the `-<window>` suffix of several windows
+const MAX_NAME = 250
 
 const COMMON_OPTIONS = [
   'store',
