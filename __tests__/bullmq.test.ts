@@ -1,0 +1,220 @@
+// sluice/bullmq's limitProcessor with real BullMQ queues and workers on the suite's Redis.
+import { Queue, Worker, type Job } from 'bullmq'
+import { afterAll, describe, expect, it } from 'vitest'
+import {
+  BucketLimiter,
+  ConcurrentLimiter,
+  DistributedPacer,
+  OverLimitError,
+  RedisStore,
+  SluiceError,
+} from '../lib/index.js'
+import { limitProcessor, sidekiqBackoff } from '../lib/bullmq.js'
+import { freshPrefix, redisUrl } from './helpers/stores.js'
+
+const url = new URL(redisUrl())
+const connection = { host: url.hostname, port: Number(url.port) }
+const closers: (() => Promise<unknown>)[] = []
+afterAll(async () => {
+  for (const close of closers.reverse()) await close()
+})
+
+async function setup() {
+  const store = await RedisStore.connect({ url: redisUrl(), keyPrefix: freshPrefix() })
+  const name = `q${freshPrefix()}`
+  const queue = new Queue(name, { connection, prefix: 'sluicetest' })
+  closers.push(
+    () => store.close(),
+    () => queue.obliterate({ force: true }).then(() => queue.close()),
+  )
+  return { store, name, queue }
+}
+
+function work(name: string, processor: (job: Job, token?: string) => Promise<unknown>, concurrency: number) {
+  const worker = new Worker(name, processor, { connection, prefix: 'sluicetest', concurrency })
+  closers.push(() => worker.close())
+  const completed = new Map<string, number>()
+  const failed = new Map<string, string>()
+  worker.on('completed', (job) => completed.set(job.id!, (completed.get(job.id!) ?? 0) + 1))
+  worker.on('failed', (job, err) => job && failed.set(job.id!, `${failed.has(job.id!) ? 'twice ' : ''}${err.name}`))
+  return { worker, completed, failed }
+}
+
+async function until(cond: () => boolean, withinMs = 20_000) {
+  const start = Date.now()
+  while (!cond()) {
+    if (Date.now() - start > withinMs) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+describe('limitProcessor', () => {
+  it('over a bucket limit: moved to delayed with the backoff, no attempt spent, then OverLimitError', async () => {
+    const { store, name, queue } = await setup()
+    const bucket = new BucketLimiter(store, { name: 'api', limit: 2, interval: 'hour' })
+    const runs = new Map<string, { started: number; made: number; data: string }[]>()
+    const backoffs: [string, number, boolean][] = []
+    const processor = limitProcessor(
+      async (job) => {
+        return `done ${job.id}`
+      },
+      {
+        limiter: (job) => {
+          const list = runs.get(job.id!) ?? []
+          list.push({ started: job.attemptsStarted, made: job.attemptsMade, data: JSON.stringify(job.data) })
+          runs.set(job.id!, list)
+          return bucket
+        },
+        reschedule: 2,
+        backoff: (job, overrated, err) => {
+          backoffs.push([job.id!, overrated, err instanceof OverLimitError])
+          return 30
+        },
+      },
+    )
+    const w = work(name, processor, 3)
+    const jobs = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => queue.add('call', { n: i }, { jobId: `j${i}`, attempts: 1 })),
+    )
+    await until(() => w.completed.size + w.failed.size === 6)
+    expect(w.completed.size).toBe(2)
+    expect([...w.failed.values()]).toEqual(Array(4).fill('OverLimitError'))
+    for (const job of jobs) {
+      const list = runs.get(job.id!)!
+      if (w.completed.has(job.id!)) continue
+      // 2 reschedules, 3 runs; no attempt spent by a reschedule; data read back unchanged
+      expect(list.map((r) => [r.started, r.made])).toEqual([
+        [1, 0],
+        [2, 0],
+        [3, 0],
+      ])
+      expect(new Set(list.map((r) => r.data))).toEqual(new Set([JSON.stringify(job.data)]))
+      const stored = await queue.getJob(job.id!)
+      expect(stored!.data).toEqual(job.data)
+      expect(stored!.failedReason).toMatch(/after 2 reschedules/)
+    }
+    // overrated counts from 1 at the first reschedule
+    const perJob = new Map<string, number[]>()
+    for (const [id, overrated, isOverLimit] of backoffs) {
+      expect(isOverLimit).toBe(true)
+      perJob.set(id, [...(perJob.get(id) ?? []), overrated])
+    }
+    expect([...perJob.values()]).toEqual(Array(4).fill([1, 2]))
+    expect([...w.completed.values()].every((n) => n === 1)).toBe(true)
+  })
+
+  it("the default backoff is Sidekiq's: 300 * overrated + rand(300) + 1 seconds", async () => {
+    for (let i = 0; i < 200; i++) {
+      const ms = sidekiqBackoff(1)
+      expect(ms).toBeGreaterThanOrEqual(301_000)
+      expect(ms).toBeLessThanOrEqual(600_000)
+      expect(ms % 1000).toBe(0)
+    }
+    expect(sidekiqBackoff(3)).toBeGreaterThanOrEqual(901_000)
+    const { store, name, queue } = await setup()
+    const bucket = new BucketLimiter(store, { name: 'full', limit: 1, interval: 'hour' })
+    await bucket.check()
+    const w = work(
+      name,
+      limitProcessor(async () => 'never', { limiter: () => bucket }),
+      1,
+    )
+    const before = Date.now()
+    await queue.add('call', {}, { jobId: 'late' })
+    let state = ''
+    for (let i = 0; i < 200 && state !== 'delayed'; i++) {
+      state = await queue.getJobState('late')
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    expect(state).toBe('delayed')
+    const job = (await queue.getJob('late'))!
+    const runAt = job.timestamp + job.delay
+    expect(runAt - before).toBeGreaterThanOrEqual(301_000 - 1000)
+    expect(runAt - before).toBeLessThanOrEqual(600_000 + 5000)
+    expect(w.completed.size + w.failed.size).toBe(0)
+  })
+
+  it('a concurrent limiter: never more than its limit at once, the lease held for the whole run', async () => {
+    const { store, name, queue } = await setup()
+    const slots = new ConcurrentLimiter(store, { name: 'slots', limit: 2, waitTimeoutMs: 10_000 })
+    let running = 0
+    let most = 0
+    const processor = limitProcessor(
+      async () => {
+        most = Math.max(most, ++running)
+        await new Promise((r) => setTimeout(r, 40))
+        running--
+      },
+      { limiter: () => slots, maxWaitMs: 10_000 },
+    )
+    const w = work(name, processor, 8)
+    await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'job', data: { i }, opts: { jobId: `c${i}` } })))
+    await until(() => w.completed.size === 12)
+    expect(most).toBe(2)
+    expect(w.failed.size).toBe(0)
+    expect((await slots.stats()).current).toBe(0) // every lease released
+  })
+
+  it('a pacer with maxWaitMs: jobs wait for their slot and run at qps', async () => {
+    const { store, name, queue } = await setup()
+    const pacer = new DistributedPacer(store, { key: 'paced', qps: 20 })
+    const ranAt: number[] = []
+    const processor = limitProcessor(
+      async () => {
+        ranAt.push(Date.now())
+      },
+      { limiter: () => pacer, maxWaitMs: 30_000 },
+    )
+    const w = work(name, processor, 4)
+    await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'job', data: { i }, opts: { jobId: `p${i}` } })))
+    await until(() => w.completed.size === 12)
+    ranAt.sort((a, b) => a - b)
+    // rateLimit admits the opening call plus one per 50 ms: 12 jobs take at least 11 * 50 ms
+    expect(ranAt[11] - ranAt[0]).toBeGreaterThanOrEqual(10 * 50)
+    expect(w.failed.size).toBe(0)
+  })
+
+  it('limiter(job) chooses per job (a per-tenant limit); null means no limit; a throw fails that job only', async () => {
+    const { store, name, queue } = await setup()
+    const processor = limitProcessor(async (job) => `ok ${job.data.tenant}`, {
+      limiter: (job) => {
+        if (job.data.tenant === 'boom') throw new Error('no limiter for boom')
+        if (job.data.tenant === 'free') return null
+        return new BucketLimiter(store, { name: `tenant-${job.data.tenant}`, limit: 1, interval: 'hour' })
+      },
+      reschedule: 0,
+    })
+    const w = work(name, processor, 2)
+    const tenants = ['a', 'a', 'b', 'free', 'free', 'boom', 'b']
+    await queue.addBulk(tenants.map((tenant, i) => ({ name: 'job', data: { tenant }, opts: { jobId: `t${i}` } })))
+    await until(() => w.completed.size + w.failed.size === tenants.length)
+    expect([...w.completed.keys()].sort()).toEqual(['t0', 't2', 't3', 't4'])
+    expect(Object.fromEntries(w.failed)).toEqual({ t1: 'OverLimitError', t5: 'Error', t6: 'OverLimitError' })
+    expect(w.worker.isRunning()).toBe(true)
+  })
+
+  it('bad options throw ERR_INVALID_CONFIG at setup', () => {
+    const ok = async () => 1
+    const bad: [unknown, unknown][] = [
+      [null, { limiter: () => null }],
+      [ok, null],
+      [ok, {}],
+      [ok, { limiter: 'bucket' }],
+      [ok, { limiter: () => null, reschedule: -1 }],
+      [ok, { limiter: () => null, reschedule: 1.5 }],
+      [ok, { limiter: () => null, backoff: 5 }],
+      [ok, { limiter: () => null, maxWaitMs: -1 }],
+      [ok, { limiter: () => null, retries: 3 }],
+    ]
+    for (const [processor, options] of bad) {
+      let error: unknown
+      try {
+        limitProcessor(processor as any, options as any)
+      } catch (e) {
+        error = e
+      }
+      expect(error, JSON.stringify(options)).toBeInstanceOf(SluiceError)
+      expect((error as SluiceError).code).toBe('ERR_INVALID_CONFIG')
+    }
+  })
+})

@@ -1,0 +1,3 @@
+import door from './bullmq.js'
+
+export const { limitProcessor, sidekiqBackoff } = door
