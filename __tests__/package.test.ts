@@ -29,15 +29,17 @@ describe('package', () => {
     expect(node(['--input-type=module', '-e', program])).toBe('100 true:ERR_INVALID_CONFIG')
   })
 
-  it('the HTTP doors load with require and with import', () => {
+  it('the HTTP and job doors load with require and with import', () => {
     const cjs = `const { rateLimit } = require('sluice/express'); const plugin = require('sluice/fastify');
-      console.log(typeof rateLimit, typeof plugin, typeof plugin.default)`
-    expect(node(['-e', cjs])).toBe('function function function')
+      const { limitProcessor } = require('sluice/bullmq');
+      console.log(typeof rateLimit, typeof plugin, typeof plugin.default, typeof limitProcessor)`
+    expect(node(['-e', cjs])).toBe('function function function function')
     const esm = `import { rateLimit, ipKeyGenerator } from 'sluice/express'; import plugin from 'sluice/fastify';
       import { createRequire } from 'node:module';
       if (createRequire(import.meta.url)('sluice/fastify') !== plugin) throw new Error('two copies');
-      console.log(typeof rateLimit, typeof plugin, ipKeyGenerator('::ffff:10.0.0.1'))`
-    expect(node(['--input-type=module', '-e', esm])).toBe('function function 10.0.0.1')
+      import { limitProcessor } from 'sluice/bullmq';
+      console.log(typeof rateLimit, typeof plugin, ipKeyGenerator('::ffff:10.0.0.1'), typeof limitProcessor)`
+    expect(node(['--input-type=module', '-e', esm])).toBe('function function 10.0.0.1 function')
   })
 
   it('type-checks a consumer against index.d.ts', () => {
