@@ -193,6 +193,37 @@ describe('limitProcessor', () => {
     expect(w.worker.isRunning()).toBe(true)
   })
 
+  it('admissions taken ahead (a limit of 100 or more): few round trips, never over the limit', async () => {
+    const { store, name, queue } = await setup()
+    const roomy = new BucketLimiter(store, { name: 'roomy', limit: 1000, interval: 'hour' })
+    const tight = new BucketLimiter(store, { name: 'tight', limit: 200, interval: 'hour' })
+    const processor = limitProcessor(async () => 'ok', {
+      limiter: (job) => (job.data.tight ? tight : roomy),
+      reschedule: 0,
+    })
+    const w = work(name, processor, 16)
+    const before = store.batching.calls
+    await queue.addBulk(Array.from({ length: 300 }, (_, i) => ({ name: 'job', data: { i }, opts: { jobId: `r${i}` } })))
+    await until(() => w.completed.size === 300)
+    // 10 units per call (1 % of 1000): 30 calls for 300 jobs at best, plus the jobs that
+    // found the pool empty twice and asked for themselves; far from one call per job
+    expect(store.batching.calls - before).toBeLessThan(150)
+    const charged = 1000 - (await roomy.peek()).remaining
+    expect(charged).toBeGreaterThanOrEqual(300)
+    expect(charged).toBeLessThanOrEqual(300 + 2 * 10)
+    // the limit reached: exactly the admitted jobs ran, never more than 200 in all
+    await queue.addBulk(
+      Array.from({ length: 260 }, (_, i) => ({ name: 'job', data: { i, tight: true }, opts: { jobId: `t${i}` } })),
+    )
+    await until(() => w.completed.size + w.failed.size === 560)
+    const ran = w.completed.size - 300
+    expect(ran).toBeLessThanOrEqual(200)
+    expect(ran).toBeGreaterThanOrEqual(200 - 2 * 2)
+    // every run was charged first (and the limiter never charged past its limit)
+    expect(ran).toBeLessThanOrEqual(200 - (await tight.peek()).remaining)
+    expect([...w.failed.values()].every((e) => e === 'OverLimitError')).toBe(true)
+  })
+
   it('bad options throw ERR_INVALID_CONFIG at setup', () => {
     const ok = async () => 1
     const bad: [unknown, unknown][] = [
@@ -205,6 +236,7 @@ describe('limitProcessor', () => {
       [ok, { limiter: () => null, backoff: 5 }],
       [ok, { limiter: () => null, maxWaitMs: -1 }],
       [ok, { limiter: () => null, retries: 3 }],
+      [ok, { limiter: () => null, prefetch: 'yes' }],
     ]
     for (const [processor, options] of bad) {
       let error: unknown

@@ -33,6 +33,11 @@ export interface LimitProcessorOptions<T = any> {
   backoff?: (job: Job<T>, overrated: number, err: OverLimitError) => number | Promise<number>
   /** Wait this long for capacity before rescheduling (default 0: never hold a worker slot waiting). */
   maxWaitMs?: number
+  /**
+   * Bucket and Window limiters of 100 or more per window: take admissions ahead, 1 % of the
+   * limit per call (at most 1024), used only within their window (default true).
+   */
+  prefetch?: boolean
 }
 
 /**

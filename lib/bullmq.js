@@ -10,9 +10,13 @@ const { DistributedPacer, PacerComposite } = require('./pacer')
 const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, MAX_MS } = require('./limiters')
 const { SlidingWindowLimiter } = require('./windows')
 
-const OPTIONS = ['limiter', 'reschedule', 'backoff', 'maxWaitMs']
+const OPTIONS = ['limiter', 'reschedule', 'backoff', 'maxWaitMs', 'prefetch']
 const DEFAULT_RESCHEDULE = 20
 const MAX_RESCHEDULE = 1_000_000
+/** Admissions a process takes ahead in one call: 1 % of the limit, at most this many. */
+const MAX_PREFETCH = 1024
+/** Units taken ahead are used only while their window surely lasts (latency, clock skew). */
+const PREFETCH_MARGIN_MS = 250
 
 function loadBullmq() {
   try {
@@ -42,18 +46,81 @@ const isRateLimiter = (l) =>
   l instanceof SlidingWindowLimiter
 const isPacer = (l) => l instanceof DistributedPacer || l instanceof PacerComposite
 
+/**
+ * Admissions taken ahead, per Bucket or Window limiter and process: a job that finds one runs
+ * without a round trip. Each batch of units was charged to the limiter in one call and is
+ * used only before the end of the window it was charged to, so the count per window stays
+ * exact; what it may cost is under-admission, at most the units unused when a window ends
+ * (2 % of the limit per process, at most 2048). Batches: [{ units, until }], earliest first.
+ */
+class Prefetch {
+  constructor(limiter) {
+    this.limiter = limiter
+    this.chunk = Math.min(MAX_PREFETCH, Math.floor(limiter.limit / 100))
+    this.batches = []
+    this.refilling = null
+  }
+
+  /** A unit taken ahead, if one is left in a window that lasts. */
+  take() {
+    const now = Date.now()
+    while (this.batches.length > 0) {
+      const b = this.batches[0]
+      if (b.until > now && b.units > 0) {
+        b.units--
+        if (this.left() < this.chunk) this.refill()
+        return true
+      }
+      this.batches.shift()
+    }
+    return false
+  }
+
+  left() {
+    let n = 0
+    for (const b of this.batches) n += b.units
+    return n
+  }
+
+  /** Charges `chunk` units in one call (in the background); a refusal simply adds none. */
+  refill() {
+    if (this.refilling !== null) return this.refilling
+    const at = Date.now()
+    this.refilling = this.limiter
+      .check(this.chunk)
+      .then(
+        (d) => {
+          if (d.allowed && !d.degraded) {
+            this.batches.push({ units: this.chunk, until: at + d.resetAfterMs - PREFETCH_MARGIN_MS })
+            this.batches.sort((a, b) => a.until - b.until)
+          }
+        },
+        () => {},
+      )
+      .finally(() => {
+        this.refilling = null
+      })
+    return this.refilling
+  }
+}
+
 /** One try of a rate limiter or pacer: 0 when admitted (and charged), else ms to retry after. */
-async function tryOnce(limiter) {
+async function tryOnce(limiter, prefetch) {
   if (isPacer(limiter)) return (await limiter.rateLimit()).delayMs
+  if (prefetch !== null) {
+    if (prefetch.take()) return 0
+    await prefetch.refill() // one call for the jobs that found the pool empty
+    if (prefetch.take()) return 0
+  }
   const d = await limiter.check()
   return d.allowed ? 0 : Math.max(1, d.retryAfterMs)
 }
 
 /** Admits within `maxWaitMs` (retrying when the limiter says), or the last retry hint. */
-async function admit(limiter, maxWaitMs) {
+async function admit(limiter, maxWaitMs, prefetch) {
   const deadline = Date.now() + maxWaitMs
   for (;;) {
-    const retryMs = await tryOnce(limiter)
+    const retryMs = await tryOnce(limiter, prefetch)
     if (retryMs === 0) return 0
     if (retryMs > deadline - Date.now()) return retryMs
     await sleep(retryMs)
@@ -112,7 +179,8 @@ function limitProcessor(processor, options) {
   for (const name of Object.keys(options)) {
     if (!OPTIONS.includes(name)) throw invalidConfig(`unknown limitProcessor option ${JSON.stringify(name)}`)
   }
-  const { limiter, reschedule = DEFAULT_RESCHEDULE, backoff, maxWaitMs = 0 } = options
+  const { limiter, reschedule = DEFAULT_RESCHEDULE, backoff, maxWaitMs = 0, prefetch = true } = options
+  if (typeof prefetch !== 'boolean') throw invalidConfig('prefetch must be a boolean')
   if (typeof limiter !== 'function') throw invalidConfig('limiter must be a function (job) => limiter | null')
   if (!Number.isInteger(reschedule) || reschedule < 0 || reschedule > MAX_RESCHEDULE) {
     throw invalidConfig(`reschedule must be an integer in [0, ${MAX_RESCHEDULE}]`)
@@ -124,6 +192,14 @@ function limitProcessor(processor, options) {
     throw invalidConfig(`maxWaitMs must be an integer in [0, ${MAX_MS}]`)
   }
   const { DelayedError } = loadBullmq()
+  // Bucket and Window limiters of 100 or more per window take admissions ahead (see Prefetch)
+  const prefetches = new WeakMap()
+  const prefetchOf = (l) => {
+    if (!prefetch || !(l instanceof BucketLimiter || l instanceof WindowLimiter) || l.limit < 100) return null
+    let p = prefetches.get(l)
+    if (p === undefined) prefetches.set(l, (p = new Prefetch(l)))
+    return p
+  }
 
   /** Over the limit: back to delayed (no attempt spent), or OverLimitError past `reschedule`. */
   async function overLimit(job, token, chosen, retryAfterMs) {
@@ -155,7 +231,7 @@ function limitProcessor(processor, options) {
     if (!isRateLimiter(chosen) && !isPacer(chosen)) {
       throw invalidConfig('limiter(job) must return a sluice limiter, a pacer, a composite, or null')
     }
-    const retryAfterMs = await admit(chosen, maxWaitMs)
+    const retryAfterMs = await admit(chosen, maxWaitMs, prefetchOf(chosen))
     if (retryAfterMs > 0) return overLimit(job, token, chosen, retryAfterMs)
     return processor(job, token)
   }
