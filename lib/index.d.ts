@@ -439,3 +439,61 @@ export declare class QuotaLimiter {
   /** Checks and charges atomically: concurrent callers cannot over-spend. */
   checkAndUseQuotas(requests: RequestedQuota[], timestamp?: number): Promise<GrantedQuota[]>
 }
+
+/** A routing rule: more than `threshold` jobs of a tenant within `perMs` send its jobs to `queue`. */
+export interface FairRule {
+  queue: string
+  /** Jobs a tenant may enqueue within the window before it is re-routed (integer >= 0). */
+  threshold: number
+  /** The sliding window, ms; default `maxWindowMs`; at most `maxWindowMs`. */
+  perMs?: number
+}
+
+export interface FairTenantOptions {
+  /** 1..256 characters of [A-Za-z0-9_-]. */
+  name: string
+  /** 1..64 rules; the last matching one wins: order them from least to most restrictive. */
+  rules: FairRule[]
+  /** Longest window and default `perMs`, ms; default 1 day. */
+  maxWindowMs?: number
+  /**
+   * `'exact'` (default): a log of job ids per tenant; a re-registered id never counts twice;
+   * memory grows with jobs per window. `'approximate'`: a counter per granule; memory is
+   * bounded by the granules of the longest window; a count may miss one granule's jobs at
+   * the window's old edge, and a re-added id counts again.
+   */
+  mode?: 'exact' | 'approximate'
+  /**
+   * Granule length of `'approximate'` mode, ms, at most the shortest rule window; default a
+   * tenth of it, coarser when the longest window would need more than 1,440 granules.
+   */
+  granularityMs?: number
+}
+
+export interface FairRoute {
+  /** The queue the job goes to. */
+  queue: string
+  /** Index of the rule that matched (the last one whose threshold was exceeded), -1 for none. */
+  rule: number
+  /** The tenant's jobs in each rule's window, this job included. */
+  counts: number[]
+  /** Counted without Redis (RedisStore `whenDown`): 'local' counts in process, others count nothing. */
+  degraded: boolean
+}
+
+/**
+ * Fair multi-tenant routing (sidekiq-fair_tenant): registers each job of a tenant by id and
+ * routes tenants that enqueue too much to slower queues. One atomic round trip per job.
+ */
+export declare class FairTenant {
+  constructor(store: Store, options: FairTenantOptions)
+  readonly name: string
+  readonly rules: ReadonlyArray<Required<FairRule>>
+  readonly mode: 'exact' | 'approximate'
+  /** Granule length in `'approximate'` mode, ms; 0 in `'exact'` mode. */
+  readonly granularityMs: number
+  /** Registers the job and resolves with the queue it goes to. */
+  assign(tenant: string, jobId: string | number, defaultQueue: string): Promise<string>
+  /** Registers the job and resolves with the queue, the matching rule and the counts. */
+  route(tenant: string, jobId: string | number, defaultQueue: string): Promise<FairRoute>
+}

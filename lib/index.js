@@ -7,6 +7,7 @@ const { DistributedPacer, PacerComposite } = require('./pacer')
 const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, UnlimitedLimiter } = require('./limiters')
 const { ConcurrentLimiter, Lease } = require('./concurrent')
 const { SlidingWindowLimiter, QuotaLimiter } = require('./windows')
+const { FairTenant } = require('./fair')
 
 module.exports = {
   SluiceError,
@@ -26,4 +27,5 @@ module.exports = {
   Lease,
   SlidingWindowLimiter,
   QuotaLimiter,
+  FairTenant,
 }

@@ -18,5 +18,6 @@ export const {
   Lease,
   SlidingWindowLimiter,
   QuotaLimiter,
+  FairTenant,
 } = sluice
 export default sluice

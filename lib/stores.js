@@ -197,6 +197,11 @@ class MemoryStore {
     return this._run((nowUs) => native.memoryQuota(this._handle, keys, nums, mode, timestamp, nowUs))
   }
 
+  /** @internal one fair-tenant assignment, synchronous (see memoryFair): a count per rule */
+  _fair(key, id, nums) {
+    return this._run((nowUs) => native.memoryFair(this._handle, key, id, nums, nowUs))
+  }
+
   /** @internal one concurrent-limiter operation; grants go to the waiters of this process */
   async _concurrent(key, op, id, nums) {
     const reply = this._run((nowUs) => native.memoryConcurrent(this._handle, key, op, id, nums, nowUs))
@@ -270,7 +275,15 @@ class RedisStore extends EventEmitter {
     this._concurrentCalls = queue(2, (c, res, rej, q) => this._sendConcurrent(c, res, rej, q))
     this._slidingCalls = queue(3, (c, res, rej, q) => this._sendSliding(c, res, rej, q))
     this._quotaCalls = queue(4, (c, res, rej, q) => this._sendQuota(c, res, rej, q))
-    this._queues = [this._pacerCalls, this._limitCalls, this._concurrentCalls, this._slidingCalls, this._quotaCalls]
+    this._fairCalls = queue(5, (c, res, rej, q) => this._sendFair(c, res, rej, q))
+    this._queues = [
+      this._pacerCalls,
+      this._limitCalls,
+      this._concurrentCalls,
+      this._slidingCalls,
+      this._quotaCalls,
+      this._fairCalls,
+    ]
     // concurrent limiters: subscribed grant channels and this process's waiters
     this._waiters = new Waiters()
     this._channels = new Map() // channel -> { count, ready }
@@ -701,6 +714,42 @@ class RedisStore extends EventEmitter {
       },
       () => this._policy.answer(calls, resolve, reject, (c) => this._policy.quota(c)),
       keys[0],
+    )
+  }
+
+  /** @internal one fair-tenant assignment; resolves with a count per rule */
+  _fairCall(key, id, nums) {
+    if (this._closed) return Promise.reject(closedError())
+    return this._fairCalls.batcher.add([key, id, nums])
+  }
+
+  _sendFair(calls, resolve, reject, q) {
+    const keys = calls.map((c) => c[0]).join('\n')
+    const ids = calls.map((c) => c[1]).join('\n')
+    let length = 0
+    for (const c of calls) length += c[2].length
+    const nums = new Float64Array(length)
+    let at = 0
+    for (const c of calls) {
+      nums.set(c[2], at)
+      at += c[2].length
+    }
+    const nowUs = this._nowUs()
+    return this._batch(
+      q,
+      reject,
+      () => native.redisFairDirect(this._native, keys, ids, nums, nowUs),
+      (lane) => native.redisFairBatch(this._native, keys, ids, nums, nowUs, lane),
+      (out) => {
+        let o = 0
+        for (let e = 0; e < calls.length; e++) {
+          const rules = calls[e][2][3]
+          resolve[e](out.subarray(o, o + rules))
+          o += rules
+        }
+      },
+      () => this._policy.answer(calls, resolve, reject, (c) => this._policy.fair(c)),
+      calls[0][0],
     )
   }
 

@@ -158,6 +158,17 @@ class WhenDown {
   }
 
   /**
+   * a fair-tenant assignment answered without Redis, flagged `degraded`: 'local' counts on
+   * the embedded store; 'allow' and 'deny' count nothing (no rule matches: the job keeps its
+   * default queue, and the enqueue goes on)
+   */
+  fair([key, id, nums]) {
+    const out = this.mode === 'local' ? Float64Array.from(this.local._fair(key, id, nums)) : new Float64Array(nums[3])
+    out.degraded = true
+    return out
+  }
+
+  /**
    * a concurrent-limiter operation answered without Redis, flagged `degraded`:
    * 'allow' grants every lease, 'deny' none (a waiter gives up); releasing or extending a
    * lease Redis holds cannot be confirmed (false: it is reclaimed after its lock time).

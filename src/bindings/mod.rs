@@ -8,6 +8,7 @@
 
 use crate::core::pacer::Mode;
 use crate::error::{Error, ErrorKind};
+use crate::store::fair::{decode_fair, FairCall};
 use crate::store::limits::{decode_concurrent, decode_entry, encode_limit_decisions, LimitBatch, LIMIT_FIELDS};
 use crate::store::memory::{system_now_us, MemoryStore};
 use crate::store::redis::{pacer_batch_flat, DirectTask, Lane, Outcome, RedisOptions, RedisStore, Step};
@@ -182,6 +183,21 @@ pub fn memory_quota(
   Ok(Float64Array::new(encode_grants(t, &handle.store.quota(&call, mode, t, now))))
 }
 
+/// Fair-tenant assignments on the embedded store, in the flat encoding of `decode_fair`
+/// (`keys` and `ids` joined by `\n`; per call `[mode, horizonMs, granularityMs, ruleCount,
+/// then perMs per rule]`); per call, the tenant's count in each rule's window.
+#[napi(catch_unwind)]
+pub fn memory_fair(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &External<MemoryHandle>,
+  keys: String,
+  ids: String,
+  nums: Float64Array,
+  now_us: f64,
+) -> Result<Float64Array> {
+  let calls = decode_fair(&keys, &ids, &nums).map_err(js_error)?;
+  Ok(Float64Array::new(handle.store.fair_batch(&calls, memory_now(now_us)?).concat()))
+}
+
 /// Drops expired keys of the embedded store once enough have accumulated; true = ids were
 /// freed and every id handed out before is invalid.
 #[napi(catch_unwind)]
@@ -267,6 +283,7 @@ enum StoreCall {
   Sliding(SlidingBatch, Option<f64>),
   Quota(Vec<(QuotaCall, QuotaMode, Option<f64>)>),
   Concurrent(Vec<(String, String, f64, [f64; 4])>, Option<f64>),
+  Fair(Vec<FairCall>, Option<f64>),
 }
 
 impl StoreCall {
@@ -306,6 +323,11 @@ impl StoreCall {
       return Err(malformed());
     }
     Ok(StoreCall::Quota(calls))
+  }
+
+  fn fair(keys: &str, ids: &str, nums: &[f64], now_us: f64) -> Result<StoreCall> {
+    let calls = decode_fair(keys, ids, nums).map_err(js_error)?;
+    Ok(StoreCall::Fair(calls, explicit_now(now_us).map_err(js_error)?))
   }
 
   fn concurrent(keys: &str, ids: &str, nums: &[f64], now_us: f64) -> Result<StoreCall> {
@@ -349,6 +371,7 @@ impl StoreCall {
         let (values, grants) = store.concurrent_batch(&ops, now, lane).await?;
         Outcome::Concurrent(values, grants)
       }
+      StoreCall::Fair(calls, now) => Outcome::Numbers(store.fair_batch(&calls, now, lane).await?.concat()),
     })
   }
 
@@ -479,6 +502,32 @@ pub fn redis_quota_direct(
   nums: Float64Array,
 ) -> Result<External<NativeTask>> {
   Ok(StoreCall::quota(&keys, &heads, &nums)?.direct(store))
+}
+
+/// Fair-tenant assignments on a pool lane (as `memoryFair`); one script call per slot.
+#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+pub fn redis_fair_batch<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  keys: String,
+  ids: String,
+  nums: Float64Array,
+  now_us: f64,
+  lane: u32,
+) -> Result<PromiseRaw<'env, Float64Array>> {
+  StoreCall::fair(&keys, &ids, &nums, now_us)?.spawn(env, store, lane)
+}
+
+/// Fair-tenant assignments on the direct lane.
+#[napi(catch_unwind, ts_return_type = "ExternalObject<'DirectTask'>")]
+pub fn redis_fair_direct(
+  store: &NativeRedisStore,
+  keys: String,
+  ids: String,
+  nums: Float64Array,
+  now_us: f64,
+) -> Result<External<NativeTask>> {
+  Ok(StoreCall::fair(&keys, &ids, &nums, now_us)?.direct(store))
 }
 
 /// Concurrent-limiter operations on a pool lane: `keys` and `ids` joined by `\n`, `nums` = 5

@@ -5,6 +5,7 @@
 
 pub mod bucket;
 pub mod concurrent;
+pub mod fair;
 pub mod leaky;
 pub mod limit;
 pub mod pacer;

@@ -6,13 +6,14 @@
 //! live until [`MemoryStore::sweep`] drops the keys whose TTL has passed; whoever caches ids
 //! (the JS layer) must forget them whenever a sweep reports that it freed some.
 
+use super::fair::{FairCall, FairMode};
 use super::limits::{reset_decision, Action, LimitBatch};
 use super::windows::{QuotaCall, QuotaMode, SlidingAction, SlidingBatch};
 use super::{Entry, PacerBatch};
 use crate::core::concurrent::{Reply, Request, Semaphore};
 use crate::core::limit::{self, Kind};
 use crate::core::pacer::{self, Decision, Params, State};
-use crate::core::{quota, sliding};
+use crate::core::{fair, quota, sliding};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -44,6 +45,9 @@ struct Inner {
   logs: Expiring<sliding::Log>,
   /// Quota counters by key.
   counters: Expiring<quota::Counter>,
+  /// Fair-tenant records by key: exact logs and granular counters.
+  fair_logs: Expiring<fair::Log>,
+  fair_granules: Expiring<fair::Granules>,
 }
 
 /// Values by key, each with the time it expires (µs); expired ones are dropped once the map
@@ -279,6 +283,28 @@ impl MemoryStore {
             entry.1 = entry.0.expires_us(&call.windows).unwrap_or(0.0);
             d
           }
+        }
+      })
+      .collect()
+  }
+
+  /// Fair-tenant assignments, in order, under one lock acquisition: per call, the tenant's
+  /// count in each rule's window. A record expires its horizon after its last registration.
+  pub fn fair_batch(&self, calls: &[FairCall], now_us: f64) -> Vec<Vec<f64>> {
+    let mut inner = self.inner.lock();
+    let now_ms = (now_us / 1000.0).floor().max(0.0) as u64;
+    calls
+      .iter()
+      .map(|call| match call.mode {
+        FairMode::Exact => {
+          let entry = inner.fair_logs.live(&call.key, now_us);
+          entry.1 = now_us + call.horizon_ms as f64 * 1000.0;
+          entry.0.register(&call.id, now_ms, call.horizon_ms, &call.pers_ms)
+        }
+        FairMode::Approximate(granularity) => {
+          let entry = inner.fair_granules.live(&call.key, now_us);
+          entry.1 = now_us + call.horizon_ms as f64 * 1000.0;
+          entry.0.register(now_ms, granularity, call.horizon_ms, &call.pers_ms)
         }
       })
       .collect()

@@ -7,6 +7,7 @@
 //!
 //! Both take the same [`PacerBatch`]: several decisions, decided in order, in one call.
 
+pub mod fair;
 pub mod limits;
 pub mod memory;
 pub mod redis;

@@ -10,6 +10,7 @@
 //!   per 64) on the node that owns it, all slots in flight at once.
 
 mod direct;
+mod fair;
 mod script;
 mod windows;
 
