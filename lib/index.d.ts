@@ -493,7 +493,7 @@ export declare class FairTenant {
   /** Granule length in `'approximate'` mode, ms; 0 in `'exact'` mode. */
   readonly granularityMs: number
   /** Registers the job and resolves with the queue it goes to. */
-  assign(tenant: string, jobId: string | number, defaultQueue: string): Promise<string>
+  assign(tenant: string | number, jobId: string | number, defaultQueue: string): Promise<string>
   /** Registers the job and resolves with the queue, the matching rule and the counts. */
-  route(tenant: string, jobId: string | number, defaultQueue: string): Promise<FairRoute>
+  route(tenant: string | number, jobId: string | number, defaultQueue: string): Promise<FairRoute>
 }
