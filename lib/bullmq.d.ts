@@ -1,8 +1,10 @@
-import type { Job, Processor } from 'bullmq'
+import type { EventEmitter } from 'node:events'
+import type { ConnectionOptions, Job, JobsOptions, Processor, Queue, Worker, WorkerOptions } from 'bullmq'
 import type {
   BucketLimiter,
   ConcurrentLimiter,
   DistributedPacer,
+  FairTenant,
   LeakyLimiter,
   OverLimitError,
   PacerComposite,
@@ -52,3 +54,54 @@ export declare function limitProcessor<T = any, R = any, N extends string = stri
 
 /** Sidekiq Enterprise's limiter backoff in ms, `overrated` counting from 1. */
 export declare function sidekiqBackoff(overrated: number): number
+
+/**
+ * Enqueues through a FairTenant: each job is registered under its id (made when
+ * `opts.jobId` is not given) and added to the queue its tenant's rules route it to.
+ */
+export declare class FairQueues {
+  /** `queues`: every rule's queue name, and `defaultQueue`, mapped to a BullMQ Queue. */
+  constructor(fair: FairTenant, options: { queues: Record<string, Queue>; defaultQueue: string })
+  /** The Queue a queue name stands for. */
+  queue(queueName: string): Queue | undefined
+  /** Routes the job and adds it; resolves with the BullMQ Job. */
+  add<T = any>(tenant: string | number, name: string, data: T, opts?: JobsOptions): Promise<Job<T>>
+  /** Routes each job and adds them with one addBulk per queue; Jobs in the order given. */
+  addBulk<T = any>(jobs: { tenant: string | number; name: string; data: T; opts?: JobsOptions }[]): Promise<Job<T>[]>
+}
+
+export interface WeightedWorkersOptions {
+  /** The queues and their weights (integers >= 1): a queue of weight 4 starts 4 jobs per 1 of weight 1 while both have work. */
+  queues: { name: string; weight: number }[]
+  /** Jobs running at once over all the queues, in this process. */
+  concurrency: number
+  processor: Processor
+  connection: ConnectionOptions
+  /** BullMQ key prefix (hash-tagged on a cluster, e.g. '{jobs}'). */
+  prefix?: string
+  /** How soon a queue found empty is asked again, ms (default 50). */
+  idlePollMs?: number
+  /** Passed to each queue's BullMQ Worker (lockDuration, stalledInterval, ...), but not autorun, concurrency, connection or prefix. */
+  workerOptions?: Omit<WorkerOptions, 'autorun' | 'concurrency' | 'connection' | 'prefix'>
+}
+
+/**
+ * Several queues served from one concurrency budget by weight (smooth weighted round robin
+ * among the queues that have work), work-conserving; a job is fetched only when a slot is
+ * free. Emits the workers' 'active', 'completed', 'failed', 'stalled', 'progress' and 'error'.
+ */
+export declare class WeightedWorkers extends EventEmitter {
+  constructor(options: WeightedWorkersOptions)
+  concurrency: number
+  /** Jobs running now. */
+  readonly running: number
+  /** Each queue's BullMQ Worker, by queue name. */
+  readonly workers: Record<string, Worker>
+  /** Resolves once every worker is connected. */
+  waitUntilReady(): Promise<void>
+  /** Stops taking jobs, waits for the running ones (unless force) and closes the workers. */
+  close(force?: boolean): Promise<void>
+}
+
+/** Starts a WeightedWorkers (returns at once; bad options throw ERR_INVALID_CONFIG). */
+export declare function weightedWorkers(options: WeightedWorkersOptions): WeightedWorkers

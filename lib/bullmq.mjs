@@ -1,3 +1,3 @@
 import door from './bullmq.js'
 
-export const { limitProcessor, sidekiqBackoff } = door
+export const { limitProcessor, sidekiqBackoff, FairQueues, WeightedWorkers, weightedWorkers } = door
