@@ -31,15 +31,21 @@ describe('package', () => {
 
   it('the HTTP and job doors load with require and with import', () => {
     const cjs = `const { rateLimit } = require('sluice/express'); const plugin = require('sluice/fastify');
-      const { limitProcessor } = require('sluice/bullmq');
-      console.log(typeof rateLimit, typeof plugin, typeof plugin.default, typeof limitProcessor)`
-    expect(node(['-e', cjs])).toBe('function function function function')
+      const { limitProcessor, FairQueues, weightedWorkers } = require('sluice/bullmq');
+      const { FairTenant } = require('sluice');
+      console.log(typeof rateLimit, typeof plugin, typeof plugin.default, typeof limitProcessor,
+        typeof FairQueues, typeof weightedWorkers, typeof FairTenant)`
+    expect(node(['-e', cjs])).toBe('function function function function function function function')
     const esm = `import { rateLimit, ipKeyGenerator } from 'sluice/express'; import plugin from 'sluice/fastify';
       import { createRequire } from 'node:module';
       if (createRequire(import.meta.url)('sluice/fastify') !== plugin) throw new Error('two copies');
-      import { limitProcessor } from 'sluice/bullmq';
-      console.log(typeof rateLimit, typeof plugin, ipKeyGenerator('::ffff:10.0.0.1'), typeof limitProcessor)`
-    expect(node(['--input-type=module', '-e', esm])).toBe('function function 10.0.0.1 function')
+      import { limitProcessor, FairQueues, weightedWorkers } from 'sluice/bullmq';
+      import { FairTenant } from 'sluice';
+      console.log(typeof rateLimit, typeof plugin, ipKeyGenerator('::ffff:10.0.0.1'), typeof limitProcessor,
+        typeof FairQueues, typeof weightedWorkers, typeof FairTenant)`
+    expect(node(['--input-type=module', '-e', esm])).toBe(
+      'function function 10.0.0.1 function function function function',
+    )
   })
 
   it('type-checks a consumer against index.d.ts', () => {
