@@ -12,6 +12,7 @@ const KIND = { bucket: 0, window: 1, leaky: 2, points: 2 }
 const ADJUST = -1
 const RESET = -2
 const PEEK = -3
+const BLOCK = -4
 /** A refund is skipped when its window may end within this margin (latency, clock skew). */
 const REFUND_MARGIN_MS = 250
 
@@ -19,6 +20,11 @@ function checkStore(store) {
   if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
     throw invalidConfig('store must be a MemoryStore or a RedisStore')
   }
+}
+
+/** A block's duration: whole ms in [1, 10 years] (ERR_INVALID_ARGUMENT). */
+function checkBlockMs(ms) {
+  return checkInteger('ms', ms, 1, MAX_MS, invalidArgument)
 }
 
 function checkInteger(name, value, min, max, make = invalidConfig) {
@@ -214,9 +220,20 @@ class RateLimiter {
     return this._call(-weight, ADJUST).then(() => true)
   }
 
-  /** Forgets everything this limiter has counted. */
+  /** Forgets everything this limiter has counted (and ends a block). */
   async reset() {
     await this._call(0, RESET)
+  }
+
+  /**
+   * Upstream back-pressure (an API answered 429 with Retry-After): nobody is admitted on
+   * this limiter for the next `ms`, in any process; its counts are kept. Takes and peeks are
+   * refused with `remaining: 0` and a `retryAfterMs` no earlier than the block's end; a
+   * longer block already in place is kept. Resolves once the store recorded it.
+   */
+  async block(ms) {
+    checkBlockMs(ms)
+    await this._call(ms * 1000, BLOCK)
   }
 
   /** @internal whether waiting happens by reserving a future slot (leaky, points) */
@@ -392,6 +409,7 @@ module.exports = {
   UnlimitedLimiter,
   limiterOptions,
   checkInteger,
+  checkBlockMs,
   checkSignal,
   withinOptions,
   sleep,

@@ -2,6 +2,7 @@
 
 const { MemoryStore, RedisStore } = require('./stores')
 const { invalidConfig, invalidArgument } = require('./errors')
+const { checkBlockMs } = require('./limiters')
 
 const MAX_KEY_LENGTH = 512
 const MAX_NUMBER = 1e9
@@ -98,6 +99,19 @@ class DistributedPacer {
    */
   rateLimit(weight = 1) {
     return this._call(weight, false)
+  }
+
+  /**
+   * Upstream back-pressure (an API answered 429 with Retry-After): nobody is admitted on
+   * this key for the next `ms`, in any process. `rateLimit()` refuses until then and `pace()`
+   * schedules after it; calls resume at `qps` afterwards (the burst is spent). A queue that
+   * already reaches past the block is kept. Resolves once the store recorded it.
+   */
+  async block(ms) {
+    checkBlockMs(ms)
+    const factor = this._factor === undefined ? 0.5 : this._factor
+    const nums = new Float64Array([this._qps, this._maxBurst, factor, ms * 1000])
+    await this._store._pacerBlock(this._storeKey, nums)
   }
 
   _call(weight, pace) {

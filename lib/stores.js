@@ -197,6 +197,11 @@ class MemoryStore {
     return this._run((nowUs) => native.memoryQuota(this._handle, keys, nums, mode, timestamp, nowUs))
   }
 
+  /** @internal blocks a pacer (see memoryPacerBlock); resolves with µs until the block ends */
+  async _pacerBlock(key, nums) {
+    return this._run((nowUs) => native.memoryPacerBlock(this._handle, key, nums, nowUs))
+  }
+
   /** @internal one fair-tenant assignment, synchronous (see memoryFair): a count per rule */
   _fair(key, id, nums) {
     return this._run((nowUs) => native.memoryFair(this._handle, key, id, nums, nowUs))
@@ -715,6 +720,26 @@ class RedisStore extends EventEmitter {
       () => this._policy.answer(calls, resolve, reject, (c) => this._policy.quota(c)),
       keys[0],
     )
+  }
+
+  /**
+   * @internal blocks a pacer on lane 0; resolves with µs until the block ends. While Redis
+   * is down, only 'local' can record it (in this process).
+   */
+  async _pacerBlock(key, nums) {
+    if (this._closed) throw closedError()
+    if (this._status === 'down') {
+      if (this._policy.mode === 'local') return this._policy.local._pacerBlock(key, nums)
+      throw this._policy.error
+    }
+    try {
+      const out = await native.redisPacerBlock(this._native, key, nums, this._nowUs(), 0)
+      return out[0]
+    } catch (err) {
+      const error = fromNative(err)
+      if (STORE_FAILURES.has(error.code) && !this._closed) this._trip(error, key)
+      throw error
+    }
   }
 
   /** @internal one fair-tenant assignment; resolves with a count per rule */

@@ -11,6 +11,7 @@ const WHEN_DOWN = ['error', 'allow', 'deny', 'local']
 const LIMIT_RESET = -2
 const LIMIT_ADJUST = -1
 const LIMIT_PEEK = -3
+const LIMIT_BLOCK = -4
 const SLIDING_TAKE = 0
 const SLIDING_RESET = 2
 const QUOTA_USE = 3
@@ -101,7 +102,7 @@ class WhenDown {
       const io = this.local._limit(key, kind, weight, limit, intervalUs, maxWaitUs)
       return owner._decision(io, 0, true)
     }
-    if (maxWaitUs === LIMIT_RESET) throw this.error
+    if (maxWaitUs === LIMIT_RESET || maxWaitUs === LIMIT_BLOCK) throw this.error
     if (maxWaitUs === LIMIT_ADJUST) return owner._decision([1, limit, 0, 0], 0, true)
     if (this.mode === 'allow') {
       return owner._decision([1, maxWaitUs === LIMIT_PEEK ? limit : Math.max(0, limit - weight), 0, 0], 0, true)

@@ -2,14 +2,17 @@
 -- atomically, in order. Mirrors src/core/{limit,bucket,window,leaky}.rs operation for
 -- operation (same doubles, same order).
 --
--- KEYS[k]   limiter state: 16 bytes, struct '<dd' = a, b (see core/limit.rs `State`)
+-- KEYS[k]   limiter state: 16 bytes, struct '<dd' = a, b (see core/limit.rs `State`), or 24
+--           bytes '<ddd' = a, b, blocked_until_us while the key is blocked
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      5 numbers per call: <key index (1-based) * 4 + kind> <weight> <limit>
 --           <interval_us> <max_wait_us>
 --           kind: 0 bucket, 1 window, 2 leaky; max_wait_us >= 0: take (charge if it fits
 --           now, or for leaky within max_wait_us by reserving a later slot), -1: adjust
 --           (charge unconditionally, negative refunds), -2: reset (delete the key),
---           -3: peek (the answer of a take with max_wait_us 0, charging nothing)
+--           -3: peek (the answer of a take with max_wait_us 0, charging nothing), -4: block
+--           (nobody admitted for <weight> µs; the counts are kept). While blocked, takes and
+--           peeks are refused (remaining 0, retry no earlier than the block's end).
 -- Returns   flat array, 4 integers per call: allowed (0/1), remaining, retry_after_us,
 --           reset_after_us
 -- Notes     every key is read at most once and written (SET PX, or DEL) at most once, with
@@ -108,6 +111,46 @@ local function step(kind, a, b, weight, limit, interval, max_wait, now, margin)
   return allowed, remaining, retry, reset_after, a, b, px
 end
 
+-- A key's PX (ms) for a block ending at u, at least `px`: whole ms, plus the margin, at most
+-- 10 years.
+local function block_px(u, px)
+  local bpx = (u - now) / 1000
+  bpx = bpx + (-bpx) % 1 + margin
+  if px and px > bpx then bpx = px end
+  if bpx < 1 then bpx = 1 elseif bpx > 315360000000 then bpx = 315360000000 end
+  return bpx
+end
+
+-- One call on a blocked key (u > now), or a block (max_wait -4: weight = its duration, µs),
+-- with the key's current PTTL. Writes the key when it must; returns the call's reply.
+-- Mirrors core/limit.rs `step` (blocked) and `block`.
+local function blocked(key, kind, a, b, u, weight, limit, interval, max_wait, pttl)
+  if max_wait == -4 then
+    local untl = now + weight
+    if u and u > untl then untl = u end
+    if a == nil then a, b = -1, 0 end
+    local keep = nil
+    if pttl > 0 then keep = pttl end
+    redis.call('SET', key, struct.pack('<ddd', a, b, untl), 'PX', string.format('%d', block_px(untl, keep)))
+    return { 0, 0, untl - now, untl - now }
+  end
+  if max_wait == -1 then
+    -- an adjustment applies, and keeps the block
+    local allowed, remaining, retry, reset_after, na, nb, px =
+      step(kind, a, b, weight, limit, interval, max_wait, now, margin)
+    if px then
+      redis.call('SET', key, struct.pack('<ddd', na, nb, u), 'PX', string.format('%d', block_px(u, px)))
+    end
+    return { allowed, remaining, retry, reset_after }
+  end
+  local _, _, retry, reset_after = step(kind, a, b, weight, limit, interval, -3, now, margin)
+  local left = u - now
+  left = left + (-left) % 1
+  if retry < left then retry = left end
+  if reset_after < left then reset_after = left end
+  return { 0, 0, retry, reset_after }
+end
+
 -- One call (the usual batch).
 if nargs == 6 then
   local code = argv[2]
@@ -121,15 +164,23 @@ if nargs == 6 then
     local key = KEYS[1]
     -- GET raises WRONGTYPE on a key of another type (nothing written); a value of another
     -- shape, or not finite, is a fresh key, so no value can leave a key unusable
-    local a, b
+    local a, b, u
     local v = redis.call('GET', key)
-    if v and #v == 16 then
-      local x, y = struct.unpack('<dd', v)
-      if x - x == 0 and y - y == 0 then a, b = x, y end
+    if v then
+      if #v == 16 then
+        local x, y = struct.unpack('<dd', v)
+        if x - x == 0 and y - y == 0 then a, b = x, y end
+      elseif #v == 24 then
+        local x, y, z = struct.unpack('<ddd', v)
+        if x - x == 0 and y - y == 0 and z - z == 0 then a, b, u = x, y, z end
+      end
     end
     if max_wait == -2 then
       redis.call('DEL', key)
       return { 1, limit, 0, 0 }
+    end
+    if max_wait == -4 or (u and u > now) then
+      return blocked(key, kind, a, b, u, weight, limit, interval, max_wait, redis.call('PTTL', key))
     end
     local allowed, remaining, retry, reset_after, na, nb, px =
       step(kind, a, b, weight, limit, interval, max_wait, now, margin)
@@ -139,7 +190,7 @@ if nargs == 6 then
 end
 
 -- A batch: each key read once, its state kept in sA, sB[key index], written once at the end.
-local sA, sB, loaded, dirty, ttl = {}, {}, {}, {}, {}
+local sA, sB, sU, loaded, dirty, ttl = {}, {}, {}, {}, {}, {}
 local out, nout = {}, 0
 for i = 2, nargs, 5 do
   local code = argv[i] + 0
@@ -151,18 +202,43 @@ for i = 2, nargs, 5 do
   if not loaded[k] then
     loaded[k] = true
     local v = redis.call('GET', key)
-    if v and #v == 16 then
-      local x, y = struct.unpack('<dd', v)
-      if x - x == 0 and y - y == 0 then sA[k], sB[k] = x, y end
+    if v then
+      if #v == 16 then
+        local x, y = struct.unpack('<dd', v)
+        if x - x == 0 and y - y == 0 then sA[k], sB[k] = x, y end
+      elseif #v == 24 then
+        local x, y, z = struct.unpack('<ddd', v)
+        if x - x == 0 and y - y == 0 and z - z == 0 then sA[k], sB[k], sU[k] = x, y, z end
+      end
     end
   end
   if max_wait == -2 then
-    sA[k], sB[k], dirty[k] = nil, nil, true
+    sA[k], sB[k], sU[k], dirty[k] = nil, nil, nil, true
     out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 1, limit, 0, 0
+  elseif max_wait == -4 then
+    local untl = now + weight
+    if sU[k] and sU[k] > untl then untl = sU[k] end
+    if sA[k] == nil then sA[k], sB[k] = -1, 0 end
+    if not dirty[k] then
+      local pttl = redis.call('PTTL', key)
+      if pttl > 0 then ttl[k] = pttl end
+    end
+    sU[k], dirty[k], ttl[k] = untl, true, block_px(untl, ttl[k])
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 0, 0, untl - now, untl - now
+  elseif sU[k] and sU[k] > now and max_wait ~= -1 then
+    local _, _, retry, reset_after = step(kind, sA[k], sB[k], weight, limit, interval, -3, now, margin)
+    local left = sU[k] - now
+    left = left + (-left) % 1
+    if retry < left then retry = left end
+    if reset_after < left then reset_after = left end
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 0, 0, retry, reset_after
   else
     local allowed, remaining, retry, reset_after, na, nb, px =
       step(kind, sA[k], sB[k], weight, limit, interval, max_wait, now, margin)
-    if px then sA[k], sB[k], dirty[k], ttl[k] = na, nb, true, px end
+    if px then
+      if sU[k] and sU[k] > now then px = block_px(sU[k], px) end
+      sA[k], sB[k], dirty[k], ttl[k] = na, nb, true, px
+    end
     out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = allowed, remaining, retry, reset_after
   end
   nout = nout + 4
@@ -171,6 +247,8 @@ end
 for k in pairs(dirty) do
   if sA[k] == nil then
     redis.call('DEL', KEYS[k])
+  elseif sU[k] and sU[k] > now then
+    redis.call('SET', KEYS[k], struct.pack('<ddd', sA[k], sB[k], sU[k]), 'PX', string.format('%d', ttl[k]))
   else
     redis.call('SET', KEYS[k], struct.pack('<dd', sA[k], sB[k]), 'PX', string.format('%d', ttl[k]))
   end

@@ -183,6 +183,44 @@ pub fn memory_quota(
   Ok(Float64Array::new(encode_grants(t, &handle.store.quota(&call, mode, t, now))))
 }
 
+/// A pacer block: `nums` = `[qps, maxBurst, factor, durationUs]`, validated.
+fn decode_pacer_block(key: &str, nums: &[f64]) -> std::result::Result<(crate::core::pacer::Params, f64), Error> {
+  validate_key(key)?;
+  let [qps, max_burst, factor, duration_us] = *nums else {
+    return Err(Error::argument("malformed pacer block"));
+  };
+  let params = validate_params(qps, max_burst, factor, Mode::RateLimit)?;
+  if !(duration_us.is_finite() && duration_us.fract() == 0.0 && (1.0..=315_360_000_000_000.0).contains(&duration_us)) {
+    return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {duration_us}")));
+  }
+  Ok((params, duration_us))
+}
+
+/// Blocks a pacer on the embedded store (see `pacer::block`); µs until the block ends.
+#[napi(catch_unwind)]
+pub fn memory_pacer_block(
+  #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &External<MemoryHandle>,
+  key: String,
+  nums: Float64Array,
+  now_us: f64,
+) -> Result<f64> {
+  let (params, duration_us) = decode_pacer_block(&key, &nums).map_err(js_error)?;
+  Ok(handle.store.pacer_block(&key, &params, duration_us, memory_now(now_us)?))
+}
+
+/// Blocks a pacer on a pool lane; resolves with `[µs until the block ends]`.
+#[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
+pub fn redis_pacer_block<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  key: String,
+  nums: Float64Array,
+  now_us: f64,
+  lane: u32,
+) -> Result<PromiseRaw<'env, Float64Array>> {
+  StoreCall::pacer_block(&key, &nums, now_us)?.spawn(env, store, lane)
+}
+
 /// Fair-tenant assignments on the embedded store, in the flat encoding of `decode_fair`
 /// (`keys` and `ids` joined by `\n`; per call `[mode, horizonMs, granularityMs, ruleCount,
 /// then perMs per rule]`); per call, the tenant's count in each rule's window.
@@ -284,6 +322,7 @@ enum StoreCall {
   Quota(Vec<(QuotaCall, QuotaMode, Option<f64>)>),
   Concurrent(Vec<(String, String, f64, [f64; 4])>, Option<f64>),
   Fair(Vec<FairCall>, Option<f64>),
+  PacerBlock(String, crate::core::pacer::Params, f64, Option<f64>),
 }
 
 impl StoreCall {
@@ -323,6 +362,11 @@ impl StoreCall {
       return Err(malformed());
     }
     Ok(StoreCall::Quota(calls))
+  }
+
+  fn pacer_block(key: &str, nums: &[f64], now_us: f64) -> Result<StoreCall> {
+    let (params, duration_us) = decode_pacer_block(key, nums).map_err(js_error)?;
+    Ok(StoreCall::PacerBlock(key.to_owned(), params, duration_us, explicit_now(now_us).map_err(js_error)?))
   }
 
   fn fair(keys: &str, ids: &str, nums: &[f64], now_us: f64) -> Result<StoreCall> {
@@ -370,6 +414,9 @@ impl StoreCall {
       StoreCall::Concurrent(ops, now) => {
         let (values, grants) = store.concurrent_batch(&ops, now, lane).await?;
         Outcome::Concurrent(values, grants)
+      }
+      StoreCall::PacerBlock(key, params, duration_us, now) => {
+        Outcome::Numbers(vec![store.pacer_block(&key, &params, duration_us, now, lane).await?])
       }
       StoreCall::Fair(calls, now) => Outcome::Numbers(store.fair_batch(&calls, now, lane).await?.concat()),
     })

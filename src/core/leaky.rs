@@ -45,6 +45,6 @@ pub fn step(state: Option<State>, p: &Params, weight: f64, op: Op, now_us: f64) 
       retry_after_us: wait_us.max(0.0).ceil(),
       reset_after_us: backlog_us.ceil(),
     },
-    save: changed.then(|| (State { a: tat_after, b: 0.0 }, ttl_ms(backlog_us))),
+    save: changed.then(|| (State { a: tat_after, b: 0.0, blocked_until_us: 0.0 }, ttl_ms(backlog_us))),
   }
 }

@@ -62,10 +62,12 @@ pub enum Op {
 /// Stored state: two numbers whose meaning depends on the kind.
 /// Bucket and window: `a` = start of the current interval (µs), `b` = units used in it.
 /// Leaky: `a` = the time the bucket will be empty ("theoretical arrival time", µs), `b` = 0.
+/// Plus `blocked_until_us`: nobody is admitted before it ([`block`]; 0 = never blocked).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct State {
   pub a: f64,
   pub b: f64,
+  pub blocked_until_us: f64,
 }
 
 /// The answer to one call. All times are whole µs (rounded up).
@@ -88,8 +90,40 @@ pub struct Outcome {
   pub save: Option<(State, f64)>,
 }
 
-/// One call of any kind.
+/// One call of any kind. While the key is blocked, takes and peeks are refused (remaining 0,
+/// retry after no earlier than the block's end); adjustments apply as usual and keep the block.
 pub fn step(kind: Kind, state: Option<State>, params: &Params, weight: f64, op: Op, now_us: f64) -> Outcome {
+  let until = state.map_or(0.0, |s| s.blocked_until_us);
+  if until > now_us && op != Op::Adjust {
+    let inner = kind_step(kind, state, params, weight, Op::Peek, now_us).decision;
+    let left = (until - now_us).ceil();
+    let decision = Decision {
+      allowed: false,
+      remaining: 0.0,
+      retry_after_us: inner.retry_after_us.max(left),
+      reset_after_us: inner.reset_after_us.max(left),
+    };
+    return Outcome { decision, save: None };
+  }
+  let mut outcome = kind_step(kind, state, params, weight, op, now_us);
+  if until > now_us {
+    if let Some((s, ttl)) = outcome.save.as_mut() {
+      s.blocked_until_us = until;
+      *ttl = ttl.max(ttl_ms(until - now_us));
+    }
+  }
+  outcome
+}
+
+/// Blocks a key for `duration_us` from now (or keeps a later block): the state to save, and
+/// the block's end. The counts are kept; a fresh key gets a state every kind reads as empty.
+pub fn block(state: Option<State>, duration_us: f64, now_us: f64) -> (State, f64) {
+  let s = state.unwrap_or(State { a: -1.0, b: 0.0, blocked_until_us: 0.0 });
+  let until = s.blocked_until_us.max(now_us + duration_us);
+  (State { blocked_until_us: until, ..s }, until)
+}
+
+fn kind_step(kind: Kind, state: Option<State>, params: &Params, weight: f64, op: Op, now_us: f64) -> Outcome {
   match kind {
     Kind::Bucket => bucket::step(state, params, weight, op, now_us),
     Kind::Window => window::step(state, params, weight, op, now_us),
@@ -132,7 +166,7 @@ pub(crate) fn counter_step(
   };
   Outcome {
     decision: Decision { allowed, remaining: (p.limit - used_after).max(0.0), retry_after_us, reset_after_us },
-    save: changed.then(|| (State { a: start_us, b: used_after }, ttl_ms(end_us - now_us))),
+    save: changed.then(|| (State { a: start_us, b: used_after, blocked_until_us: 0.0 }, ttl_ms(end_us - now_us))),
   }
 }
 

@@ -155,6 +155,20 @@ pub fn ttl_ms(state: &State, params: &Params, now_us: f64) -> f64 {
   }
 }
 
+/// Blocks a pacer for `duration_us` from now (or keeps a later queue tail): the bucket is full
+/// and the queue tail is at the block's end, so a rate-limit call is refused and a paced call
+/// waits until then, and calls resume at `qps` after it. Returns the state to save and its
+/// TTL in ms (the block, then the bucket's drain, plus the margin). Mirrored by
+/// `lua/pacer_block.lua`.
+pub fn block(state: Option<State>, params: &Params, duration_us: f64, now_us: f64) -> (State, f64) {
+  let queued = state.map_or(now_us, |s| s.next_shot_us);
+  let tail = if queued > now_us + duration_us { queued } else { now_us + duration_us };
+  let next = State { watermark: params.max_burst, next_shot_us: tail, last_drip_us: now_us };
+  let busy = tail - now_us + params.max_burst * 1e6 / (params.qps * params.factor);
+  let ttl = (busy / 1e6).ceil() * 1000.0 + TTL_MARGIN_MS;
+  (next, if ttl > MAX_TTL_MS { MAX_TTL_MS } else { ttl })
+}
+
 /// The result of a group of calls decided together (a `PacerComposite` call): in rate-limit
 /// mode either every member is charged or none is.
 pub fn step_group(states: &mut [Option<State>], members: &[(usize, Params, f64)], now_us: f64) -> Vec<Outcome> {

@@ -5,7 +5,7 @@
 //! [`LIMIT_FIELDS`] numbers per entry: `kind, weight, limit, interval_us, max_wait_us`, where
 //! `max_wait_us` ≥ 0 asks for a take, [`PEEK`] for a take's answer without the charge,
 //! [`ADJUST`] for an unconditional charge (weight may be negative), [`RESET`] to delete the
-//! key. Results: [`LIMIT_RESULT_FIELDS`] numbers per
+//! key, [`BLOCK`] to admit nobody for `weight` µs. Results: [`LIMIT_RESULT_FIELDS`] numbers per
 //! entry: `allowed (0/1), remaining, retry_after_us, reset_after_us`.
 
 use super::validate_key;
@@ -22,6 +22,8 @@ pub const ADJUST: f64 = -1.0;
 pub const RESET: f64 = -2.0;
 /// `max_wait_us` code of a peek.
 pub const PEEK: f64 = -3.0;
+/// `max_wait_us` code of a block (the weight field holds its duration, µs).
+pub const BLOCK: f64 = -4.0;
 /// Largest limit or |weight|: counters stay exact integers in a double.
 pub const MAX_LIMIT: f64 = 1e9;
 /// Longest interval, µs (10 years).
@@ -32,6 +34,8 @@ pub const MAX_INTERVAL_US: f64 = 315_360_000_000_000.0;
 pub enum Action {
   Step(Op),
   Reset,
+  /// Nobody is admitted for the entry's weight in µs (see `limit::block`).
+  Block,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -98,6 +102,11 @@ pub fn decode_entry(f: &[f64]) -> Result<(Kind, Params, f64, Action)> {
     Action::Reset
   } else if max_wait_us == PEEK {
     Action::Step(Op::Peek)
+  } else if max_wait_us == BLOCK {
+    if !integer_in(weight, 1.0, MAX_INTERVAL_US) {
+      return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {weight}")));
+    }
+    return Ok((kind, Params { limit, interval_us }, weight, Action::Block));
   } else if max_wait_us.is_finite() && (0.0..=MAX_DELAY_US).contains(&max_wait_us) {
     Action::Step(Op::Take { max_wait_us })
   } else {
@@ -187,7 +196,10 @@ mod tests {
       [0.0, 1.0, 2.5, 1e6, 0.0],
       [0.0, 1.0, 5.0, 0.0, 0.0],
       [0.0, 1.0, 5.0, f64::NAN, 0.0],
-      [0.0, 1.0, 5.0, 1e6, -4.0],
+      [0.0, 1.0, 5.0, 1e6, -5.0],
+      [0.0, 0.0, 5.0, 1e6, BLOCK],
+      [0.0, 1.5, 5.0, 1e6, BLOCK],
+      [0.0, 1e16, 5.0, 1e6, BLOCK],
       [0.0, 1.0, 5.0, 1e6, f64::INFINITY],
       [0.0, 2e9, 5.0, 1e6, 0.0],
     ] {

@@ -131,16 +131,24 @@ impl Inner {
     action: Action,
     now_us: f64,
   ) -> limit::Decision {
+    let live = match self.slots[id].state {
+      Some((Value::Limit(state), expires_us)) if expires_us > now_us => Some((state, expires_us)),
+      _ => None,
+    };
+    let state = live.map(|(s, _)| s);
     let op = match action {
       Action::Reset => {
         self.slots[id].state = None;
         return reset_decision(params);
       }
+      Action::Block => {
+        let (blocked, until) = limit::block(state, weight, now_us);
+        let expires_us = live.map_or(0.0, |(_, e)| e).max(until);
+        self.slots[id].state = Some((Value::Limit(blocked), expires_us));
+        let left = until - now_us;
+        return limit::Decision { allowed: false, remaining: 0.0, retry_after_us: left, reset_after_us: left };
+      }
       Action::Step(op) => op,
-    };
-    let state = match self.slots[id].state {
-      Some((Value::Limit(state), expires_us)) if expires_us > now_us => Some(state),
-      _ => None,
     };
     let outcome = limit::step(kind, state, params, weight, op, now_us);
     if let Some((state, ttl_ms)) = outcome.save {
@@ -185,6 +193,15 @@ impl MemoryStore {
   }
 
   /// Several entries, in order, under one lock acquisition.
+  /// Blocks the pacer of `key` for `duration_us` (see `pacer::block`); µs until it ends.
+  pub fn pacer_block(&self, key: &str, params: &Params, duration_us: f64, now_us: f64) -> f64 {
+    let mut inner = self.inner.lock();
+    let id = inner.intern(key);
+    let (state, ttl_ms) = pacer::block(inner.load(id, now_us), params, duration_us, now_us);
+    inner.save(id, state, ttl_ms, now_us);
+    state.next_shot_us - now_us
+  }
+
   pub fn pacer_batch(&self, batch: &PacerBatch, now_us: f64) -> Vec<Decision> {
     let mut inner = self.inner.lock();
     let ids: Vec<usize> = batch.keys.iter().map(|k| inner.intern(k)).collect();

@@ -18,7 +18,7 @@ pub use direct::{reply_end, DirectTask, Lane, Outcome, Step};
 
 pub use windows::QUOTA_MARGIN_MS;
 
-use super::limits::{Action, LimitBatch, ADJUST, LIMIT_RESULT_FIELDS, PEEK, RESET};
+use super::limits::{Action, LimitBatch, ADJUST, BLOCK, LIMIT_RESULT_FIELDS, PEEK, RESET};
 use super::{encode_decisions, PacerBatch};
 use crate::core::limit;
 use crate::core::pacer::{Decision, Mode};
@@ -330,6 +330,30 @@ impl RedisStore {
     result.map_err(store_error)
   }
 
+  /// Blocks the pacer of `key` for `duration_us` (`lua/pacer_block.lua`); µs until it ends.
+  pub async fn pacer_block(
+    &self,
+    key: &str,
+    params: &crate::core::pacer::Params,
+    duration_us: f64,
+    now_us: Option<f64>,
+    lane: &Lane,
+  ) -> Result<f64> {
+    let args = vec![
+      now_us.map(number).unwrap_or_else(|| Value::String("".into())),
+      number(duration_us),
+      number(params.qps),
+      number(params.max_burst),
+      number(params.factor),
+    ];
+    let reply = self.run(lane, &script::PACER_BLOCK, vec![Key::from(key)], args).await?;
+    match reply.as_slice() {
+      [left] => left.as_i64().map(|x| x as f64),
+      _ => None,
+    }
+    .ok_or_else(|| Error::new(ErrorKind::Script, "malformed pacer block reply"))
+  }
+
   /// Decides a batch; results per member, in member order.
   pub async fn pacer_batch(&self, batch: &PacerBatch, now_us: Option<f64>, lane: &Lane) -> Result<Vec<Decision>> {
     let mut decisions = vec![Decision { delay_us: 0.0, watermark_before: 0.0, admitted: false }; batch.members.len()];
@@ -414,6 +438,7 @@ impl RedisStore {
       });
       let max_wait = match entry.action {
         Action::Reset => RESET,
+        Action::Block => BLOCK,
         Action::Step(limit::Op::Adjust) => ADJUST,
         Action::Step(limit::Op::Peek) => PEEK,
         Action::Step(limit::Op::Take { max_wait_us }) => max_wait_us,

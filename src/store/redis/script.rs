@@ -21,3 +21,4 @@ pub static CONCURRENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_s
 pub static SLIDING: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/sliding.lua")));
 pub static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/quota.lua")));
 pub static FAIR: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/fair.lua")));
+pub static PACER_BLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_block.lua")));

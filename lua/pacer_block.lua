@@ -1,0 +1,31 @@
+-- pacer_block.lua: blocks a pacer (DistributedPacer.block). Mirrors src/core/pacer.rs `block`.
+--
+-- KEYS[1]   pacer state: 24 bytes, struct '<ddd' = watermark, next_shot_us, last_drip_us
+-- ARGV      now_us (integer µs, or '' for the server clock), duration_us, qps, max_burst, factor
+-- Returns   µs until the block ends (the queue tail: a later tail already queued is kept)
+-- Notes     the bucket is set full and the tail to the block's end: rate-limit calls are
+--           refused and paced calls wait until then, and calls resume at qps after it.
+--           PX = the block, then the bucket's drain, in whole seconds, + 120 s (at most 10 years).
+
+assert(#ARGV == 5 and #KEYS == 1, 'pacer_block: expected a key and 5 arguments')
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+local duration, qps, burst, factor = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local queued = now
+local v = redis.call('GET', KEYS[1])
+if v and #v == 24 then
+  local _, n = struct.unpack('<ddd', v)
+  if n == n and n < math.huge and n > -math.huge then queued = n end
+end
+local tail = now + duration
+if queued > tail then tail = queued end
+local busy = tail - now + burst * 1000000 / (qps * factor)
+local ttl = math.ceil(busy / 1000000) * 1000 + 120000
+if ttl > 315360000000 then ttl = 315360000000 end
+redis.call('SET', KEYS[1], struct.pack('<ddd', burst, tail, now), 'PX', string.format('%.0f', ttl))
+return { tail - now }
