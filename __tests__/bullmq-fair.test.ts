@@ -15,9 +15,9 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-async function until(cond: () => boolean, withinMs = 60_000) {
+async function until(cond: () => boolean | Promise<boolean>, withinMs = 60_000) {
   const start = Date.now()
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() - start > withinMs) throw new Error('condition not met in time')
     await sleep(10)
   }
@@ -363,4 +363,66 @@ describe('weightedWorkers', () => {
       expect(() => new FairQueues(f, o)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_CONFIG' }))
     }
   })
+})
+
+describe('paced workers in 4 processes on one pacer', () => {
+  it('achieve qps within 1 %, and block(ms) from one process stops all of them for ms', async () => {
+    const { fork } = await import('node:child_process')
+    const { fileURLToPath } = await import('node:url')
+    const worker = fileURLToPath(new URL('./helpers/paced-worker.js', import.meta.url))
+    const url = new URL(redisUrl())
+    const connection = { host: url.hostname, port: Number(url.port) }
+    const bullPrefix = `p${freshPrefix()}`
+    const queue = new Queue('paced', { connection, prefix: bullPrefix })
+    closers.push(() => queue.obliterate({ force: true }).then(() => queue.close()))
+    const qps = 50
+    const blockMs = 1000
+    const cfg = {
+      url: redisUrl(),
+      prefix: freshPrefix(),
+      key: 'upstream',
+      qps,
+      queue: 'paced',
+      connection,
+      bullPrefix,
+      concurrency: 3,
+      blockMs,
+    }
+    const children = Array.from({ length: 4 }, () => fork(worker, [JSON.stringify(cfg)]))
+    closers.push(async () => {
+      for (const c of children) c.kill()
+    })
+    const message = (c: (typeof children)[number]) => new Promise<any>((resolve) => c.once('message', resolve))
+    await Promise.all(children.map(message))
+    const starts = async (from: number, count: number) => {
+      await until(async () => (await queue.getJobCounts('completed')).completed >= from + count, 60_000)
+      const done = await queue.getJobs(['completed'], 0, -1)
+      return done.map((j) => j.returnvalue as { startedAt: number; pid: number; n: number })
+    }
+    // phase 1: 250 jobs at 50 per second, shared by 4 processes
+    await queue.addBulk(Array.from({ length: 250 }, (_, n) => ({ name: 'call', data: { n } })))
+    const first = (await starts(0, 250)).sort((a, b) => a.startedAt - b.startedAt)
+    const span = first[first.length - 1].startedAt - first[0].startedAt
+    const rate = ((first.length - 1) * 1000) / span
+    expect(new Set(first.map((s) => s.pid)).size).toBe(4)
+    expect(Math.abs(rate - qps) / qps).toBeLessThan(0.01)
+    // phase 2: 150 more; one process blocks the pacer while they run
+    await queue.addBulk(Array.from({ length: 150 }, (_, n) => ({ name: 'call', data: { n: 250 + n } })))
+    await sleep(1000)
+    children[0].send('block')
+    const { recorded } = await message(children[0])
+    const all = (await starts(250, 150)).sort((a, b) => a.startedAt - b.startedAt)
+    const second = all.filter((s) => s.n >= 250)
+    // slots reserved before the block still run (at most concurrency x processes of them, 240 ms);
+    // after those, no process starts a job until the block ends
+    const during = second.filter((s) => s.startedAt > recorded + 250 && s.startedAt < recorded + blockMs - 5)
+    expect(during).toEqual([])
+    const after = second.filter((s) => s.startedAt >= recorded + blockMs - 5)
+    expect(after.length).toBeGreaterThan(20)
+    expect(new Set(after.map((s) => s.pid)).size).toBe(4)
+    for (const c of children) c.send('stop')
+    console.log(
+      `paced workers: ${rate.toFixed(3)} jobs/s of qps ${qps} over ${span} ms; none started during the ${blockMs} ms block`,
+    )
+  }, 90_000)
 })

@@ -121,6 +121,7 @@ async function tryOnce(limiter, prefetch) {
 
 /** Admits within `maxWaitMs` (retrying when the limiter says), or the last retry hint. */
 async function admit(limiter, maxWaitMs, prefetch) {
+  if (maxWaitMs > 0 && limiter instanceof DistributedPacer) return paced(limiter, maxWaitMs)
   const deadline = Date.now() + maxWaitMs
   for (;;) {
     const retryMs = await tryOnce(limiter, prefetch)
@@ -128,6 +129,21 @@ async function admit(limiter, maxWaitMs, prefetch) {
     if (retryMs > deadline - Date.now()) return retryMs
     await sleep(retryMs)
   }
+}
+
+/**
+ * A pacer that may wait: a slot in its queue (FIFO over every process, exactly `qps`) when
+ * the queue's tail is within `maxWaitMs`; 0 once the slot has come, or the ms to retry after.
+ * The probe (weight 0) charges nothing, so a job that will not wait reserves no slot; a
+ * slot pushed past `maxWaitMs` by a concurrent caller in between is given up.
+ */
+async function paced(pacer, maxWaitMs) {
+  const probe = await pacer.rateLimit(0)
+  if (probe.delayMs > maxWaitMs) return probe.delayMs
+  const slot = await pacer.pace()
+  if (slot.delayMs > maxWaitMs) return slot.delayMs
+  if (slot.delayMs > 0) await sleep(slot.delayMs)
+  return 0
 }
 
 /** A lease within `maxWaitMs` (and the limiter's own waitTimeoutMs), or null. */
