@@ -10,28 +10,34 @@ const T0 = 1_800_000_000_000
 /** What a tenant's record must answer: the specification, written plainly. */
 class Model {
   ids = new Map<string, number>()
-  granules = new Map<number, number>()
+  granules = new Map<string, number>() // `${g}:${h}` -> count
   constructor(
     readonly mode: 'exact' | 'approximate',
     readonly horizonMs: number,
-    readonly granularityMs: number,
   ) {}
 
-  register(id: string, now: number, pers: number[]): number[] {
+  /** `rules`: [perMs, granularityMs] */
+  register(id: string, now: number, rules: [number, number][]): number[] {
     if (this.mode === 'exact') {
       for (const [k, at] of this.ids) if (at <= now - this.horizonMs) this.ids.delete(k)
       this.ids.set(id, now)
-      return pers.map((per) => [...this.ids.values()].filter((at) => at > now - per).length)
+      return rules.map(([per]) => [...this.ids.values()].filter((at) => at > now - per).length)
     }
-    const g = Math.floor(now / this.granularityMs)
-    for (const h of this.granules.keys()) {
-      if ((h + 1) * this.granularityMs + this.horizonMs <= now) this.granules.delete(h)
+    const keep = new Map<number, number>()
+    for (const [per, g] of rules) keep.set(g, Math.max(keep.get(g) ?? 0, per))
+    for (const field of [...this.granules.keys()]) {
+      const [g, h] = field.split(':').map(Number)
+      if (!keep.has(g) || (h + 1) * g + keep.get(g)! <= now) this.granules.delete(field)
     }
-    this.granules.set(g, (this.granules.get(g) ?? 0) + 1)
-    return pers.map((per) => {
-      const from = g + 1 - Math.ceil(per / this.granularityMs)
+    for (const g of keep.keys()) {
+      const field = `${g}:${Math.floor(now / g)}`
+      this.granules.set(field, (this.granules.get(field) ?? 0) + 1)
+    }
+    return rules.map(([per, g]) => {
+      const current = Math.floor(now / g)
+      const from = current + 1 - Math.floor(per / g)
       let sum = 0
-      for (const [h, c] of this.granules) if (h >= from && h <= g) sum += c
+      for (let h = from; h <= current; h++) sum += this.granules.get(`${g}:${h}`) ?? 0
       return sum
     })
   }
@@ -139,8 +145,9 @@ describe.each(STORE_KINDS)('FairTenant on %s', (kind) => {
       { queue: 'q2', threshold: 20, perMs: 600_000 },
       { queue: 'q3', threshold: 50, perMs: 3_600_000 },
     ]
-    const f = make({ mode, rules, granularityMs: mode === 'approximate' ? 6000 : undefined })
-    const pers = rules.map((r) => r.perMs)
+    // approximate: each rule in 60 granules of its own (1 s, 10 s, 60 s)
+    const f = make({ mode, rules })
+    const shape = f.rules.map((r: any) => [r.perMs, r.granularityMs ?? 0] as [number, number])
     const models = new Map<string, Model>()
     const next = random(mode === 'exact' ? 7 : 11)
     let now = T0
@@ -152,8 +159,8 @@ describe.each(STORE_KINDS)('FairTenant on %s', (kind) => {
       const tenant = `t${Math.floor(next() * 3)}`
       const id = `j${Math.floor(next() * 150)}`
       let model = models.get(tenant)
-      if (!model) models.set(tenant, (model = new Model(mode, 3_600_000, 6000)))
-      const want = model.register(id, now, pers)
+      if (!model) models.set(tenant, (model = new Model(mode, 3_600_000)))
+      const want = model.register(id, now, shape)
       let rule = -1
       want.forEach((c, r) => {
         if (c > rules[r].threshold) rule = r
@@ -188,7 +195,7 @@ describe.each(STORE_KINDS)('FairTenant on %s', (kind) => {
   it('approximate: the record stays within its granules however many jobs arrive', async () => {
     clock.set(T0)
     const f = make({ mode: 'approximate', rules: [{ queue: 'slow', threshold: 1e6, perMs: 60_000 }] })
-    expect(f.granularityMs).toBe(6000)
+    expect(f.granularityMs).toBe(1000)
     let now = T0
     for (let i = 0; i < 3000; i++) {
       now += 97
@@ -198,8 +205,8 @@ describe.each(STORE_KINDS)('FairTenant on %s', (kind) => {
     if (s.raw) {
       const keys = (await keysUnder(s.raw, s.prefix)).filter((k) => k.includes(`:fair-approx:{${f.name}:`))
       expect(keys.length).toBe(1)
-      // granules of the 60 s window, plus the one being filled
-      expect(await s.raw.hlen(keys[0])).toBeLessThanOrEqual(11)
+      // the 60 granules of the 60 s window, plus the one being filled
+      expect(await s.raw.hlen(keys[0])).toBeLessThanOrEqual(61)
       expect(await s.raw.pttl(keys[0])).toBeGreaterThan(0)
     }
   })
@@ -233,8 +240,8 @@ describe('FairTenant options', () => {
     expect(f.rules).toEqual([{ queue: 'slow', threshold: 3, perMs: 86_400_000 }])
     expect(f.mode).toBe('exact')
     expect(f.granularityMs).toBe(0)
-    // approximate: a tenth of the shortest window, coarser so a day holds at most 1,440 granules
-    expect(new FairTenant(store, { name: 'b', mode: 'approximate', rules }).granularityMs).toBe(100)
+    // approximate: each rule's window in 60 granules
+    expect(new FairTenant(store, { name: 'b', mode: 'approximate', rules }).granularityMs).toBe(16)
     const day = new FairTenant(store, {
       name: 'c',
       mode: 'approximate',
@@ -243,7 +250,8 @@ describe('FairTenant options', () => {
         { queue: 'b', threshold: 1 },
       ],
     })
-    expect(day.granularityMs).toBe(60_000)
+    expect(day.granularityMs).toBe(1000)
+    expect(day.rules.map((r) => r.granularityMs)).toEqual([1000, 1_440_000])
   })
 
   it('rejects bad options with ERR_INVALID_CONFIG', () => {

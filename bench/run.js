@@ -7,7 +7,7 @@
 // Each scenario runs in a fresh process; rounds are interleaved and the median is kept.
 // Redis CPU per decision comes from INFO cpu around each run, script calls per decision from
 // INFO commandstats, native calls per decision from the sluice store's batching counters.
-// BENCH_SUITES=http,pacer,limiters,sliding,doors,jobs  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
+// BENCH_SUITES=http,pacer,limiters,sliding,doors,jobs,fair  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
 // BENCH_SCENARIOS=10000x256,1x1 (keys x in flight)  SLUICE_BENCH_NO_BUILD=1 (skip the build)
 const { execFileSync, fork, spawn } = require('node:child_process')
 const fs = require('node:fs')
@@ -17,6 +17,7 @@ const path = require('node:path')
 const Redis = require('ioredis')
 const { runDoorsRound, doorsTables } = require('./doors.js')
 const { runJobsRound, jobsTables } = require('./jobs.js')
+const { runFairRound, fairTables } = require('./fair.js')
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)
 const IMPLS = (process.env.BENCH_IMPLS || 'sluice,reference,rate-limiter-flexible').split(',')
@@ -25,7 +26,7 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 // (vs rate-limiter-flexible and redis-semaphore), and the sliding windows (multi-window check vs
 // a two-window sliding log in Lua; checkAndUseQuotas vs Sentry's sliding-window quotas)
 // and the HTTP doors (sluice/express and sluice/fastify vs their peers, bench/doors.js)
-const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs').split(',')
+const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair').split(',')
 const LIMITER_IMPLS = (
   process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
 ).split(',')
@@ -260,6 +261,7 @@ async function main() {
       }
       if (SUITES.includes('doors')) await runDoorsRound(client, redis.url, round, results, fmt)
       if (SUITES.includes('jobs')) await runJobsRound(client, redis.url, round, results, fmt)
+      if (SUITES.includes('fair')) await runFairRound(client, redis.url, round, results, fmt)
     }
   } finally {
     client.disconnect()
@@ -287,7 +289,8 @@ async function main() {
   if (SUITES.includes('http')) lines.push(...httpTable(summary), '')
   if (SUITES.includes('doors')) lines.push(...doorsTables(results, fmt), '')
   if (SUITES.includes('jobs')) lines.push(...jobsTables(results, fmt), '')
-  for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs'].includes(x)) ? PATTERNS : []) {
+  if (SUITES.includes('fair')) lines.push(...fairTables(results, fmt), '')
+  for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs', 'fair'].includes(x)) ? PATTERNS : []) {
     const of = (list) => list.filter((s) => s.pattern === pattern)
     lines.push(
       pattern === 'server'

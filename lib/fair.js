@@ -9,9 +9,9 @@ const DAY_MS = 86_400_000
 const MAX_RULES = 64
 const MAX_TENANT = 256
 const MAX_JOB_ID = 256
-/** Most granules the default granularity makes a window hold. */
-const DEFAULT_GRANULES = 1440
-/** Most granules a record may hold (the store's bound). */
+/** Granules per rule window by default ('approximate'). */
+const DEFAULT_GRANULES = 60
+/** Most granules a rule window may span (the store's bound). */
 const MAX_GRANULES = 100_000
 const MODES = ['exact', 'approximate']
 
@@ -48,10 +48,12 @@ function keyPart(what, text, max) {
  * - `'exact'` (default): a log of job ids per tenant, as the gem. Registering an id again (a
  *   retried or re-added job) never counts twice. Memory: one entry per job within the longest
  *   window (Redis: about 60-120 bytes each).
- * - `'approximate'`: a counter per granule of `granularityMs` per tenant. Memory is bounded
- *   by the number of granules of the longest window, whatever the number of jobs; a window
- *   counts its newest granules, so a count can miss the jobs of one granule at the window's
- *   old edge (never more, never a job older than the window), and a re-added id counts again.
+ * - `'approximate'`: counters per granule per tenant, each rule's window in 60 granules
+ *   (`perMs / 60`) unless `granularityMs` sets one length for all. Memory is bounded by the
+ *   granules (about 61 counters per rule), whatever the number of jobs; a window counts its
+ *   newest whole granules, so a count can miss the jobs of up to two granules at the window's
+ *   old edge (one when the granularity divides the window), never counts a job older than
+ *   the window, and a re-added id counts again.
  */
 class FairTenant {
   constructor(store, options) {
@@ -98,26 +100,28 @@ class FairTenant {
         return Object.freeze({ queue, threshold, perMs })
       }),
     )
-    const pers = this._rules.map((r) => r.perMs)
-    const horizonMs = Math.max(...pers)
+    const pers = rules.map((r, i) => this._rules[i].perMs)
     const shortest = Math.min(...pers)
-    let granularityMs = 0
     const granularity = own(options, 'granularityMs')
+    let granularities = pers.map(() => 0)
     if (mode === 'approximate') {
       if (granularity === undefined) {
-        // a tenth of the shortest window, coarser if the longest would need too many granules
-        granularityMs = Math.max(1, Math.floor(shortest / 10), Math.ceil(horizonMs / DEFAULT_GRANULES))
-        granularityMs = Math.min(granularityMs, shortest)
+        // each rule counts in 60 granules of its own window
+        granularities = pers.map((per) => Math.max(1, Math.floor(per / DEFAULT_GRANULES)))
       } else {
-        granularityMs = checkInteger('granularityMs', granularity, 1, shortest, (m) =>
+        checkInteger('granularityMs', granularity, 1, shortest, (m) =>
           invalidConfig(`${m} (at most the shortest rule window)`),
         )
+        for (const per of pers) {
+          if (per / granularity > MAX_GRANULES) {
+            throw invalidConfig(
+              `a rule window of ${per} ms holds more than ${MAX_GRANULES} granules of ${granularity} ms: raise granularityMs`,
+            )
+          }
+        }
+        granularities = pers.map(() => granularity)
       }
-      if (horizonMs / granularityMs > MAX_GRANULES) {
-        throw invalidConfig(
-          `the longest window (${horizonMs} ms) holds more than ${MAX_GRANULES} granules of ${granularityMs} ms: raise granularityMs`,
-        )
-      }
+      this._rules = Object.freeze(this._rules.map((r, i) => Object.freeze({ ...r, granularityMs: granularities[i] })))
     } else if (granularity !== undefined) {
       throw invalidConfig("granularityMs applies to mode 'approximate' only")
     }
@@ -125,10 +129,11 @@ class FairTenant {
     this._name = name
     this._mode = mode
     this._maxWindowMs = maxWindowMs
-    this._horizonMs = horizonMs
-    this._granularityMs = granularityMs
+    this._granularityMs = mode === 'approximate' ? Math.min(...granularities) : 0
     this._segment = mode === 'exact' ? 'fair' : 'fair-approx'
-    this._nums = Float64Array.from([mode === 'exact' ? 0 : 1, horizonMs, granularityMs, pers.length, ...pers])
+    const nums = [mode === 'exact' ? 0 : 1, pers.length]
+    pers.forEach((per, i) => nums.push(per, granularities[i]))
+    this._nums = Float64Array.from(nums)
   }
 
   /** The name. */
@@ -136,7 +141,7 @@ class FairTenant {
     return this._name
   }
 
-  /** The rules, as configured (with `perMs` filled in). */
+  /** The rules, as configured (with `perMs` filled in, and `granularityMs` in 'approximate' mode). */
   get rules() {
     return this._rules
   }
@@ -146,7 +151,7 @@ class FairTenant {
     return this._mode
   }
 
-  /** The granule length of `'approximate'` mode, ms (0 in `'exact'` mode). */
+  /** The finest granule length of `'approximate'` mode, ms (0 in `'exact'` mode). */
   get granularityMs() {
     return this._granularityMs
   }

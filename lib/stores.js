@@ -768,7 +768,7 @@ class RedisStore extends EventEmitter {
       (out) => {
         let o = 0
         for (let e = 0; e < calls.length; e++) {
-          const rules = calls[e][2][3]
+          const rules = calls[e][2][1]
           resolve[e](out.subarray(o, o + rules))
           o += rules
         }

@@ -164,7 +164,7 @@ class WhenDown {
    * default queue, and the enqueue goes on)
    */
   fair([key, id, nums]) {
-    const out = this.mode === 'local' ? Float64Array.from(this.local._fair(key, id, nums)) : new Float64Array(nums[3])
+    const out = this.mode === 'local' ? Float64Array.from(this.local._fair(key, id, nums)) : new Float64Array(nums[1])
     out.degraded = true
     return out
   }

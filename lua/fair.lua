@@ -2,15 +2,17 @@
 -- of a tenant and counts the tenant's jobs in each rule's window. Mirrors src/core/fair.rs.
 --
 -- KEYS[k]   a tenant's record: exact, a sorted set (member = job id, score = ms); approximate,
---           a hash (field = granule index, value = jobs counted in that granule)
+--           a hash (field = '<granularity ms>:<granule index>', value = jobs counted in it)
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      per call: <key index (1-based)> <mode (0 exact, 1 approximate)> <horizon_ms>
---           <granularity_ms> <job id> <rule count> <per_ms per rule>
+--           <job id> <rule count> then <per_ms> <granularity_ms> per rule (0 when exact)
 -- Returns   flat array: per call, its count in each rule's window (this job included)
 -- Notes     exact: ids registered at least horizon ago are dropped, registering an id again
 --           moves it to now (it never counts twice), a window of per counts (now - per, now].
---           approximate: granules ending at least horizon ago are dropped; a window of per
---           sums the ceil(per / granularity) newest granules. The key's PX is the horizon
+--           approximate: one job is counted in the current granule of each granularity; a
+--           granule ending at least the longest window of its granularity ago is dropped (and
+--           one of a granularity no rule uses); a window of per sums the floor(per / g) newest
+--           granules of its granularity g. The key's PX is the horizon
 --           (plus 60 s when now_us is given: see limiter.lua). All KEYS share one hash slot.
 
 local argv = ARGV
@@ -30,14 +32,14 @@ local out, n = {}, 0
 local i = 2
 while i <= nargs do
   local key = KEYS[argv[i] + 0]
-  local mode, horizon, granularity, id, count = argv[i + 1], argv[i + 2] + 0, argv[i + 3] + 0, argv[i + 4], argv[i + 5] + 0
-  if key == nil or count < 1 or i + 5 + count > nargs then error('fair: malformed call') end
+  local mode, horizon, id, count = argv[i + 1], argv[i + 2] + 0, argv[i + 3], argv[i + 4] + 0
+  if key == nil or count < 1 or i + 4 + 2 * count > nargs then error('fair: malformed call') end
   if mode == '0' then
     local cut = now - horizon
     if cut >= 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', cut)) end
     redis.call('ZADD', key, string.format('%d', now), id)
     for r = 1, count do
-      local per = argv[i + 5 + r] + 0
+      local per = argv[i + 3 + 2 * r] + 0
       n = n + 1
       if per > now then
         out[n] = redis.call('ZCARD', key)
@@ -46,14 +48,24 @@ while i <= nargs do
       end
     end
   elseif mode == '1' then
-    local g = (now - now % granularity) / granularity
+    -- the longest window of each granularity
+    local keep, grans = {}, {}
+    for r = 1, count do
+      local per, g = argv[i + 3 + 2 * r] + 0, argv[i + 4 + 2 * r] + 0
+      if keep[g] == nil then grans[#grans + 1] = g end
+      if keep[g] == nil or per > keep[g] then keep[g] = per end
+    end
     local fields = redis.call('HGETALL', key)
     local counts, gone = {}, {}
     for f = 1, #fields, 2 do
-      local h = fields[f] + 0
-      if (h + 1) * granularity + horizon <= now then
-        gone[#gone + 1] = fields[f]
+      local field = fields[f]
+      local colon = string.find(field, ':', 1, true)
+      local g, h
+      if colon then g, h = tonumber(string.sub(field, 1, colon - 1)), tonumber(string.sub(field, colon + 1)) end
+      if g == nil or h == nil or keep[g] == nil or (h + 1) * g + keep[g] <= now then
+        gone[#gone + 1] = field
       else
+        counts[#counts + 1] = g
         counts[#counts + 1] = h
         counts[#counts + 1] = fields[f + 1] + 0
       end
@@ -61,14 +73,17 @@ while i <= nargs do
     for from = 1, #gone, 1000 do
       redis.call('HDEL', key, unpack(gone, from, math.min(from + 999, #gone)))
     end
-    redis.call('HINCRBY', key, string.format('%d', g), 1)
+    for _, g in ipairs(grans) do
+      redis.call('HINCRBY', key, string.format('%d:%d', g, (now - now % g) / g), 1)
+    end
     for r = 1, count do
-      local per = argv[i + 5 + r] + 0
-      local from = g + 1 - math.ceil(per / granularity)
+      local per, g = argv[i + 3 + 2 * r] + 0, argv[i + 4 + 2 * r] + 0
+      local current = (now - now % g) / g
+      local from = current + 1 - (per - per % g) / g
       local sum = 1
-      for c = 1, #counts, 2 do
-        local h = counts[c]
-        if h >= from and h <= g then sum = sum + counts[c + 1] end
+      for c = 1, #counts, 3 do
+        local h = counts[c + 1]
+        if counts[c] == g and h >= from and h <= current then sum = sum + counts[c + 2] end
       end
       n = n + 1
       out[n] = sum
@@ -77,6 +92,6 @@ while i <= nargs do
     error('fair: malformed call')
   end
   redis.call('PEXPIRE', key, string.format('%d', horizon + margin))
-  i = i + 6 + count
+  i = i + 5 + 2 * count
 end
 return out

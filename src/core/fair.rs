@@ -7,16 +7,16 @@
 //!   gem's sorted set. Registering an id again moves it to now and never counts it twice. A
 //!   window of `per` counts the ids registered in `(now - per, now]`. Memory: one entry per
 //!   job of the longest window.
-//! - [`Granules`] (`approximate`): a counter per granule of `granularity` ms (granule `g`
-//!   holds `[g * granularity, (g + 1) * granularity)`). A window of `per` counts the
-//!   `ceil(per / granularity)` newest granules, the current one included: it covers between
-//!   `per - granularity` and `per` of time, so the count misses at most the jobs of one
-//!   granule at the window's old edge and never counts a job older than `per`. Ids are not
-//!   kept: a re-registered id counts again. Memory: one counter per granule of the longest
-//!   window, whatever the number of jobs.
+//! - [`Granules`] (`approximate`): a counter per granule of each rule's granularity (granule
+//!   `h` of granularity `g` holds `[h * g, (h + 1) * g)`). A window of `per` counts the
+//!   `floor(per / g)` newest granules, the current one included: it covers between
+//!   `per - 2 g` and `per` of time (`per - g` when `g` divides `per`), so the count misses at
+//!   most the jobs of two granules (one) at the window's old edge and never counts a job
+//!   older than `per`. Ids are not kept: a re-registered id counts again. Memory: about
+//!   `per / g + 1` counters per granularity, whatever the number of jobs.
 //!
 //! Times are whole ms. Mirrored by `lua/fair.lua` (a sorted set, member = job id, score =
-//! ms; and a hash, field = granule index, value = count).
+//! ms; and a hash, field = `<granularity>:<granule index>`, value = count).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -70,33 +70,35 @@ impl Log {
   }
 }
 
-/// One tenant's granular counters.
+/// One tenant's granular counters, per granularity: `(granularity_ms, granule index)` ->
+/// jobs counted in that granule.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Granules {
-  counts: BTreeMap<u64, f64>,
+  counts: BTreeMap<(u64, u64), f64>,
 }
 
 impl Granules {
-  /// Counts one job in the granule of `now_ms`, drops the granules that end at least
-  /// `horizon_ms` before now, and sums the `ceil(per / granularity)` newest granules for
-  /// each of `pers_ms`.
-  pub fn register(&mut self, now_ms: u64, granularity_ms: u64, horizon_ms: u64, pers_ms: &[u64]) -> Vec<f64> {
-    let g = now_ms / granularity_ms;
-    // granule h ends at (h + 1) * granularity: gone once that is <= now - horizon
-    while let Some((h, _)) = self.counts.first_key_value() {
-      if (h + 1) * granularity_ms + horizon_ms > now_ms {
-        break;
+  /// Counts one job in the granule of `now_ms` of each granularity in `rules` (`(per_ms,
+  /// granularity_ms)` pairs), drops the granules no window needs any more (those that end
+  /// at least the longest window of their granularity ago, and those of a granularity no
+  /// rule uses), and sums, for each rule, its `per / granularity` newest granules (the
+  /// current one included).
+  pub fn register(&mut self, now_ms: u64, rules: &[(u64, u64)]) -> Vec<f64> {
+    let keep = |g: u64| rules.iter().filter(|(_, rg)| *rg == g).map(|(per, _)| *per).max();
+    self.counts.retain(|(g, h), _| keep(*g).is_some_and(|per| (h + 1) * g + per > now_ms));
+    let mut seen: Vec<u64> = vec![];
+    for (_, g) in rules {
+      if !seen.contains(g) {
+        seen.push(*g);
+        *self.counts.entry((*g, now_ms / g)).or_insert(0.0) += 1.0;
       }
-      let h = *h;
-      self.counts.remove(&h);
     }
-    *self.counts.entry(g).or_insert(0.0) += 1.0;
-    pers_ms
+    rules
       .iter()
-      .map(|per| {
-        let n = per.div_ceil(granularity_ms);
-        let from = (g + 1).saturating_sub(n);
-        self.counts.range(from..=g).map(|(_, c)| *c).sum()
+      .map(|(per, g)| {
+        let current = now_ms / g;
+        let from = (current + 1).saturating_sub(per / g);
+        self.counts.range((*g, from)..=(*g, current)).map(|(_, c)| *c).sum()
       })
       .collect()
   }
@@ -135,17 +137,24 @@ mod tests {
   fn granules_count_the_newest_granules_and_drop_old_ones() {
     let mut g = Granules::default();
     // granularity 100, a rule of 300: the 3 newest granules
-    assert_eq!(g.register(1_050, 100, 1_000, &[300, 1_000]), vec![1.0, 1.0]);
-    assert_eq!(g.register(1_150, 100, 1_000, &[300, 1_000]), vec![2.0, 2.0]);
-    assert_eq!(g.register(1_299, 100, 1_000, &[300, 1_000]), vec![3.0, 3.0]);
+    let rules = [(300, 100), (1_000, 100)];
+    assert_eq!(g.register(1_050, &rules), vec![1.0, 1.0]);
+    assert_eq!(g.register(1_150, &rules), vec![2.0, 2.0]);
+    assert_eq!(g.register(1_299, &rules), vec![3.0, 3.0]);
     // at 1 300 the granule [1 000, 1 100) is no longer among the 3 newest
-    assert_eq!(g.register(1_300, 100, 1_000, &[300, 1_000]), vec![3.0, 4.0]);
+    assert_eq!(g.register(1_300, &rules), vec![3.0, 4.0]);
     // ids are not kept: the same job counts again
-    assert_eq!(g.register(1_301, 100, 1_000, &[300, 1_000]), vec![4.0, 5.0]);
+    assert_eq!(g.register(1_301, &rules), vec![4.0, 5.0]);
     // at 2 100 the granule ending at 1 100 is 1 000 old: dropped; the granule [1 100, 1 200)
     // is kept but is not among the 10 newest (12..=21)
-    assert_eq!(g.register(2_100, 100, 1_000, &[300, 1_000]), vec![1.0, 4.0]);
+    assert_eq!(g.register(2_100, &rules), vec![1.0, 4.0]);
     assert_eq!(g.len(), 4);
+    // each granularity keeps only what its own longest window needs
+    let mut g = Granules::default();
+    for t in 0..100u64 {
+      g.register(10_000 + t * 50, &[(300, 10), (1_000, 100)]);
+    }
+    assert!(g.len() <= 31 + 11, "{}", g.len());
   }
 
   #[test]
@@ -156,7 +165,7 @@ mod tests {
     for i in 0..5_000u64 {
       t += (i * 7919) % 23;
       let e = exact.register(&i.to_string(), t, 3_000, &[1_000, 3_000]);
-      let a = approx.register(t, 100, 3_000, &[1_000, 3_000]);
+      let a = approx.register(t, &[(1_000, 100), (3_000, 100)]);
       for (w, (e, a)) in e.iter().zip(&a).enumerate() {
         assert!(a <= e, "window {w}: {a} > {e}");
         // at most one granule (100 ms) of jobs is missed: at most 100 ms / 0 ms gaps = all

@@ -2,9 +2,9 @@
 //! so nothing invalid reaches a store.
 //!
 //! Batch: `keys` joined by `\n` (one tenant record per call), `ids` joined by `\n` (the job
-//! id of each call), and per call `[mode (0 exact, 1 approximate), horizon_ms,
-//! granularity_ms (0 for exact), rule count, then per_ms per rule]`. Results per call: the
-//! tenant's count in each rule's window, this job included.
+//! id of each call), and per call `[mode (0 exact, 1 approximate), rule count, then per_ms,
+//! granularity_ms per rule (granularity 0 in exact mode)]`. Results per call: the tenant's
+//! count in each rule's window, this job included.
 
 use super::validate_key;
 use crate::error::{Error, Result};
@@ -15,14 +15,14 @@ pub const MAX_RULES: usize = 64;
 pub const MAX_ID_LEN: usize = 1024;
 /// Longest window, ms (10 years).
 pub const MAX_WINDOW_MS: f64 = 315_360_000_000.0;
-/// Most granules a record may hold (horizon / granularity).
+/// Most granules a rule's window may span (per / granularity).
 pub const MAX_GRANULES: f64 = 100_000.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FairMode {
   Exact,
-  /// Counters per granule of this many ms.
-  Approximate(u64),
+  /// Counters per granule of each rule's granularity.
+  Approximate,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -32,7 +32,14 @@ pub struct FairCall {
   pub mode: FairMode,
   /// How long registrations are kept, ms: the longest rule window.
   pub horizon_ms: u64,
-  pub pers_ms: Vec<u64>,
+  /// `(per_ms, granularity_ms)` per rule; granularity 0 in exact mode.
+  pub rules: Vec<(u64, u64)>,
+}
+
+impl FairCall {
+  pub fn pers_ms(&self) -> Vec<u64> {
+    self.rules.iter().map(|(per, _)| *per).collect()
+  }
 }
 
 fn whole(x: f64, lo: f64, hi: f64) -> bool {
@@ -46,43 +53,41 @@ pub fn decode_fair(keys: &str, ids: &str, nums: &[f64]) -> Result<Vec<FairCall>>
   let mut calls = vec![];
   let mut at = 0;
   while at < nums.len() {
-    let (Some(key), Some(id), [mode, horizon, granularity, count, ..]) = (keys.next(), ids.next(), &nums[at..]) else {
+    let (Some(key), Some(id), [mode, count, ..]) = (keys.next(), ids.next(), &nums[at..]) else {
       return Err(malformed());
     };
     validate_key(key)?;
     if id.is_empty() || id.len() > MAX_ID_LEN || id.contains('\n') {
       return Err(Error::argument(format!("job id must be 1..={MAX_ID_LEN} bytes without newlines")));
     }
-    if !whole(*horizon, 1.0, MAX_WINDOW_MS) {
-      return Err(Error::argument(format!("window must be whole ms in [1, 10 years], got {horizon}")));
-    }
     let mode = match *mode {
       0.0 => FairMode::Exact,
-      1.0 if whole(*granularity, 1.0, *horizon) && *horizon / *granularity <= MAX_GRANULES => {
-        FairMode::Approximate(*granularity as u64)
-      }
-      1.0 => {
-        return Err(Error::argument(format!(
-          "granularity must be whole ms in [1, window], at most {MAX_GRANULES} granules per window, got {granularity}"
-        )))
-      }
+      1.0 => FairMode::Approximate,
       _ => return Err(malformed()),
     };
-    if !whole(*count, 1.0, MAX_RULES as f64) || nums.len() < at + 4 + *count as usize {
+    if !whole(*count, 1.0, MAX_RULES as f64) || nums.len() < at + 2 + 2 * *count as usize {
       return Err(malformed());
     }
-    let pers = &nums[at + 4..at + 4 + *count as usize];
-    if let Some(bad) = pers.iter().find(|p| !whole(**p, 1.0, *horizon)) {
-      return Err(Error::argument(format!("a rule's window must be whole ms in [1, {horizon}], got {bad}")));
+    let mut rules = vec![];
+    for pair in nums[at + 2..at + 2 + 2 * *count as usize].chunks(2) {
+      let (per, granularity) = (pair[0], pair[1]);
+      if !whole(per, 1.0, MAX_WINDOW_MS) {
+        return Err(Error::argument(format!("a rule's window must be whole ms in [1, 10 years], got {per}")));
+      }
+      let granularity_ok = match mode {
+        FairMode::Exact => granularity == 0.0,
+        FairMode::Approximate => whole(granularity, 1.0, per) && per / granularity <= MAX_GRANULES,
+      };
+      if !granularity_ok {
+        return Err(Error::argument(format!(
+          "granularity must be whole ms in [1, window], at most {MAX_GRANULES} granules per window (0 in exact mode), got {granularity}"
+        )));
+      }
+      rules.push((per as u64, granularity as u64));
     }
-    calls.push(FairCall {
-      key: key.to_owned(),
-      id: id.to_owned(),
-      mode,
-      horizon_ms: *horizon as u64,
-      pers_ms: pers.iter().map(|p| *p as u64).collect(),
-    });
-    at += 4 + *count as usize;
+    let horizon_ms = rules.iter().map(|(per, _)| *per).max().unwrap_or(1);
+    calls.push(FairCall { key: key.to_owned(), id: id.to_owned(), mode, horizon_ms, rules });
+    at += 2 + 2 * *count as usize;
   }
   if keys.next().is_some() || ids.next().is_some() || calls.is_empty() {
     return Err(malformed());
@@ -97,29 +102,31 @@ mod tests {
 
   #[test]
   fn decodes_calls() {
-    let calls =
-      decode_fair("a\nb", "j1\nj2", &[0.0, 1000.0, 0.0, 2.0, 500.0, 1000.0, 1.0, 60.0, 6.0, 1.0, 60.0]).unwrap();
+    let calls = decode_fair("a\nb", "j1\nj2", &[0.0, 2.0, 500.0, 0.0, 1000.0, 0.0, 1.0, 1.0, 60.0, 6.0]).unwrap();
     assert_eq!(calls.len(), 2);
-    assert_eq!(calls[0].pers_ms, vec![500, 1000]);
-    assert_eq!(calls[1].mode, FairMode::Approximate(6));
+    assert_eq!(calls[0].pers_ms(), vec![500, 1000]);
+    assert_eq!(calls[0].horizon_ms, 1000);
+    assert_eq!(calls[1].mode, FairMode::Approximate);
+    assert_eq!(calls[1].rules, vec![(60, 6)]);
     assert_eq!(calls[1].id, "j2");
   }
 
   #[test]
   fn rejects_bad_calls() {
     for (keys, ids, nums) in [
-      ("a", "j", vec![0.0, 1000.0, 0.0, 1.0, 2000.0]),
-      ("a", "j", vec![0.0, 1000.0, 0.0, 1.0, 0.0]),
-      ("a", "j", vec![0.0, 1000.5, 0.0, 1.0, 10.0]),
-      ("a", "j", vec![2.0, 1000.0, 0.0, 1.0, 10.0]),
-      ("a", "j", vec![1.0, 1000.0, 0.0, 1.0, 10.0]),
-      ("a", "j", vec![1.0, 1000.0, 2000.0, 1.0, 10.0]),
-      ("a", "j", vec![1.0, 1e9, 1.0, 1.0, 10.0]),
-      ("a", "j", vec![0.0, 1000.0, 0.0, 2.0, 10.0]),
-      ("a", "j", vec![0.0, 1000.0, 0.0, 0.0]),
-      ("a", "", vec![0.0, 1000.0, 0.0, 1.0, 10.0]),
-      ("", "j", vec![0.0, 1000.0, 0.0, 1.0, 10.0]),
-      ("a\nb", "j", vec![0.0, 1000.0, 0.0, 1.0, 10.0]),
+      ("a", "j", vec![0.0, 1.0, 0.0, 0.0]),
+      ("a", "j", vec![0.0, 1.0, 10.5, 0.0]),
+      ("a", "j", vec![0.0, 1.0, 4e11, 0.0]),
+      ("a", "j", vec![0.0, 1.0, 10.0, 1.0]),
+      ("a", "j", vec![2.0, 1.0, 10.0, 0.0]),
+      ("a", "j", vec![1.0, 1.0, 10.0, 0.0]),
+      ("a", "j", vec![1.0, 1.0, 10.0, 20.0]),
+      ("a", "j", vec![1.0, 1.0, 1e9, 1.0]),
+      ("a", "j", vec![0.0, 2.0, 10.0, 0.0]),
+      ("a", "j", vec![0.0, 0.0]),
+      ("a", "", vec![0.0, 1.0, 10.0, 0.0]),
+      ("", "j", vec![0.0, 1.0, 10.0, 0.0]),
+      ("a\nb", "j", vec![0.0, 1.0, 10.0, 0.0]),
       ("a", "j", vec![]),
     ] {
       let e = decode_fair(keys, ids, &nums).unwrap_err();

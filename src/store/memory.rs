@@ -316,12 +316,12 @@ impl MemoryStore {
         FairMode::Exact => {
           let entry = inner.fair_logs.live(&call.key, now_us);
           entry.1 = now_us + call.horizon_ms as f64 * 1000.0;
-          entry.0.register(&call.id, now_ms, call.horizon_ms, &call.pers_ms)
+          entry.0.register(&call.id, now_ms, call.horizon_ms, &call.pers_ms())
         }
-        FairMode::Approximate(granularity) => {
+        FairMode::Approximate => {
           let entry = inner.fair_granules.live(&call.key, now_us);
           entry.1 = now_us + call.horizon_ms as f64 * 1000.0;
-          entry.0.register(now_ms, granularity, call.horizon_ms, &call.pers_ms)
+          entry.0.register(now_ms, &call.rules)
         }
       })
       .collect()

@@ -47,14 +47,15 @@ impl RedisStore {
         keys.push(Key::from(call.key.as_str()));
         keys.len()
       });
-      let (mode, granularity) = match call.mode {
-        FairMode::Exact => (0, 0),
-        FairMode::Approximate(g) => (1, g as i64),
+      let mode = match call.mode {
+        FairMode::Exact => 0,
+        FairMode::Approximate => 1,
       };
       args.extend([Value::Integer(k as i64), Value::Integer(mode), Value::Integer(call.horizon_ms as i64)]);
-      args.extend([Value::Integer(granularity), Value::String(call.id.as_str().into())]);
-      args.push(Value::Integer(call.pers_ms.len() as i64));
-      args.extend(call.pers_ms.iter().map(|p| Value::Integer(*p as i64)));
+      args.extend([Value::String(call.id.as_str().into()), Value::Integer(call.rules.len() as i64)]);
+      for (per, granularity) in &call.rules {
+        args.extend([Value::Integer(*per as i64), Value::Integer(*granularity as i64)]);
+      }
     }
     let reply = self.run(lane, &FAIR, keys, args).await?;
     let mut fields = reply.iter();
@@ -62,7 +63,7 @@ impl RedisStore {
       .iter()
       .map(|i| {
         calls[*i]
-          .pers_ms
+          .rules
           .iter()
           .map(|_| fields.next().and_then(Value::as_i64).map(|x| x as f64).ok_or_else(malformed))
           .collect::<Result<Vec<f64>>>()
