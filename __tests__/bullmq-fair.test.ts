@@ -1,6 +1,8 @@
 // sluice/bullmq's FairQueues and weightedWorkers with real BullMQ queues and workers: routing
 // on a standalone Redis and on a Redis Cluster (hash-tagged queue prefix), weights, the shared
 // budget, and the fairness a greedy tenant meets, measured.
+import { fork } from 'node:child_process'
+import { join } from 'node:path'
 import { Cluster } from 'ioredis'
 import { Queue, type Job } from 'bullmq'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -367,9 +369,7 @@ describe('weightedWorkers', () => {
 
 describe('paced workers in 4 processes on one pacer', () => {
   it('achieve qps within 1 %, and block(ms) from one process stops all of them for ms', async () => {
-    const { fork } = await import('node:child_process')
-    const { fileURLToPath } = await import('node:url')
-    const worker = fileURLToPath(new URL('./helpers/paced-worker.js', import.meta.url))
+    const worker = join(__dirname, 'helpers', 'paced-worker.js')
     const url = new URL(redisUrl())
     const connection = { host: url.hostname, port: Number(url.port) }
     const bullPrefix = `p${freshPrefix()}`

@@ -5,6 +5,7 @@ import {
   BucketLimiter,
   ConcurrentLimiter,
   DistributedPacer,
+  FairTenant,
   LeakyLimiter,
   ManualClock,
   PacerComposite,
@@ -227,6 +228,50 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
         expect(back.degraded).toBe(false)
         expect(back.allowed).toBe(true) // a fresh Redis: the state before the outage is gone
         expect((await l.quota.checkAndUseQuotas(request('org2')))[0].degraded).toBe(false)
+      } finally {
+        await t.close()
+      }
+    })
+  }
+
+  for (const policy of ['error', 'allow', 'deny', 'local'] as Policy[]) {
+    it(`${policy}: fair routing and block(ms) while Redis is down`, async () => {
+      const t = await setup(policy)
+      const fair = new FairTenant(t.store, { name: 'f', rules: [{ queue: 'slow', threshold: 1, perMs: 60_000 }] })
+      try {
+        expect(await fair.route('t', 'j0', 'fast')).toEqual({ queue: 'fast', rule: -1, counts: [1], degraded: false })
+        await t.kill()
+        await t.limiters.bucket.peek().catch(() => undefined)
+        await until(() => t.store.status === 'down')
+        const routes = []
+        for (let i = 1; i <= 3; i++) routes.push(await fair.route('t', `j${i}`, 'fast').catch((e) => e.code))
+        const blocks = await Promise.all(
+          [t.limiters.bucket.block(60_000), t.limiters.pacer.block(60_000)].map((p) =>
+            p.then(
+              () => 'blocked',
+              (e) => e.code,
+            ),
+          ),
+        )
+        if (policy === 'error') {
+          expect(routes).toEqual(Array(3).fill('ERR_STORE_UNAVAILABLE'))
+          expect(blocks).toEqual(['ERR_STORE_UNAVAILABLE', 'ERR_STORE_UNAVAILABLE'])
+        } else if (policy === 'local') {
+          // counted in this process from zero; a block holds in this process
+          expect(routes.map((r) => [r.queue, r.counts[0], r.degraded])).toEqual([
+            ['fast', 1, true],
+            ['slow', 2, true],
+            ['slow', 3, true],
+          ])
+          expect(blocks).toEqual(['blocked', 'blocked'])
+          expect(await t.limiters.bucket.check()).toMatchObject({ allowed: false, degraded: true })
+          expect((await t.limiters.pacer.rateLimit()).delayMs).toBeGreaterThan(59_000)
+        } else {
+          // nothing counted: the job keeps its default queue and the enqueue goes on
+          expect(routes).toEqual(Array(3).fill({ queue: 'fast', rule: -1, counts: [0], degraded: true }))
+          // a block cannot be recorded without Redis
+          expect(blocks).toEqual(['ERR_STORE_UNAVAILABLE', 'ERR_STORE_UNAVAILABLE'])
+        }
       } finally {
         await t.close()
       }

@@ -173,6 +173,11 @@ export declare class DistributedPacer implements Pacer {
   pace(weight?: number): Promise<PacerOutcome>
   /** Admits now (`delayMs` 0, charged) or refuses (`delayMs` > 0, nothing charged). */
   rateLimit(weight?: number): Promise<PacerOutcome>
+  /**
+   * Upstream back-pressure: nobody is admitted on this key for the next `ms` (whole ms), in
+   * any process; rateLimit refuses and pace schedules after it; calls resume at qps.
+   */
+  block(ms: number): Promise<void>
 }
 
 export interface PacerCompositeOutcome extends PacerOutcome {
@@ -248,8 +253,13 @@ export interface RateLimiter {
   peek(): Promise<Decision>
   /** Runs `fn` once `weight` is admitted, waiting up to waitTimeoutMs; see `policy`. */
   withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
-  /** Forgets everything this limiter counted. */
+  /** Forgets everything this limiter counted (and ends a block). */
   reset(): Promise<void>
+  /**
+   * Upstream back-pressure: nobody is admitted for the next `ms` (whole ms), in any process;
+   * counts are kept and a longer block is never shortened.
+   */
+  block(ms: number): Promise<void>
 }
 
 /** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
@@ -294,6 +304,7 @@ export declare class PointsLimiter implements RateLimiter {
     options?: { estimate?: number; weight?: number; signal?: AbortSignal },
   ): Promise<T | undefined>
   reset(): Promise<void>
+  block(ms: number): Promise<void>
 }
 
 /** A slot of a ConcurrentLimiter. */
@@ -458,14 +469,14 @@ export interface FairTenantOptions {
   maxWindowMs?: number
   /**
    * `'exact'` (default): a log of job ids per tenant; a re-registered id never counts twice;
-   * memory grows with jobs per window. `'approximate'`: a counter per granule; memory is
-   * bounded by the granules of the longest window; a count may miss one granule's jobs at
-   * the window's old edge, and a re-added id counts again.
+   * memory grows with jobs per window. `'approximate'`: counters per granule; memory is
+   * bounded by the granules (about 61 per rule); a count may miss up to two granules' jobs
+   * at the window's old edge, and a re-added id counts again.
    */
   mode?: 'exact' | 'approximate'
   /**
-   * Granule length of `'approximate'` mode, ms, at most the shortest rule window; default a
-   * tenth of it, coarser when the longest window would need more than 1,440 granules.
+   * One granule length for every rule in `'approximate'` mode, ms, at most the shortest rule
+   * window; by default each rule's window is counted in 60 granules of its own (`perMs / 60`).
    */
   granularityMs?: number
 }
@@ -488,9 +499,10 @@ export interface FairRoute {
 export declare class FairTenant {
   constructor(store: Store, options: FairTenantOptions)
   readonly name: string
-  readonly rules: ReadonlyArray<Required<FairRule>>
+  /** The rules with `perMs` filled in (and each rule's `granularityMs` in 'approximate' mode). */
+  readonly rules: ReadonlyArray<Required<FairRule> & { granularityMs?: number }>
   readonly mode: 'exact' | 'approximate'
-  /** Granule length in `'approximate'` mode, ms; 0 in `'exact'` mode. */
+  /** The finest granule length in `'approximate'` mode, ms; 0 in `'exact'` mode. */
   readonly granularityMs: number
   /** Registers the job and resolves with the queue it goes to. */
   assign(tenant: string | number, jobId: string | number, defaultQueue: string): Promise<string>
