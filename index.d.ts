@@ -66,6 +66,14 @@ export interface DirectStep {
 export declare function memoryConcurrent(handle: ExternalObject<'MemoryStore'>, key: string, op: number, id: string, nums: Float64Array, nowUs: number): ConcurrentReply
 
 /**
+ * Fair-tenant assignments on the embedded store, in the flat encoding of `decode_fair`
+ * (`keys` and `ids` joined by `
+`; per call `[mode, horizonMs, granularityMs, ruleCount,
+ * then perMs per rule]`); per call, the tenant's count in each rule's window.
+ */
+export declare function memoryFair(handle: ExternalObject<'MemoryStore'>, keys: string, ids: string, nums: Float64Array, nowUs: number): Float64Array
+
+/**
  * Interns a key of the embedded store: the id to pass to `memoryPacerStep`, valid until a
  * `memorySweep` that returns true.
  */
@@ -84,6 +92,9 @@ export declare function memoryLimitStep(handle: ExternalObject<'MemoryStore'>, i
  * member.
  */
 export declare function memoryPacerBatch(handle: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Float64Array
+
+/** Blocks a pacer on the embedded store (see `pacer::block`); µs until the block ends. */
+export declare function memoryPacerBlock(handle: ExternalObject<'MemoryStore'>, key: string, nums: Float64Array, nowUs: number): number
 
 /**
  * One pacer call on the embedded store, on an interned key. The store's `io` buffer carries
@@ -153,6 +164,12 @@ export declare function redisConcurrentDirect(store: NativeRedisStore, keys: str
  */
 export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): DirectStep
 
+/** Fair-tenant assignments on a pool lane (as `memoryFair`); one script call per slot. */
+export declare function redisFairBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
+
+/** Fair-tenant assignments on the direct lane. */
+export declare function redisFairDirect(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
+
 /** Rate-limiter calls (`LimitBatch::decode`'s flat encoding) on a pool lane. */
 export declare function redisLimitBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
@@ -167,6 +184,9 @@ export declare function redisNextWakes(store: NativeRedisStore): Promise<string[
 
 /** Pacer calls (`PacerBatch::decode`'s flat encoding) on a pool lane; results per member. */
 export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
+
+/** Blocks a pacer on a pool lane; resolves with `[µs until the block ends]`. */
+export declare function redisPacerBlock(store: NativeRedisStore, key: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
 /** Pacer calls on the direct lane. */
 export declare function redisPacerDirect(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
