@@ -8,6 +8,7 @@ import {
   LeakyLimiter,
   ManualClock,
   PointsLimiter,
+  SlidingWindowLimiter,
   WindowLimiter,
 } from '../lib/index.js'
 import { STORE_KINDS, keysUnder, useStore } from './helpers/stores.js'
@@ -109,12 +110,60 @@ describe.each(STORE_KINDS)('block(ms) on %s', (kind) => {
     expect((await p.pace()).delayMs).toBe(5000)
   })
 
+  it('sliding windows: refused with no window reporting room until the block ends; the log is kept', async () => {
+    clock.set(T0)
+    const l = new SlidingWindowLimiter(s.store, {
+      name: name(),
+      windows: [
+        { limit: 3, intervalMs: 1000 },
+        { limit: 5, intervalMs: 10_000 },
+      ],
+    })
+    expect((await l.check(2)).allowed).toBe(true)
+    await l.block(3000)
+    clock.advance(1)
+    const refused = await l.check()
+    expect(refused.allowed).toBe(false)
+    expect(refused.retryAfterMs).toBe(2999)
+    expect(refused.windows.map((w) => [w.remaining, w.retryAfterMs])).toEqual([
+      [0, 2999],
+      [0, 2999],
+    ])
+    expect((await l.peek()).allowed).toBe(false)
+    // a shorter block keeps the longer one
+    await l.block(10)
+    clock.set(T0 + 2999)
+    expect((await l.check()).allowed).toBe(false)
+    clock.set(T0 + 3000)
+    // the 2 units logged before the block still count in the 10 s window: 3 left there
+    const after = await l.check(3)
+    expect(after.allowed).toBe(true)
+    expect(after.windows.map((w) => w.remaining)).toEqual([0, 0])
+    if (s.raw) {
+      const [key] = (await keysUnder(s.raw, s.prefix)).filter((k) => k.includes(`{${l.name}}`))
+      expect(await s.raw.pttl(key)).toBeGreaterThan(9000)
+    }
+    // a block on a fresh name keeps its key for the block; reset ends it
+    const fresh = new SlidingWindowLimiter(s.store, { name: name(), windows: [{ limit: 1, intervalMs: 100 }] })
+    await fresh.block(60_000)
+    clock.advance(30_000)
+    expect(await fresh.check()).toMatchObject({ allowed: false, retryAfterMs: 30_000 })
+    if (s.raw) {
+      const [key] = (await keysUnder(s.raw, s.prefix)).filter((k) => k.includes(`{${fresh.name}}`))
+      expect(await s.raw.pttl(key)).toBeGreaterThan(50_000)
+    }
+    await fresh.reset()
+    expect((await fresh.check()).allowed).toBe(true)
+  })
+
   it('rejects a bad duration with ERR_INVALID_ARGUMENT', async () => {
     const l = makers.bucket()
     const p = new DistributedPacer(s.store, { key: name(), qps: 1 })
+    const w = new SlidingWindowLimiter(s.store, { name: name(), windows: [{ limit: 1, intervalMs: 100 }] })
     for (const ms of [0, -1, 1.5, NaN, '10', undefined, 1e15]) {
-      await expect(l.block(ms as any)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
-      await expect(p.block(ms as any)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
+      for (const target of [l, p, w]) {
+        await expect(target.block(ms as any)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
+      }
     }
   })
 })

@@ -246,7 +246,7 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
         const routes = []
         for (let i = 1; i <= 3; i++) routes.push(await fair.route('t', `j${i}`, 'fast').catch((e) => e.code))
         const blocks = await Promise.all(
-          [t.limiters.bucket.block(60_000), t.limiters.pacer.block(60_000)].map((p) =>
+          [t.limiters.bucket.block(60_000), t.limiters.pacer.block(60_000), t.limiters.sliding.block(60_000)].map((p) =>
             p.then(
               () => 'blocked',
               (e) => e.code,
@@ -255,7 +255,7 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
         )
         if (policy === 'error') {
           expect(routes).toEqual(Array(3).fill('ERR_STORE_UNAVAILABLE'))
-          expect(blocks).toEqual(['ERR_STORE_UNAVAILABLE', 'ERR_STORE_UNAVAILABLE'])
+          expect(blocks).toEqual(Array(3).fill('ERR_STORE_UNAVAILABLE'))
         } else if (policy === 'local') {
           // counted in this process from zero; a block holds in this process
           expect(routes.map((r) => [r.queue, r.counts[0], r.degraded])).toEqual([
@@ -263,14 +263,15 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
             ['slow', 2, true],
             ['slow', 3, true],
           ])
-          expect(blocks).toEqual(['blocked', 'blocked'])
+          expect(blocks).toEqual(['blocked', 'blocked', 'blocked'])
           expect(await t.limiters.bucket.check()).toMatchObject({ allowed: false, degraded: true })
+          expect(await t.limiters.sliding.check()).toMatchObject({ allowed: false, degraded: true })
           expect((await t.limiters.pacer.rateLimit()).delayMs).toBeGreaterThan(59_000)
         } else {
           // nothing counted: the job keeps its default queue and the enqueue goes on
           expect(routes).toEqual(Array(3).fill({ queue: 'fast', rule: -1, counts: [0], degraded: true }))
           // a block cannot be recorded without Redis
-          expect(blocks).toEqual(['ERR_STORE_UNAVAILABLE', 'ERR_STORE_UNAVAILABLE'])
+          expect(blocks).toEqual(Array(3).fill('ERR_STORE_UNAVAILABLE'))
         }
       } finally {
         await t.close()

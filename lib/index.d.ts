@@ -404,6 +404,8 @@ export declare class SlidingWindowLimiter {
   peek(weight?: number): Promise<SlidingDecision>
   /** Forgets every logged call. */
   reset(): Promise<void>
+  /** Upstream back-pressure: nobody is admitted for the next `ms` (whole ms), in any process. */
+  block(ms: number): Promise<void>
   /** Runs fn if admitted now; otherwise OverLimitError naming the window that refused. */
   ensure<T>(fn: () => T | Promise<T>, options?: { weight?: number }): Promise<T>
 }

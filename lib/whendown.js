@@ -14,6 +14,7 @@ const LIMIT_PEEK = -3
 const LIMIT_BLOCK = -4
 const SLIDING_TAKE = 0
 const SLIDING_RESET = 2
+const SLIDING_BLOCK = 3
 const QUOTA_USE = 3
 const CONCURRENT = { acquire: 1, release: 2, extend: 3, poll: 4, cancel: 5, stats: 6 }
 
@@ -114,7 +115,7 @@ class WhenDown {
   /** a sliding-window call answered without Redis (as `limit`) */
   sliding([owner, key, nums]) {
     if (this.mode === 'local') return owner._decision(this.local._sliding(key, nums), 0, true)
-    if (nums[0] === SLIDING_RESET) throw this.error
+    if (nums[0] === SLIDING_RESET || nums[0] === SLIDING_BLOCK) throw this.error
     const windows = nums[2]
     const out = new Float64Array(2 + 2 * windows)
     if (this.mode === 'allow') {

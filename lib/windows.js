@@ -1,12 +1,12 @@
 'use strict'
 
 const { OverLimitError, invalidConfig, invalidArgument } = require('./errors')
-const { checkInteger, MAX_LIMIT, MAX_MS } = require('./limiters')
+const { checkInteger, checkBlockMs, MAX_LIMIT, MAX_MS } = require('./limiters')
 const { MemoryStore, RedisStore } = require('./stores')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_WINDOWS = 16
-const OP = { take: 0, peek: 1, reset: 2 }
+const OP = { take: 0, peek: 1, reset: 2, block: 3 }
 
 function checkStore(store) {
   if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
@@ -126,9 +126,19 @@ class SlidingWindowLimiter {
     return this._call(OP.peek, this._checkWeight(weight))
   }
 
-  /** Forgets every call this limiter has logged. */
+  /** Forgets every call this limiter has logged (and ends a block). */
   async reset() {
     await this._call(OP.reset, 0)
+  }
+
+  /**
+   * Upstream back-pressure: nobody is admitted for the next `ms`, in any process; the log is
+   * kept, a longer block already in place is kept. Checks and peeks are refused with no
+   * window reporting room and `retryAfterMs` no earlier than the block's end.
+   */
+  async block(ms) {
+    checkBlockMs(ms)
+    await this._call(OP.block, ms * 1000)
   }
 
   /**

@@ -8,7 +8,8 @@
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      per call: <key index (1-based)> <op> <weight> <window count> then per window
 --           <limit> <interval_us>; op 0: take (charge every window if all have room),
---           1: peek (the answer of a take, charging nothing), 2: reset (delete the log)
+--           1: peek (the answer of a take, charging nothing), 2: reset (delete the log),
+--           3: block (nobody admitted for <weight> µs; the log is kept)
 -- Returns   flat array per call: allowed (0/1), retry_after_us, then per window:
 --           remaining, retry_after_us
 -- Notes     a window of interval I covers (now - I, now]; every call first drops the calls
@@ -16,7 +17,11 @@
 --           newest call leaves the longest window, at most half a window later (it is set by
 --           the first call of each half-window only); when now_us is given, exactly until
 --           then plus 60 s (a test's ManualClock: Redis still expires keys on its own
---           clock). All KEYS share one hash slot: the caller groups calls by slot.
+--           clock). A block is the member 'b:<until_us>' at score -1, below every call
+--           (times are >= 0): trims start above it, window reads exclude it; while it lies
+--           ahead, a take is answered as a peek, refused, remaining 0, retry no earlier than
+--           its end, and the key lives at least until then. All KEYS share one hash slot: the
+--           caller groups calls by slot.
 
 local nargs = #ARGV
 assert(nargs >= 5 and #KEYS >= 1, 'sliding: expected keys and calls')
@@ -39,6 +44,13 @@ end
 
 local function member(before, weight)
   return string.format('%017.0f:%.0f', before, weight)
+end
+
+-- the end of the block on `key`, or 0
+local function blocked_until(key)
+  local b = redis.call('ZRANGEBYSCORE', key, -1, -1)
+  if b[1] then return tonumber(string.sub(b[1], 3)) or 0 end
+  return 0
 end
 
 local function parse(m)
@@ -79,7 +91,26 @@ while i <= nargs do
     if intervals[w] > longest then longest = intervals[w] end
   end
   i = i + 4 + 2 * nw
-  if op == 2 then
+  local untl = 0
+  if op ~= 2 then untl = blocked_until(key) end
+  if op == 3 then
+    -- weight = the block's duration
+    local left = now + weight
+    if untl > left then left = untl end
+    redis.call('ZREMRANGEBYSCORE', key, -1, -1)
+    redis.call('ZADD', key, -1, 'b:' .. string.format('%.0f', left))
+    local px = math.ceil((left - now) / 1000) + margin
+    local pttl = redis.call('PTTL', key)
+    if pttl > px then px = pttl end
+    if px < 1 then px = 1 end
+    redis.call('PEXPIRE', key, px)
+    out[nout + 1], out[nout + 2] = 0, left - now
+    nout = nout + 2
+    for w = 1, nw do
+      out[nout + 1], out[nout + 2] = 0, left - now
+      nout = nout + 2
+    end
+  elseif op == 2 then
     redis.call('DEL', key)
     out[nout + 1], out[nout + 2] = 1, 0
     nout = nout + 2
@@ -88,17 +119,21 @@ while i <= nargs do
       nout = nout + 2
     end
   else
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now - longest))
+    local blocked = untl > now
+    if blocked then op = 1 end
+    redis.call('ZREMRANGEBYSCORE', key, '(-1', num(now - longest))
     local total, newest = 0, nil
     local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    if last[1] then
+    if last[1] and tonumber(last[2]) >= 0 then
       local b, w = parse(last[1])
       total, newest = b + w, tonumber(last[2])
     end
     local used, retry = {}, {}
     local allowed = true
     for w = 1, nw do
-      local first = redis.call('ZRANGEBYSCORE', key, '(' .. num(now - intervals[w]), '+inf', 'LIMIT', 0, 1)
+      local from = now - intervals[w]
+      if from < -1 then from = -1 end
+      local first = redis.call('ZRANGEBYSCORE', key, '(' .. num(from), '+inf', 'LIMIT', 0, 1)
       local u, start = 0, 0
       if first[1] then
         start = parse(first[1])
@@ -122,10 +157,10 @@ while i <= nargs do
         if newest and newest > now then at = newest end
         redis.call('ZADD', key, num(at), member(total, weight))
         if total + weight > REBASE_AT then
-          local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+          local all = redis.call('ZRANGEBYSCORE', key, 0, '+inf', 'WITHSCORES')
           local base = parse(all[1])
           local left = redis.call('PTTL', key)
-          redis.call('DEL', key)
+          redis.call('ZREMRANGEBYSCORE', key, 0, '+inf')
           for j = 1, #all, 2 do
             local b, w = parse(all[j])
             redis.call('ZADD', key, all[j + 1], member(b - base, w))
@@ -159,6 +194,17 @@ while i <= nargs do
       nout = nout + 2
     end
     if allowed then out[at] = 0 else out[at] = worst end
+    if blocked then
+      -- refused until the block's end; no window reports room
+      local left = untl - now
+      left = left + (-left) % 1
+      out[at - 1] = 0
+      if out[at] < left then out[at] = left end
+      for w = 1, nw do
+        out[at + 2 * w - 1] = 0
+        if out[at + 2 * w] < left then out[at + 2 * w] = left end
+      end
+    end
   end
 end
 return out

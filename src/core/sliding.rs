@@ -71,10 +71,11 @@ pub struct Decision {
   pub windows: Vec<WindowDecision>,
 }
 
-/// The log of one name.
+/// The log of one name, and the end of a block on it (µs; 0: never blocked).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Log {
   entries: VecDeque<Entry>,
+  blocked_until_us: f64,
 }
 
 /// The longest interval, µs.
@@ -101,8 +102,32 @@ impl Log {
     self.entries.partition_point(|e| e.at_us <= boundary_us)
   }
 
+  /// Blocks the name for `duration_us` from now (a later block in place is kept); returns
+  /// the block's end. The log is kept.
+  pub fn block(&mut self, duration_us: f64, now_us: f64) -> f64 {
+    self.blocked_until_us = self.blocked_until_us.max(now_us + duration_us);
+    self.blocked_until_us
+  }
+
   /// Decides one call at `now_us` (trimming the calls that left the longest window first).
+  /// While blocked, a call is refused as a peek would be answered, with no window's room
+  /// reported (remaining 0) and no retry before the block's end.
   pub fn step(&mut self, windows: &[Window], weight: f64, op: Op, now_us: f64) -> Decision {
+    if self.blocked_until_us > now_us {
+      let left = (self.blocked_until_us - now_us).ceil();
+      let mut d = self.decide(windows, weight, Op::Peek, now_us);
+      d.allowed = false;
+      d.retry_after_us = d.retry_after_us.max(left);
+      for w in &mut d.windows {
+        w.remaining = 0.0;
+        w.retry_after_us = w.retry_after_us.max(left);
+      }
+      return d;
+    }
+    self.decide(windows, weight, op, now_us)
+  }
+
+  fn decide(&mut self, windows: &[Window], weight: f64, op: Op, now_us: f64) -> Decision {
     let longest = longest_us(windows);
     let gone = self.first_after(now_us - longest);
     self.entries.drain(..gone);
@@ -162,9 +187,15 @@ impl Log {
     }
   }
 
-  /// When the log stops mattering (its newest call leaves the longest window), µs.
+  /// When the log stops mattering (its newest call leaves the longest window, and any block
+  /// has ended), µs.
   pub fn expires_us(&self, windows: &[Window]) -> Option<f64> {
-    self.entries.back().map(|e| e.at_us + longest_us(windows))
+    let newest = self.entries.back().map(|e| e.at_us + longest_us(windows));
+    match newest {
+      Some(t) => Some(t.max(self.blocked_until_us)),
+      None if self.blocked_until_us > 0.0 => Some(self.blocked_until_us),
+      None => None,
+    }
   }
 }
 

@@ -295,6 +295,20 @@ impl MemoryStore {
                 .collect(),
             }
           }
+          SlidingAction::Block => {
+            let until = entry.0.block(call.weight, now_us);
+            entry.1 = entry.1.max(until);
+            let left = until - now_us;
+            sliding::Decision {
+              allowed: false,
+              retry_after_us: left,
+              windows: call
+                .windows
+                .iter()
+                .map(|_| sliding::WindowDecision { remaining: 0.0, retry_after_us: left })
+                .collect(),
+            }
+          }
           SlidingAction::Step(op) => {
             let d = entry.0.step(&call.windows, call.weight, op, now_us);
             entry.1 = entry.0.expires_us(&call.windows).unwrap_or(0.0);

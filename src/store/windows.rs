@@ -2,7 +2,7 @@
 //! encodings the JS layer sends and validated, so nothing invalid reaches a store.
 //!
 //! Sliding batch: `keys` joined by `\n`, one per call, and per call `[op (0 take, 1 peek,
-//! 2 reset), weight, window count, then per window limit, interval_us]`. Results per call:
+//! 2 reset, 3 block for `weight` µs), weight, window count, then per window limit, interval_us]`. Results per call:
 //! `[allowed (0/1), retry_after_us, then per window remaining, retry_after_us]`.
 //!
 //! Quota call: `keys` = the distinct counters joined by `\n`, and `[counter count, per
@@ -35,6 +35,8 @@ fn integer_in(x: f64, lo: f64, hi: f64) -> bool {
 pub enum SlidingAction {
   Step(Op),
   Reset,
+  /// Nobody admitted for the call's weight in µs.
+  Block,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -60,6 +62,7 @@ pub fn decode_sliding(nums: &[f64]) -> Result<(SlidingAction, f64, Vec<Window>, 
     0.0 => SlidingAction::Step(Op::Take),
     1.0 => SlidingAction::Step(Op::Peek),
     2.0 => SlidingAction::Reset,
+    3.0 => SlidingAction::Block,
     _ => return Err(malformed()),
   };
   if !integer_in(count, 1.0, MAX_WINDOWS as f64) || nums.len() < 3 + 2 * count as usize {
@@ -75,7 +78,11 @@ pub fn decode_sliding(nums: &[f64]) -> Result<(SlidingAction, f64, Vec<Window>, 
       return Err(Error::argument(format!("interval must be whole µs in [1, 10 years], got {}", w.interval_us)));
     }
   }
-  if !integer_in(weight, 0.0, MAX_LIMIT) {
+  if action == SlidingAction::Block {
+    if !integer_in(weight, 1.0, MAX_INTERVAL_US) {
+      return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {weight}")));
+    }
+  } else if !integer_in(weight, 0.0, MAX_LIMIT) {
     return Err(Error::argument(format!("weight must be an integer in [0, {MAX_LIMIT}], got {weight}")));
   }
   Ok((action, weight, windows, 3 + 2 * count as usize))
@@ -248,8 +255,12 @@ mod tests {
     assert_eq!(b.calls[0].windows.len(), 2);
     assert_eq!(b.calls[1].action, SlidingAction::Step(Op::Peek));
     assert_eq!((b.calls[2].key, b.calls[2].action), (0, SlidingAction::Reset));
+    let block = SlidingBatch::decode("a", &[3.0, 5e6, 1.0, 5.0, 1e6]).unwrap();
+    assert_eq!((block.calls[0].action, block.calls[0].weight), (SlidingAction::Block, 5e6));
     for bad in [
-      vec![3.0, 1.0, 1.0, 5.0, 1e6],
+      vec![4.0, 1.0, 1.0, 5.0, 1e6],
+      vec![3.0, 0.0, 1.0, 5.0, 1e6],
+      vec![3.0, 1.5, 1.0, 5.0, 1e6],
       vec![0.0, 1.5, 1.0, 5.0, 1e6],
       vec![0.0, 1.0, 0.0],
       vec![0.0, 1.0, 2.0, 5.0, 1e6],

@@ -81,6 +81,7 @@ impl RedisStore {
         SlidingAction::Step(Op::Take) => 0,
         SlidingAction::Step(Op::Peek) => 1,
         SlidingAction::Reset => 2,
+        SlidingAction::Block => 3,
       };
       args.extend([Value::Integer(k as i64), Value::Integer(op), number(call.weight)]);
       args.push(Value::Integer(call.windows.len() as i64));
