@@ -38,6 +38,22 @@ describe.each(STORE_KINDS)('QuotaLimiter on %s', (kind) => {
     expect((await limiter.checkWithinQuotas(h, 4560.99)).timestamp).toBe(4560)
   })
 
+  it("an empty quota (limit 0) rejects every request, as Sentry's test_empty_quota, and writes nothing", async () => {
+    const before = await keyCount()
+    const quotas: Quota[] = [{ windowSeconds: 10, granularitySeconds: 1, limit: 0 }]
+    const resp = await limiter.checkAndUseQuotas([{ prefix: 'foo', requested: 1, quotas }])
+    expect(resp).toEqual([{ prefix: 'foo', granted: 0, reachedQuotas: quotas, degraded: false }])
+    expect(resp[0].reachedQuotas[0]).toBe(quotas[0])
+    // beside a quota with room, it still grants nothing; the other quota is not charged
+    const room: Quota = { windowSeconds: 10, granularitySeconds: 1, limit: 5 }
+    const both = await limiter.checkAndUseQuotas([{ prefix: 'foo2', requested: 3, quotas: [room, ...quotas] }], 100)
+    expect(both.map((g) => [g.granted, g.reachedQuotas])).toEqual([[0, quotas]])
+    expect(granted(await limiter.checkAndUseQuotas([{ prefix: 'foo2', requested: 5, quotas: [room] }], 100))).toEqual([
+      5,
+    ])
+    if (raw) expect(await keyCount()).toBe(before + 1)
+  })
+
   it('grants the minimum remaining and lists the reached quotas in quota order, as the same objects', async () => {
     const prefix1 = p()
     const small: Quota = { windowSeconds: 60, granularitySeconds: 10, limit: 3 }
@@ -181,7 +197,6 @@ describe.each(STORE_KINDS)('QuotaLimiter input validation on %s', (kind) => {
       { ...good, granularitySeconds: 120 },
       { ...good, windowSeconds: 0 },
       { ...good, windowSeconds: 1.5 },
-      { ...good, limit: 0 },
       { ...good, limit: -3 },
       { ...good, limit: 2.5 },
       { ...good, limit: '5' },

@@ -414,6 +414,7 @@ export declare class SlidingWindowLimiter {
 export interface Quota {
   windowSeconds: number
   granularitySeconds: number
+  /** Integer >= 0; 0 is an empty quota that grants nothing (as Sentry). */
   limit: number
   /** Counts under this prefix instead of the request's: a quota shared by many requests. */
   prefixOverride?: string

@@ -187,7 +187,8 @@ function checkQuota(q, where) {
   if (window % granularity !== 0) {
     throw invalidConfig(`${where}.granularitySeconds (${granularity}) must divide windowSeconds (${window})`)
   }
-  checkInteger(`${where}.limit`, q.limit, 1, MAX_QUOTA)
+  // limit 0: an empty quota that rejects every request (Sentry uses it to switch a project off)
+  checkInteger(`${where}.limit`, q.limit, 0, MAX_QUOTA)
   if (q.prefixOverride !== undefined && q.prefixOverride !== null) {
     checkPrefix(`${where}.prefixOverride`, q.prefixOverride)
   }

@@ -186,8 +186,8 @@ impl QuotaCall {
         if !integer_in(counter, 0.0, (call.keys.len() - 1) as f64) {
           return Err(malformed());
         }
-        if !integer_in(limit, 1.0, MAX_QUOTA) {
-          return Err(Error::config(format!("a quota's limit must be an integer in [1, {MAX_QUOTA}], got {limit}")));
+        if !integer_in(limit, 0.0, MAX_QUOTA) {
+          return Err(Error::config(format!("a quota's limit must be an integer in [0, {MAX_QUOTA}], got {limit}")));
         }
         let (window_s, granularity_s) = call.shapes[counter as usize];
         quotas.push(QuotaRef { counter: counter as usize, limit, window_s, granularity_s });
@@ -283,7 +283,10 @@ mod tests {
     let config = |nums: &[f64]| QuotaCall::decode("a", nums).unwrap_err().kind;
     assert_eq!(config(&[1.0, 10.0, 3.0, 1.0, 1.0, 1.0, 0.0, 5.0]), ErrorKind::InvalidConfig);
     assert_eq!(config(&[1.0, 10.0, 0.0, 1.0, 1.0, 1.0, 0.0, 5.0]), ErrorKind::InvalidConfig);
-    assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 0.0]), ErrorKind::InvalidConfig);
+    assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, -1.0]), ErrorKind::InvalidConfig);
+    assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 0.5]), ErrorKind::InvalidConfig);
+    // limit 0 is Sentry's empty quota: valid, it grants nothing
+    assert!(QuotaCall::decode("a", &[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 0.0]).is_ok());
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, -1.0, 1.0, 0.0, 5.0]), ErrorKind::InvalidArgument);
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 1.0, 5.0]), ErrorKind::InvalidArgument);
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 5.0, 9.0]), ErrorKind::InvalidArgument);
