@@ -11,7 +11,7 @@ import {
   SluiceError,
   type Store,
 } from '../lib/index.js'
-import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
+import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient, redisUrl } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 
 const BAD_NUMBERS: unknown[] = [NaN, Infinity, -Infinity, '10', null, {}, 1e12, -1]
@@ -168,5 +168,45 @@ describe('store options', () => {
     const p = new DistributedPacer(store, { key: 'k', qps: 1 })
     await store.close()
     await expect(p.pace()).rejects.toMatchObject({ code: 'ERR_CLOSED' })
+  })
+})
+
+describe('secrets in errors', () => {
+  it('no error or store object shows the password of a Redis URL', async () => {
+    const { RedisStore } = await import('../lib/index.js')
+    const util = await import('node:util')
+    const secret = 'Zq9pW0rdSECRET'
+    const port = new URL(redisUrl()).port
+    const seen: string[] = []
+    const tries = [
+      { url: `redis://user:${secret}@host:notaport` },
+      { url: `redis://user:${secret}@:6379` },
+      { url: `ftp://user:${secret}@host` },
+      { url: `redis://user:${secret}@127.0.0.1:${port}` }, // WRONGPASS
+      { url: `redis://user:${secret}@127.0.0.1:1`, connectTimeoutMs: 300 },
+      { cluster: [`redis://user:${secret}@127.0.0.1:1`], connectTimeoutMs: 300 },
+      { cluster: [`redis://user:${secret}@host:notaport`] },
+    ]
+    for (const options of tries) {
+      try {
+        const store = await RedisStore.connect(options)
+        seen.push(util.inspect(store, { depth: Infinity }))
+        await store.close()
+      } catch (err) {
+        const e = err as Error & { code: string; cause?: unknown }
+        expect(e.code).toMatch(/^ERR_/)
+        seen.push(e.message, String(e.stack), String(e.cause), util.inspect(e, { depth: Infinity }), JSON.stringify(e))
+      }
+    }
+    // a store that starts down (whenDown) keeps the URL for its reconnects: never shown either
+    const down = await RedisStore.connect({
+      url: `redis://:${secret}@127.0.0.1:1`,
+      whenDown: 'allow',
+      connectTimeoutMs: 200,
+    })
+    seen.push(util.inspect(down, { depth: Infinity }), JSON.stringify(Object.keys(down)))
+    await down.close()
+    for (const text of seen) expect(text).not.toContain(secret)
+    expect(seen.join(' ')).toContain('user:***@')
   })
 })

@@ -98,7 +98,10 @@ class DirectConnection {
   }
 
   constructor(target, commandTimeoutMs) {
-    this._target = target
+    // the password is kept out of every property, so no inspect or log of the store shows it
+    const { password, ...shown } = target
+    this._target = shown
+    this._password = () => password
     this._timeoutMs = commandTimeoutMs
     this._socket = null
     this.ready = false
@@ -117,7 +120,8 @@ class DirectConnection {
   _dial(timeoutMs) {
     this._lastDial = Date.now()
     this._dialing = true
-    const { host, port, user, password, db } = this._target
+    const { host, port, user, db } = this._target
+    const password = this._password()
     return new Promise((resolve) => {
       const socket = net.connect({ host, port, noDelay: true })
       let settled = false

@@ -291,7 +291,8 @@ fn redis_options(o: NativeRedisOptions) -> std::result::Result<RedisOptions, Err
   let cluster = o.cluster.unwrap_or_default();
   for u in std::iter::once(&url).chain(cluster.iter()) {
     if !(u.starts_with("redis://") || u.starts_with("rediss://")) {
-      return Err(Error::config(format!("Redis URLs must start with redis:// or rediss://, got {u:?}")));
+      let shown = crate::store::redis::redact_url(u);
+      return Err(Error::config(format!("Redis URLs must start with redis:// or rediss://, got {shown:?}")));
     }
   }
   Ok(RedisOptions {

@@ -151,9 +151,45 @@ pub const CONCURRENT_RESULT_FIELDS: usize = 9;
 /// behind, so a grant may have been missed.
 pub const WAKE_RESYNC: &str = "*";
 
+/// `url` with its password (or a lone userinfo, which Redis URLs read as a password) shown
+/// as `***`: `redis://user:***@host:port`. Every message that quotes a URL goes through it.
+pub fn redact_url(url: &str) -> String {
+  let Some(scheme_end) = url.find("://") else {
+    return if url.contains('@') { "***".into() } else { url.to_owned() };
+  };
+  let rest = &url[scheme_end + 3..];
+  let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+  let authority = &rest[..authority_end];
+  let Some(at) = authority.rfind('@') else {
+    return url.to_owned();
+  };
+  let userinfo = &authority[..at];
+  let shown = match userinfo.find(':') {
+    Some(colon) => format!("{}:***", &userinfo[..colon]),
+    None => "***".to_owned(),
+  };
+  format!("{}{}@{}", &url[..scheme_end + 3], shown, &rest[at + 1..])
+}
+
+/// `text` with every occurrence of `url`'s secret replaced by `***` (for messages of
+/// dependencies that may quote it).
+fn redact_in(text: &str, url: &str) -> String {
+  let secret = url
+    .split("://")
+    .nth(1)
+    .and_then(|rest| rest.split(['/', '?', '#']).next())
+    .and_then(|authority| authority.rfind('@').map(|at| &authority[..at]))
+    .map(|userinfo| userinfo.split_once(':').map_or(userinfo, |(_, password)| password));
+  match secret {
+    Some(secret) if !secret.is_empty() => text.replace(secret, "***"),
+    _ => text.to_owned(),
+  }
+}
+
 fn config_from(options: &RedisOptions) -> Result<FredConfig> {
   let parse = |url: &str| {
-    FredConfig::from_url(url).map_err(|e| Error::config(format!("invalid Redis URL {url:?}: {}", e.details())))
+    FredConfig::from_url(url)
+      .map_err(|e| Error::config(format!("invalid Redis URL {:?}: {}", redact_url(url), redact_in(e.details(), url))))
   };
   if options.cluster.is_empty() {
     return parse(&options.url);
@@ -828,5 +864,28 @@ impl RedisStore {
   /// Ends the pending [`next_wakes`](Self::next_wakes) call with an empty list.
   pub fn stop_wakes(&self) {
     self.wakes.push(String::new());
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn urls_are_shown_without_their_secret() {
+    assert_eq!(redact_url("redis://user:secret@host:notaport"), "redis://user:***@host:notaport");
+    assert_eq!(redact_url("rediss://:s3cr3t@127.0.0.1:6380/2"), "rediss://:***@127.0.0.1:6380/2");
+    assert_eq!(redact_url("redis://onlypass@host"), "redis://***@host");
+    assert_eq!(redact_url("redis://u:p@ss@host:1"), "redis://u:***@host:1");
+    assert_eq!(redact_url("redis://host:6379"), "redis://host:6379");
+    assert_eq!(redact_url("http://u:pw@x"), "http://u:***@x");
+    assert_eq!(redact_url("u:pw@x"), "***");
+    assert_eq!(redact_in("bad pass: secret!", "redis://user:secret@host"), "bad pass: ***!");
+    for url in ["redis://user:secret@host:notaport", "redis://user:secret@:6379", "redis://user:secret@host:99999"] {
+      let options = RedisOptions { url: url.into(), ..RedisOptions::default() };
+      let e = config_from(&options).unwrap_err();
+      assert_eq!(e.kind, ErrorKind::InvalidConfig);
+      assert!(!e.message.contains("secret"), "{}", e.message);
+    }
   }
 }
