@@ -208,6 +208,12 @@ export declare function redisSlidingBatch(store: NativeRedisStore, keys: string,
 /** Sliding-window calls on the direct lane. */
 export declare function redisSlidingDirect(store: NativeRedisStore, keys: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
+/**
+ * Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
+ * <key count> <key>... <arg count> <arg>...`; resolves with each operation's reply.
+ */
+export declare function redisStats(store: NativeRedisStore, ops: Array<string>, lane: number): Promise<string[][]>
+
 /** Ends a pending `redisNextWakes` with an empty list. */
 export declare function redisStopWakes(store: NativeRedisStore): void
 

@@ -863,6 +863,7 @@ module.exports.redisQuotaBatch = nativeBinding.redisQuotaBatch
 module.exports.redisQuotaDirect = nativeBinding.redisQuotaDirect
 module.exports.redisSlidingBatch = nativeBinding.redisSlidingBatch
 module.exports.redisSlidingDirect = nativeBinding.redisSlidingDirect
+module.exports.redisStats = nativeBinding.redisStats
 module.exports.redisStopWakes = nativeBinding.redisStopWakes
 module.exports.redisSubscribe = nativeBinding.redisSubscribe
 module.exports.redisUnsubscribe = nativeBinding.redisUnsubscribe

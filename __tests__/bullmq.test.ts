@@ -101,6 +101,8 @@ describe('limitProcessor', () => {
     }
     expect([...perJob.values()]).toEqual(Array(4).fill([1, 2]))
     expect([...w.completed.values()].every((n) => n === 1)).toBe(true)
+    // the bucket's statistics: 2 admitted, 4 jobs refused 3 times each, 8 reschedules
+    expect(await bucket.stats()).toMatchObject({ admitted: 2, refused: 12, rescheduled: 8 })
   })
 
   it("the default backoff is Sidekiq's: 300 * overrated + rand(300) + 1 seconds", async () => {

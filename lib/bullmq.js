@@ -146,6 +146,15 @@ async function paced(pacer, maxWaitMs) {
   return 0
 }
 
+/** Counts a reschedule in the statistics of `limiter` (each member of a composite). */
+function countRescheduled(limiter) {
+  const members = limiter instanceof PacerComposite ? limiter._leaves : [limiter]
+  for (const m of members) {
+    const book = m._store && m._store._stats
+    if (book && m._statsKind) book.rescheduled(m)
+  }
+}
+
 /** A lease within `maxWaitMs` (and the limiter's own waitTimeoutMs), or null. */
 async function lease(limiter, maxWaitMs) {
   if (maxWaitMs === 0) return limiter.tryAcquire()
@@ -236,6 +245,7 @@ function limitProcessor(processor, options) {
       throw invalidConfig(`backoff must return ms >= 0, got ${String(delayMs)}`)
     }
     await job.moveToDelayed(Date.now() + Math.ceil(delayMs), token)
+    countRescheduled(chosen)
     throw new DelayedError(err.message)
   }
 

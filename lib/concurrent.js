@@ -84,6 +84,20 @@ class ConcurrentLimiter {
     }
     this._key = `${store.keyPrefix}:concurrent:{${common.name}}`
     this._channel = `${this._key}:wake`
+    this._statsKind = 'concurrent'
+    this._statsName = common.name
+  }
+
+  /** @internal the options shown by `store.limiters()` */
+  _statsOptions() {
+    return { limit: this._limit, lockTimeoutMs: this._lockTimeoutMs }
+  }
+
+  /** @internal counts an acquisition: a lease (admitted) or none (refused) */
+  _count(got) {
+    const book = this._store._stats
+    if (book !== null)
+      book.decision(this, got instanceof Lease, 1, false, got instanceof Lease && got.degraded === true)
   }
 
   get name() {
@@ -103,7 +117,10 @@ class ConcurrentLimiter {
   async tryAcquire() {
     const id = nextId()
     const values = await this._op(ACQUIRE, id, 0)
-    return values[0] === 1 ? lease(this, id, values) : null
+    const got = values[0] === 1 ? lease(this, id, values) : null
+    const book = this._store._stats
+    if (book !== null) book.decision(this, got !== null, 1, false, values.degraded === true)
+    return got
   }
 
   /**
@@ -114,6 +131,7 @@ class ConcurrentLimiter {
     const { signal } = withinOptions(options, ['signal'])
     checkSignal(signal)
     const got = await this._acquire(signal)
+    this._count(got)
     if (got instanceof Lease) return got
     throw overLimit(this, got)
   }
@@ -221,6 +239,7 @@ class ConcurrentLimiter {
     const { signal } = withinOptions(options, ['signal'])
     checkSignal(signal)
     const lease = await this._acquire(signal)
+    this._count(lease)
     if (!(lease instanceof Lease)) {
       if (this._policy === 'skip') return undefined
       throw overLimit(this, lease)
@@ -243,11 +262,13 @@ class ConcurrentLimiter {
    * Counters since the limiter's keys were created (they live `ttlMs` after the last
    * operation): leases `held` and `heldTimeMs`, `immediate` and `waited` acquisitions,
    * `waitTimeMs`, `overages` (leases that outlived lockTimeoutMs), `reclaimed`, and the
-   * `current` holders and `waiting` waiters.
+   * `current` holders and `waiting` waiters; and the fields every limiter has (`admitted`,
+   * `refused`: a tryAcquire that returned null or an acquire that timed out, ...).
    */
   async stats() {
-    const v = await this._op(STATS, 'stats', 0)
+    const [v, common] = await Promise.all([this._op(STATS, 'stats', 0), this._store._statsOf('concurrent', this._name)])
     return {
+      ...common,
       held: v[0],
       heldTimeMs: Math.round(v[1] / 1000),
       immediate: v[2],

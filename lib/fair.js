@@ -131,6 +131,8 @@ class FairTenant {
     this._maxWindowMs = maxWindowMs
     this._granularityMs = mode === 'approximate' ? Math.min(...granularities) : 0
     this._segment = mode === 'exact' ? 'fair' : 'fair-approx'
+    this._statsKind = 'fair'
+    this._statsName = name
     const nums = [mode === 'exact' ? 0 : 1, pers.length]
     pers.forEach((per, i) => nums.push(per, granularities[i]))
     this._nums = Float64Array.from(nums)
@@ -154,6 +156,19 @@ class FairTenant {
   /** The finest granule length of `'approximate'` mode, ms (0 in `'exact'` mode). */
   get granularityMs() {
     return this._granularityMs
+  }
+
+  /** @internal the options shown by `store.limiters()` */
+  _statsOptions() {
+    return { mode: this._mode, rules: this._rules }
+  }
+
+  /**
+   * Statistics over every process: `admitted` counts jobs left in their default queue,
+   * `refused` jobs re-routed by a rule.
+   */
+  stats() {
+    return this._store._statsOf('fair', this._name)
   }
 
   /** The store key of `tenant`'s record. */
@@ -181,6 +196,8 @@ class FairTenant {
     for (let i = 0; i < this._rules.length; i++) {
       if (counts[i] > this._rules[i].threshold) rule = i
     }
+    const book = store._stats
+    if (book !== null) book.decision(this, rule < 0, 1, false, counts.degraded === true)
     return {
       queue: rule < 0 ? defaultQueue : this._rules[rule].queue,
       rule,

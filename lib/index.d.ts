@@ -50,6 +50,37 @@ export interface StoreOptions {
   keyPrefix?: string
   /** Decide with this clock instead of the system clock (memory) or Redis `TIME` (Redis). */
   clock?: ManualClock
+  /** Count statistics of every limiter (`stats()`, `store.limiters()`); default true. */
+  stats?: boolean
+}
+
+/** Statistics of one limiter, over every process (see `stats()`). */
+export interface LimiterStats {
+  /** Decisions that admitted. */
+  admitted: number
+  /** Decisions that refused (a tryAcquire() that returned null, a job re-routed by a FairTenant...). */
+  refused: number
+  admittedWeight: number
+  refusedWeight: number
+  /** Admissions after which at most 20 % of the limit remained (a pacer's bucket 80 % full). */
+  nearLimit: number
+  /** Admissions that waited for their turn (withinLimit, pace), and the time they waited. */
+  waited: number
+  waitTimeMs: number
+  /** Answers given without Redis (RedisStore `whenDown`). */
+  degraded: number
+  /** Jobs moved back to delayed by sluice/bullmq's limitProcessor. */
+  rescheduled: number
+}
+
+/** A limiter a store has seen (`store.limiters()`). */
+export interface LimiterInfo {
+  kind: 'pacer' | 'bucket' | 'window' | 'leaky' | 'points' | 'concurrent' | 'sliding' | 'quota' | 'fair'
+  /** The limiter's name (a pacer's key, a quota's prefix). */
+  name: string
+  options: Record<string, unknown>
+  /** Last use, ms since the epoch (the store's clock). */
+  lastUse: number
 }
 
 /** The embedded store: state in this process, synchronous native decisions, no Redis. */
@@ -57,6 +88,10 @@ export declare class MemoryStore {
   constructor(options?: StoreOptions)
   readonly keyPrefix: string
   readonly clock: ManualClock | null
+  /** The limiters used through this store, most recently used first (at most 10,000). */
+  limiters(): Promise<LimiterInfo[]>
+  /** Statistics events forgotten (more than 10,000 limiters); 0 otherwise. */
+  readonly statsDropped: number
   close(): Promise<void>
 }
 
@@ -94,6 +129,10 @@ export interface RedisStoreOptions extends StoreOptions {
    * true keeps up to 100000 keys; `{ maxKeys }` sets the bound.
    */
   localDenyCache?: boolean | { maxKeys?: number }
+  /** How often this process writes its statistics, ms (10..600000), default 5000; and on close(). */
+  statsFlushMs?: number
+  /** How long statistics and the limiter list live after their last write, ms, default 7 days. */
+  statsTtlMs?: number
 }
 
 /** How a store's calls went out: `calls` in `batches` native calls, `direct` of them on the direct connection. */
@@ -131,6 +170,10 @@ export declare class RedisStore {
   readonly isCluster: boolean
   /** How the calls made so far were batched (calls per native call = calls / batches). */
   readonly batching: Batching
+  /** The limiters used within statsTtlMs through any store with this key prefix, most recently used first. */
+  limiters(): Promise<LimiterInfo[]>
+  /** Statistics events this store could not write (it closed while Redis was down). */
+  readonly statsDropped: number
   /** Closes the pool; later calls reject with ERR_CLOSED. */
   close(): Promise<void>
 }
@@ -178,6 +221,8 @@ export declare class DistributedPacer implements Pacer {
    * any process; rateLimit refuses and pace schedules after it; calls resume at qps.
    */
   block(ms: number): Promise<void>
+  /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
+  stats(): Promise<LimiterStats>
 }
 
 export interface PacerCompositeOutcome extends PacerOutcome {
@@ -260,6 +305,8 @@ export interface RateLimiter {
    * counts are kept and a longer block is never shortened.
    */
   block(ms: number): Promise<void>
+  /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
+  stats(): Promise<LimiterStats>
 }
 
 /** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
@@ -305,6 +352,8 @@ export declare class PointsLimiter implements RateLimiter {
   ): Promise<T | undefined>
   reset(): Promise<void>
   block(ms: number): Promise<void>
+  /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
+  stats(): Promise<LimiterStats>
 }
 
 /** A slot of a ConcurrentLimiter. */
@@ -320,14 +369,14 @@ export declare class Lease {
   readonly degraded: boolean
 }
 
-export interface ConcurrentStats {
+export interface ConcurrentStats extends LimiterStats {
   /** Leases handed out. */
   held: number
   /** Total time leases were held, ms. */
   heldTimeMs: number
   /** Leases taken without waiting. */
   immediate: number
-  /** Leases taken after waiting in the queue. */
+  /** Leases taken after waiting in the queue (counted by Redis, over every process). */
   waited: number
   /** Total time those waited, ms. */
   waitTimeMs: number
@@ -406,6 +455,8 @@ export declare class SlidingWindowLimiter {
   reset(): Promise<void>
   /** Upstream back-pressure: nobody is admitted for the next `ms` (whole ms), in any process. */
   block(ms: number): Promise<void>
+  /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
+  stats(): Promise<LimiterStats>
   /** Runs fn if admitted now; otherwise OverLimitError naming the window that refused. */
   ensure<T>(fn: () => T | Promise<T>, options?: { weight?: number }): Promise<T>
 }
@@ -452,6 +503,8 @@ export declare class QuotaLimiter {
   useQuotas(requests: RequestedQuota[], grants: Array<Omit<GrantedQuota, 'degraded'> & { degraded?: boolean }>, timestamp: number): Promise<void>
   /** Checks and charges atomically: concurrent callers cannot over-spend. */
   checkAndUseQuotas(requests: RequestedQuota[], timestamp?: number): Promise<GrantedQuota[]>
+  /** Statistics of the requests made under `prefix` (admitted: granted in full). */
+  stats(prefix: string): Promise<LimiterStats>
 }
 
 /** A routing rule: more than `threshold` jobs of a tenant within `perMs` send its jobs to `queue`. */
@@ -511,4 +564,6 @@ export declare class FairTenant {
   assign(tenant: string | number, jobId: string | number, defaultQueue: string): Promise<string>
   /** Registers the job and resolves with the queue, the matching rule and the counts. */
   route(tenant: string | number, jobId: string | number, defaultQueue: string): Promise<FairRoute>
+  /** Statistics: `admitted` jobs kept their default queue, `refused` ones were re-routed. */
+  stats(): Promise<LimiterStats>
 }

@@ -144,6 +144,30 @@ class RateLimiter {
     this._kind = KIND[segment]
     this._key = `${store.keyPrefix}:${segment}:{${common.name}}`
     this._sig = `${this._kind}|${this._limit}|${this._intervalUs}` // the options, for the local deny cache
+    this._statsKind = segment
+    this._statsName = common.name
+    this._limitName = limitName
+  }
+
+  /** @internal the options shown by `store.limiters()` */
+  _statsOptions() {
+    return { [this._limitName]: this._limit, intervalMs: this._intervalMs }
+  }
+
+  /**
+   * This limiter's statistics over every process (see `store.limiters()` and README): decisions
+   * admitted and refused (and their weight), near-limit admissions (at most 20 % left after
+   * them), waits and wait time, degraded answers, reschedules. On a RedisStore, counts of the
+   * last few seconds of other processes arrive with their next flush.
+   */
+  stats() {
+    return this._store._statsOf(this._statsKind, this._statsName)
+  }
+
+  /** @internal counts one decision of a take */
+  _count(d, weight) {
+    const book = this._store._stats
+    if (book !== null) book.decision(this, d.allowed, weight, d.remaining <= this._limit * 0.2, d.degraded)
   }
 
   /** The limiter's name. */
@@ -199,7 +223,9 @@ class RateLimiter {
    * Rejects with ERR_INVALID_ARGUMENT for a weight that is not an integer in [0, limit].
    */
   async check(weight = 1) {
-    return this._call(this._checkWeight(weight), 0)
+    const d = await this._call(this._checkWeight(weight), 0)
+    this._count(d, weight)
+    return d
   }
 
   /** The decision a call of weight 1 would get now, without charging anything. */
@@ -258,7 +284,9 @@ class RateLimiter {
   /** @internal waits for `weight`; true when admitted, false when skipped */
   async _admit(weight, signal) {
     const store = this._store
-    const deadline = nowMs(store) + this._waitTimeoutMs
+    const start = nowMs(store)
+    const deadline = start + this._waitTimeoutMs
+    let waited = false
     for (;;) {
       const left = Math.max(0, deadline - nowMs(store))
       const d = await this._call(weight, this._reserves ? left * 1000 : 0)
@@ -271,14 +299,19 @@ class RateLimiter {
             await this._call(-weight, ADJUST).catch(() => {})
             throw err
           }
+          waited = true
         }
+        this._count(d, weight)
+        if (waited && store._stats !== null) store._stats.waited(this, nowMs(store) - start)
         return true
       }
       if (this._reserves || d.retryAfterMs > deadline - nowMs(store)) {
+        this._count(d, weight)
         if (this._policy === 'skip') return false
         throw overLimit(this, d.retryAfterMs)
       }
       await sleep(store, d.retryAfterMs, signal)
+      waited = true
     }
   }
 }
@@ -388,6 +421,13 @@ class UnlimitedLimiter {
   }
   async stats() {
     return {
+      admitted: 0,
+      refused: 0,
+      admittedWeight: 0,
+      refusedWeight: 0,
+      nearLimit: 0,
+      degraded: 0,
+      rescheduled: 0,
       held: 0,
       heldTimeMs: 0,
       immediate: 0,

@@ -3,18 +3,13 @@
 const { MemoryStore, RedisStore } = require('./stores')
 const { invalidConfig, invalidArgument } = require('./errors')
 const { checkBlockMs } = require('./limiters')
+const { escapeKey } = require('./stats')
 
 const MAX_KEY_LENGTH = 512
 const MAX_NUMBER = 1e9
 const OPTIONS = ['key', 'qps', 'maxBurst', 'burstAllowanceFactor']
 
 /** Escapes a user key so it cannot break out of its `{hash tag}` or the batch encoding. */
-function escapeKey(key) {
-  return /[%{}\n]/.test(key)
-    ? key.replace(/[%{}\n]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'))
-    : key
-}
-
 function checkStore(store) {
   if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
     throw invalidConfig('store must be a MemoryStore or a RedisStore')
@@ -72,6 +67,8 @@ class DistributedPacer {
     this._store = store
     this._key = key
     this._storeKey = `${store.keyPrefix}:pacer:{${escapeKey(key)}}`
+    this._statsKind = 'pacer'
+    this._statsName = key
     this._qps = qps
     this._maxBurst = maxBurst
     this._factor = burstAllowanceFactor
@@ -128,8 +125,30 @@ class DistributedPacer {
     return Promise.resolve(this._outcome(out, 0, weight))
   }
 
+  /** @internal the options shown by `store.limiters()` */
+  _statsOptions() {
+    return { qps: this._qps, maxBurst: this._maxBurst }
+  }
+
+  /** This pacer's statistics over every process (as the rate limiters' `stats()`). */
+  stats() {
+    return this._store._statsOf('pacer', this._key)
+  }
+
+  /**
+   * @internal counts the decision at `out[i..i+3]`: admitted when it starts now or was paced
+   * (a paced call that waits counts a wait); near the limit when the bucket is 80 % full
+   */
+  _count(out, i, weight, degraded, admitted = out[i + 2] === 1 || out[i] === 0) {
+    const book = this._store._stats
+    if (book === null || weight === 0) return
+    book.decision(this, admitted, weight, out[i + 1] + weight >= 0.8 * this._maxBurst, degraded)
+    if (admitted && out[i] > 0) book.waited(this, delayMsOf(out[i]))
+  }
+
   /** @internal the outcome of this pacer's decision at `out[i..i+3]` */
   _outcome(out, i, weight, degraded = false) {
+    this._count(out, i, weight, degraded)
     const delayMs = delayMsOf(out[i])
     return {
       delayMs,
@@ -215,6 +234,15 @@ class PacerComposite {
   }
 
   _outcome(out, offset, weight, degraded = false) {
+    // all or nothing: the entry is admitted when every member starts now or was paced
+    let admitted = true
+    for (let i = 0; i < this._leaves.length; i++) {
+      const m = offset + 3 * i
+      if (!(out[m + 2] === 1 || out[m] === 0)) admitted = false
+    }
+    for (let i = 0; i < this._leaves.length; i++) {
+      this._leaves[i]._count(out, offset + 3 * i, weight, degraded, admitted)
+    }
     // Per top-level child: its largest member delay (first one on ties), like lodash maxBy.
     let best = -1
     let bestDelay = 0

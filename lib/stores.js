@@ -7,6 +7,7 @@ const { Batcher } = require('./batcher')
 const { DirectConnection } = require('./direct')
 const { DenyCache } = require('./denycache')
 const { WhenDown, WHEN_DOWN } = require('./whendown')
+const { StatsBook, statsFrom, escapeKey, FIELDS: STATS_FIELDS, MAX_LIMITERS } = require('./stats')
 const EventEmitter = require('node:events')
 
 const PRIVATE = Symbol('sluice.private')
@@ -21,6 +22,8 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5000
 const BATCHING = { maxBatch: 64, maxInFlight: Number(process.env.SLUICE_MAX_IN_FLIGHT) || 2 }
 /** Errors that say Redis itself is unreachable or too slow (they open the circuit). */
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
+const DEFAULT_STATS_FLUSH_MS = 5000
+const DEFAULT_STATS_TTL_MS = 7 * 86_400_000
 const DEFAULT_PROBE_INTERVAL_MS = 1000
 const DEFAULT_DENY_CACHE_KEYS = 100_000
 /** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
@@ -45,6 +48,22 @@ function storeOptions(options, allowed) {
   const clock = options.clock === undefined ? null : options.clock
   if (clock !== null && !(clock instanceof ManualClock)) throw invalidConfig('clock must be a ManualClock')
   return { keyPrefix, clock }
+}
+
+/** `stats`: true (default) or false. */
+function statsOption(options) {
+  const value = options && Object.prototype.hasOwnProperty.call(options, 'stats') ? options.stats : undefined
+  if (value === undefined) return true
+  if (typeof value !== 'boolean') throw invalidConfig('stats must be a boolean')
+  return value
+}
+
+const statsOffError = () =>
+  new SluiceError('ERR_INVALID_CONFIG', 'statistics are off for this store (it was made with stats: false)')
+
+/** Statistics of the limiters used recently, newest first. */
+function byLastUse(list) {
+  return list.sort((a, b) => b.lastUse - a.lastUse || (a.kind + a.name < b.kind + b.name ? -1 : 1))
 }
 
 /** `localDenyCache`: false (default), true, or `{ maxKeys }`; the number of keys kept (0: off). */
@@ -98,9 +117,11 @@ class Waiters {
  */
 class MemoryStore {
   constructor(options) {
-    const { keyPrefix, clock } = storeOptions(options, ['keyPrefix', 'clock'])
+    const { keyPrefix, clock } = storeOptions(options, ['keyPrefix', 'clock', 'stats'])
     this.keyPrefix = keyPrefix
     this.clock = clock
+    // statistics: the process's counts are this store's counts
+    this._stats = statsOption(options) ? new StatsBook(() => (clock ? clock.now() : Date.now())) : null
     this._io = new Float64Array(6) // numbers in, decision out (see memoryPacerStep)
     this._handle = native.memoryStoreNew(this._io)
     this._ids = new Map() // store key -> interned id; cleared whenever a sweep frees ids
@@ -225,6 +246,28 @@ class MemoryStore {
 
   _waiterDone() {}
 
+  /** @internal the statistics of `kind:name` */
+  async _statsOf(kind, name) {
+    if (this._closed) throw closedError()
+    if (this._stats === null) throw statsOffError()
+    return this._stats.local(kind, name)
+  }
+
+  /**
+   * The limiters used through this store (at most 10,000, the least recently used dropped
+   * first), newest first: `{ kind, name, options, lastUse }` (lastUse in ms since the epoch).
+   */
+  async limiters() {
+    if (this._closed) throw closedError()
+    if (this._stats === null) throw statsOffError()
+    return byLastUse(this._stats.seen())
+  }
+
+  /** Statistics events lost (see README); always 0 on a MemoryStore unless limiters were evicted. */
+  get statsDropped() {
+    return this._stats === null ? 0 : this._stats.dropped
+  }
+
   async close() {
     this._closed = true
   }
@@ -261,13 +304,25 @@ class RedisStore extends EventEmitter {
     this._policy = new WhenDown(o.whenDown, o.probeIntervalMs, {
       // whenDown 'local': counts from zero for the outage; its grants wake this store's waiters
       makeLocal: () => {
-        const local = new MemoryStore({ keyPrefix, clock })
+        const local = new MemoryStore({ keyPrefix, clock, stats: false })
         local._waiters = this._waiters
         return local
       },
       nowUs: () => this._localUs(),
     })
     this._denyCache = o.denyCacheKeys > 0 ? new DenyCache(o.denyCacheKeys) : null
+    // statistics: counted here, written every statsFlushMs (one pipeline per slot) and on close
+    this._stats = o.stats ? new StatsBook(() => this._nowMsLocal()) : null
+    this._statsTtlMs = o.statsTtlMs
+    this._statsInFlight = []
+    this._statsFlushing = null
+    this._statsTimer = null
+    if (this._stats !== null) {
+      this._statsTimer = setInterval(() => {
+        this._flushStats().catch(() => undefined)
+      }, o.statsFlushMs)
+      this._statsTimer.unref()
+    }
     // One queue per kind. Its batches go on the direct connection when it is up, else on one
     // pool connection (its lane): either way they reach Redis in call order.
     const queue = (lane, send) => {
@@ -313,6 +368,9 @@ class RedisStore extends EventEmitter {
       'whenDown',
       'probeIntervalMs',
       'localDenyCache',
+      'stats',
+      'statsFlushMs',
+      'statsTtlMs',
     ]
     const { keyPrefix, clock } = storeOptions(options, names)
     const o = options || {}
@@ -335,6 +393,15 @@ class RedisStore extends EventEmitter {
       throw invalidConfig('probeIntervalMs must be an integer in [10, 600000]')
     }
     const denyCacheKeys = denyCacheOption(o.localDenyCache)
+    const stats = statsOption(o)
+    const statsFlushMs = o.statsFlushMs === undefined ? DEFAULT_STATS_FLUSH_MS : o.statsFlushMs
+    if (!Number.isInteger(statsFlushMs) || statsFlushMs < 10 || statsFlushMs > 600_000) {
+      throw invalidConfig('statsFlushMs must be an integer in [10, 600000]')
+    }
+    const statsTtlMs = o.statsTtlMs === undefined ? DEFAULT_STATS_TTL_MS : o.statsTtlMs
+    if (!Number.isInteger(statsTtlMs) || statsTtlMs < 60_000 || statsTtlMs > 315_360_000_000) {
+      throw invalidConfig('statsTtlMs must be an integer in [60000, 315360000000]')
+    }
     let nativeStore
     try {
       nativeStore = await native.connectRedis({
@@ -361,6 +428,9 @@ class RedisStore extends EventEmitter {
       whenDown,
       probeIntervalMs,
       denyCacheKeys,
+      stats,
+      statsFlushMs,
+      statsTtlMs,
     })
     if (!nativeStore.startedUp) {
       // Redis could not be reached: the store starts with its circuit open, answering by
@@ -863,8 +933,142 @@ class RedisStore extends EventEmitter {
   }
 
   /** Closes the pool. Calls made afterwards reject with ERR_CLOSED. */
+  /** @internal ms on the store's clock as this process sees it */
+  _nowMsLocal() {
+    return this.clock ? this.clock.now() : Date.now()
+  }
+
+  _statsKey(kind, name) {
+    return `${this.keyPrefix}:stats:{${kind}:${escapeKey(name)}}`
+  }
+
+  _registryKeys() {
+    return [`${this.keyPrefix}:limiters:{registry}`, `${this.keyPrefix}:limiters:{registry}:options`]
+  }
+
+  /**
+   * Writes the counts taken since the last flush: one HINCRBYFLOAT per counter of each limiter
+   * and its registry entry, in one script call per hash slot. A failure gives the counts back
+   * to the next flush; at close() they are counted as dropped.
+   */
+  _flushStats() {
+    if (this._stats === null) return Promise.resolve()
+    if (this._statsFlushing !== null) return this._statsFlushing
+    const taken = this._stats.take()
+    if (taken.length === 0) return Promise.resolve()
+    if (this._status === 'down') {
+      this._stats.giveBack(taken)
+      return Promise.resolve()
+    }
+    const ttl = String(this._statsTtlMs)
+    const ops = []
+    const registry = [ttl, String(MAX_LIMITERS)]
+    for (const t of taken) {
+      const args = [ttl]
+      for (let i = 0; i < STATS_FIELDS.length; i++) {
+        if (t.counts[i] !== 0) args.push(STATS_FIELDS[i], String(t.counts[i]))
+      }
+      if (args.length > 1) ops.push('incr', '1', this._statsKey(t.kind, t.name), String(args.length), ...args)
+      registry.push(`${t.kind}:${t.name}`, String(Math.round(t.lastUse)), JSON.stringify(t.options))
+    }
+    const [zset, options] = this._registryKeys()
+    ops.push('registry', '2', zset, options, String(registry.length), ...registry)
+    this._statsInFlight = taken
+    let sent
+    try {
+      sent = native.redisStats(this._native, ops, 5)
+    } catch (err) {
+      sent = Promise.reject(err)
+    }
+    this._statsFlushing = sent
+      .then(
+        () => undefined,
+        (err) => {
+          const error = fromNative(err)
+          if (STORE_FAILURES.has(error.code) && !this._closed) this._trip(error, zset)
+          this._stats.giveBack(taken)
+          throw error
+        },
+      )
+      .finally(() => {
+        this._statsInFlight = []
+        this._statsFlushing = null
+      })
+    return this._statsFlushing
+  }
+
+  /** @internal the statistics of `kind:name`: the store's, plus this process's unwritten counts */
+  async _statsOf(kind, name) {
+    if (this._closed) throw closedError()
+    if (this._stats === null) throw statsOffError()
+    const local = this._stats.local(kind, name)
+    for (const t of this._statsInFlight) {
+      if (t.kind === kind && t.name === name) STATS_FIELDS.forEach((f, i) => (local[f] += t.counts[i]))
+    }
+    if (this._status === 'down') throw this._policy.error
+    const ops = ['hgetall', '1', this._statsKey(kind, name), '0']
+    let reply
+    try {
+      reply = await native.redisStats(this._native, ops, 5)
+    } catch (err) {
+      throw fromNative(err)
+    }
+    return statsFrom(reply[0], local)
+  }
+
+  /**
+   * The limiters used through any store on this Redis (with this key prefix) within
+   * `statsTtlMs`, at most 10,000 (the least recently used dropped first), newest first:
+   * `{ kind, name, options, lastUse }` (lastUse in ms since the epoch).
+   */
+  async limiters() {
+    if (this._closed) throw closedError()
+    if (this._stats === null) throw statsOffError()
+    const seen = new Map()
+    for (const l of this._stats.seen()) seen.set(`${l.kind}:${l.name}`, l)
+    if (this._status === 'down') throw this._policy.error
+    const [zset, options] = this._registryKeys()
+    const since = String(Math.floor(this._nowMsLocal() - this._statsTtlMs))
+    let reply
+    try {
+      reply = await native.redisStats(this._native, ['since', '2', zset, options, '1', since], 5)
+    } catch (err) {
+      throw fromNative(err)
+    }
+    const flat = reply[0]
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      const member = flat[i]
+      const colon = member.indexOf(':')
+      const lastUse = Number(flat[i + 1])
+      const known = seen.get(member)
+      if (known !== undefined && known.lastUse >= lastUse) continue
+      let parsed = {}
+      try {
+        parsed = JSON.parse(flat[i + 2])
+      } catch {
+        parsed = {}
+      }
+      seen.set(member, { kind: member.slice(0, colon), name: member.slice(colon + 1), options: parsed, lastUse })
+    }
+    return byLastUse([...seen.values()])
+  }
+
+  /** Statistics events this store could not write (Redis was down when it closed) or forgot. */
+  get statsDropped() {
+    return this._stats === null ? 0 : this._stats.dropped
+  }
+
   async close() {
     if (this._closed) return
+    if (this._statsTimer !== null) clearInterval(this._statsTimer)
+    this._statsTimer = null
+    if (this._stats !== null) {
+      // the last counts: written now, or counted as dropped
+      await (this._statsFlushing || Promise.resolve()).catch(() => undefined)
+      await this._flushStats().catch(() => undefined)
+      const left = this._stats.take()
+      if (left.length > 0) this._stats.drop(left)
+    }
     this._closed = true
     if (this._probeTimer !== null) clearInterval(this._probeTimer)
     this._probeTimer = null

@@ -63,6 +63,18 @@ class SlidingWindowLimiter {
     this._spec = [this._windows.length]
     for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)
     this._sig = this._spec.join('|') // the options, for the store's local deny cache
+    this._statsKind = 'sliding'
+    this._statsName = name
+  }
+
+  /** @internal the options shown by `store.limiters()` */
+  _statsOptions() {
+    return { windows: this._windows }
+  }
+
+  /** This limiter's statistics over every process (as the rate limiters' `stats()`). */
+  stats() {
+    return this._store._statsOf('sliding', this._name)
   }
 
   /** The limiter's name. */
@@ -118,7 +130,13 @@ class SlidingWindowLimiter {
    * not an integer in [0, smallest limit].
    */
   async check(weight = 1) {
-    return this._call(OP.take, this._checkWeight(weight))
+    const d = await this._call(OP.take, this._checkWeight(weight))
+    const book = this._store._stats
+    if (book !== null) {
+      const near = d.windows.some((w) => w.remaining <= w.limit * 0.2)
+      book.decision(this, d.allowed, weight, near, d.degraded)
+    }
+    return d
   }
 
   /** The decision `check(weight)` would get now, charging nothing. */
@@ -283,7 +301,33 @@ class QuotaLimiter {
     const t = checkTimestamp(timestamp, false)
     if (Array.isArray(requests) && requests.length === 0) return { timestamp: t === -1 ? this._now() : t, grants: [] }
     const out = await this._run(requests, QuotaLimiter._requested, MODE.check, t)
-    return { timestamp: out[0], grants: QuotaLimiter._grants(requests, out) }
+    const grants = QuotaLimiter._grants(requests, out)
+    this._count(requests, grants)
+    return { timestamp: out[0], grants }
+  }
+
+  /**
+   * @internal counts each request's decision under its prefix: admitted when granted in full
+   * (weight: the units granted), refused otherwise (weight: the units not granted)
+   */
+  _count(requests, grants) {
+    const book = this._store._stats
+    if (book === null) return
+    requests.forEach((r, i) => {
+      const g = grants[i]
+      const owner = { _statsKind: 'quota', _statsName: r.prefix, _statsOptions: () => ({ quotas: r.quotas }) }
+      const full = g.granted >= r.requested
+      book.decision(owner, full, full ? g.granted : r.requested - g.granted, false, g.degraded)
+    })
+  }
+
+  /**
+   * Statistics of the requests made under `prefix` (decisions of checkWithinQuotas and
+   * checkAndUseQuotas), over every process.
+   */
+  stats(prefix) {
+    checkPrefix('prefix', prefix)
+    return this._store._statsOf('quota', prefix)
   }
 
   /**
@@ -315,7 +359,9 @@ class QuotaLimiter {
     const t = checkTimestamp(timestamp, false)
     if (Array.isArray(requests) && requests.length === 0) return []
     const out = await this._run(requests, QuotaLimiter._requested, MODE.checkAndUse, t)
-    return QuotaLimiter._grants(requests, out)
+    const grants = QuotaLimiter._grants(requests, out)
+    this._count(requests, grants)
+    return grants
   }
 
   _now() {

@@ -552,6 +552,20 @@ pub fn redis_quota_direct(
   Ok(StoreCall::quota(&keys, &heads, &nums)?.direct(store))
 }
 
+/// Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
+/// <key count> <key>... <arg count> <arg>...`; resolves with each operation's reply.
+#[napi(catch_unwind, ts_return_type = "Promise<string[][]>")]
+pub fn redis_stats<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  ops: Vec<String>,
+  lane: u32,
+) -> Result<PromiseRaw<'env, Vec<Vec<String>>>> {
+  let ops = crate::store::redis::decode_stats(&ops).map_err(js_error)?;
+  let inner = store.inner.clone();
+  env.spawn_future(async move { inner.stats_ops(&ops, &Lane::Pool(lane)).await.map_err(js_error) })
+}
+
 /// Fair-tenant assignments on a pool lane (as `memoryFair`); one script call per slot.
 #[napi(catch_unwind, ts_return_type = "Promise<Float64Array>")]
 pub fn redis_fair_batch<'env>(

@@ -12,10 +12,12 @@
 mod direct;
 mod fair;
 mod script;
+mod stats;
 mod windows;
 
 pub use direct::{reply_end, DirectTask, Lane, Outcome, Step};
 
+pub use stats::{decode_stats, StatsOp};
 pub use windows::QUOTA_MARGIN_MS;
 
 use super::limits::{Action, LimitBatch, ADJUST, BLOCK, LIMIT_RESULT_FIELDS, PEEK, RESET};

@@ -22,3 +22,4 @@ pub static SLIDING: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!
 pub static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/quota.lua")));
 pub static FAIR: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/fair.lua")));
 pub static PACER_BLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_block.lua")));
+pub static STATS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/stats.lua")));

@@ -1,0 +1,170 @@
+'use strict'
+
+// Statistics of every limiter, per kind and name, counted in the process (a few additions per
+// decision, no round trip) and, on a RedisStore, written in the background: every
+// `statsFlushMs` one pipeline of increments per hash slot, and on close(). A flush that fails
+// is merged back and retried with the next one; what a closing store cannot write is counted
+// in `dropped`. On a MemoryStore the process's counts are the store's counts.
+
+/** The counters every kind has, in their order in a flush. */
+const FIELDS = [
+  'admitted',
+  'refused',
+  'admittedWeight',
+  'refusedWeight',
+  'nearLimit',
+  'waited',
+  'waitTimeMs',
+  'degraded',
+  'rescheduled',
+]
+const INDEX = Object.fromEntries(FIELDS.map((f, i) => [f, i]))
+const KINDS = ['pacer', 'bucket', 'window', 'leaky', 'points', 'concurrent', 'sliding', 'quota', 'fair']
+/** Limiters listed by `store.limiters()` at most; the least recently used go first. */
+const MAX_LIMITERS = 10_000
+
+/** `key` as a key part that cannot leave a hash tag or split a batch: `%`, braces and newlines %-escaped. */
+function escapeKey(key) {
+  return /[%{}\n]/.test(key)
+    ? key.replace(/[%{}\n]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'))
+    : key
+}
+
+/** The events among counts (decisions, waits, reschedules): what `dropped` counts. */
+const events = (c) => c[0] + c[1] + c[5] + c[8]
+
+class Entry {
+  constructor(kind, name, options) {
+    this.kind = kind
+    this.name = name
+    this.options = options
+    this.lastUse = 0
+    /** counts not yet written to the store (RedisStore) or all counts (MemoryStore) */
+    this.counts = new Float64Array(FIELDS.length)
+    this.dirty = false
+  }
+}
+
+class StatsBook {
+  /** `now()`: ms on the store's clock. */
+  constructor(now) {
+    this._now = now
+    this._entries = new Map()
+    /** events (decisions, waits, reschedules) whose counts were lost: a store closed while
+     * Redis was down, or a limiter forgotten by a full book before its counts were written */
+    this.dropped = 0
+  }
+
+  /** The entry of `owner` (a limiter with `_statsKind`, `_statsName`, `_statsOptions()`). */
+  _entry(kind, name, options) {
+    const key = `${kind}:${name}`
+    let e = this._entries.get(key)
+    if (e === undefined) {
+      if (this._entries.size >= MAX_LIMITERS) this._evict()
+      e = new Entry(kind, name, options())
+      this._entries.set(key, e)
+    }
+    e.lastUse = this._now()
+    e.dirty = true
+    return e
+  }
+
+  /** Forgets the least recently used tenth (their unwritten counts are counted as dropped). */
+  _evict() {
+    const byUse = [...this._entries.values()].sort((a, b) => a.lastUse - b.lastUse)
+    for (const e of byUse.slice(0, Math.ceil(byUse.length / 10))) {
+      if (e.dirty) this.dropped += events(e.counts)
+      this._entries.delete(`${e.kind}:${e.name}`)
+    }
+  }
+
+  /**
+   * One decision of `owner`: admitted or refused, its weight, whether it left at most 20 %
+   * of the limit (`near`), whether it was answered without Redis.
+   */
+  decision(owner, admitted, weight, near, degraded) {
+    const c = this._entry(owner._statsKind, owner._statsName, () => owner._statsOptions()).counts
+    if (admitted) {
+      c[0]++
+      c[2] += weight
+      if (near) c[4]++
+    } else {
+      c[1]++
+      c[3] += weight
+    }
+    if (degraded) c[7]++
+  }
+
+  /** A caller of `owner` waited `ms` for its turn. */
+  waited(owner, ms) {
+    const c = this._entry(owner._statsKind, owner._statsName, () => owner._statsOptions()).counts
+    c[5]++
+    c[6] += ms
+  }
+
+  /** A job of `owner` was moved back to delayed (sluice/bullmq). */
+  rescheduled(owner) {
+    this._entry(owner._statsKind, owner._statsName, () => owner._statsOptions()).counts[8]++
+  }
+
+  /** The counts of `kind:name` held here, as an object (zeros when none). */
+  local(kind, name) {
+    const e = this._entries.get(`${kind}:${name}`)
+    const out = {}
+    FIELDS.forEach((f, i) => (out[f] = e ? e.counts[i] : 0))
+    return out
+  }
+
+  /** The limiters seen here: `{ kind, name, options, lastUse }`. */
+  seen() {
+    return [...this._entries.values()].map((e) => ({
+      kind: e.kind,
+      name: e.name,
+      options: e.options,
+      lastUse: e.lastUse,
+    }))
+  }
+
+  /** Takes the unwritten counts (a flush): the entries with their deltas; the book starts over. */
+  take() {
+    const out = []
+    for (const e of this._entries.values()) {
+      if (!e.dirty) continue
+      out.push({ kind: e.kind, name: e.name, options: e.options, lastUse: e.lastUse, counts: e.counts })
+      e.counts = new Float64Array(FIELDS.length)
+      e.dirty = false
+    }
+    return out
+  }
+
+  /** Gives back counts a flush could not write (they go with the next one). */
+  giveBack(taken) {
+    for (const t of taken) {
+      const key = `${t.kind}:${t.name}`
+      let e = this._entries.get(key)
+      if (e === undefined) {
+        e = new Entry(t.kind, t.name, t.options)
+        e.lastUse = t.lastUse
+        this._entries.set(key, e)
+      }
+      for (let i = 0; i < FIELDS.length; i++) e.counts[i] += t.counts[i]
+      e.dirty = true
+    }
+  }
+
+  /** Counts `taken` as lost (a store closed while Redis was down). */
+  drop(taken) {
+    for (const t of taken) this.dropped += events(t.counts)
+  }
+}
+
+/** A stats object from a Redis hash's `[field, value, ...]` plus local counts. */
+function statsFrom(flat, local) {
+  const out = { ...local }
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    if (Object.prototype.hasOwnProperty.call(INDEX, flat[i])) out[flat[i]] += Number(flat[i + 1])
+  }
+  return out
+}
+
+module.exports = { StatsBook, statsFrom, escapeKey, FIELDS, KINDS, MAX_LIMITERS }

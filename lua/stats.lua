@@ -1,0 +1,60 @@
+-- stats.lua: writes and reads limiter statistics (lib/stats.js), a list of operations in order.
+--
+-- ARGV      per operation: <op> <key count> <key index (1-based)>... <arg count> <arg>...
+--   incr    KEYS[a] (a hash): <ttl_ms> then <field> <amount> pairs: HINCRBYFLOAT each, PEXPIRE
+--   registry KEYS[a] (a sorted set: member = '<kind>:<name>', score = last use, ms) and KEYS[b]
+--           (a hash: member -> options JSON): <ttl_ms> <cap> then <member> <last use> <json>
+--           triples; a score only moves forward (GT); beyond <cap> members the least recently
+--           used go, with their options; both keys PEXPIRE
+--   hgetall KEYS[a]: its fields and values
+--   since   KEYS[a] (the sorted set) and KEYS[b] (the hash): <min score>: the members used at or
+--           after it, each as <member> <score> <options json>
+-- Returns   one array per operation (empty for writes)
+-- Notes     every key written gets a TTL; all KEYS share one hash slot (the caller groups).
+
+local out = {}
+local i = 1
+local n = #ARGV
+while i <= n do
+  local op, nkeys = ARGV[i], tonumber(ARGV[i + 1])
+  local keys = {}
+  for k = 1, nkeys do keys[k] = KEYS[tonumber(ARGV[i + 1 + k])] end
+  local nargs = tonumber(ARGV[i + 2 + nkeys])
+  local a = i + 3 + nkeys -- first argument
+  i = a + nargs
+  local reply = {}
+  if op == 'incr' then
+    for j = a + 1, a + nargs - 1, 2 do redis.call('HINCRBYFLOAT', keys[1], ARGV[j], ARGV[j + 1]) end
+    redis.call('PEXPIRE', keys[1], ARGV[a])
+  elseif op == 'registry' then
+    local ttl, cap = ARGV[a], tonumber(ARGV[a + 1])
+    for j = a + 2, a + nargs - 1, 3 do
+      redis.call('ZADD', keys[1], 'GT', ARGV[j + 1], ARGV[j])
+      redis.call('HSET', keys[2], ARGV[j], ARGV[j + 2])
+    end
+    local over = redis.call('ZCARD', keys[1]) - cap
+    if over > 0 then
+      local gone = redis.call('ZRANGE', keys[1], 0, over - 1)
+      for from = 1, #gone, 1000 do
+        local to = math.min(from + 999, #gone)
+        redis.call('ZREM', keys[1], unpack(gone, from, to))
+        redis.call('HDEL', keys[2], unpack(gone, from, to))
+      end
+    end
+    redis.call('PEXPIRE', keys[1], ttl)
+    redis.call('PEXPIRE', keys[2], ttl)
+  elseif op == 'hgetall' then
+    reply = redis.call('HGETALL', keys[1])
+  elseif op == 'since' then
+    local members = redis.call('ZRANGEBYSCORE', keys[1], ARGV[a], '+inf', 'WITHSCORES')
+    for j = 1, #members, 2 do
+      reply[#reply + 1] = members[j]
+      reply[#reply + 1] = members[j + 1]
+      reply[#reply + 1] = redis.call('HGET', keys[2], members[j]) or '{}'
+    end
+  else
+    error('stats: unknown operation')
+  end
+  out[#out + 1] = reply
+end
+return out

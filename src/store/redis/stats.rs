@@ -1,0 +1,136 @@
+//! Limiter statistics on Redis (`lua/stats.lua`): a list of operations, run in order per hash
+//! slot (every operation's keys share one slot), all slots at once. Statistics are written in
+//! the background, so nothing here is ordered with decisions.
+
+use super::script::STATS;
+use super::{Lane, RedisStore, CHUNK};
+use crate::error::{Error, ErrorKind, Result};
+use crate::store::validate_key;
+use fred::prelude::*;
+use std::collections::BTreeMap;
+
+/// One operation: its name, keys and arguments (see `lua/stats.lua`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatsOp {
+  pub op: String,
+  pub keys: Vec<String>,
+  pub args: Vec<String>,
+}
+
+const OPS: [(&str, usize); 4] = [("incr", 1), ("registry", 2), ("hgetall", 1), ("since", 2)];
+
+/// Decodes the flat encoding: per operation `<op> <key count> <key>... <arg count> <arg>...`.
+pub fn decode_stats(flat: &[String]) -> Result<Vec<StatsOp>> {
+  let malformed = || Error::argument("malformed statistics call");
+  let mut ops = vec![];
+  let mut i = 0;
+  let count = |s: Option<&String>| s.and_then(|s| s.parse::<usize>().ok()).ok_or_else(malformed);
+  while i < flat.len() {
+    let op = flat[i].clone();
+    let nkeys = count(flat.get(i + 1))?;
+    if !OPS.iter().any(|(name, keys)| *name == op && *keys == nkeys) {
+      return Err(malformed());
+    }
+    let keys = flat.get(i + 2..i + 2 + nkeys).ok_or_else(malformed)?.to_vec();
+    for key in &keys {
+      validate_key(key)?;
+    }
+    let nargs = count(flat.get(i + 2 + nkeys))?;
+    let start = i + 3 + nkeys;
+    let args = flat.get(start..start + nargs).ok_or_else(malformed)?.to_vec();
+    ops.push(StatsOp { op, keys, args });
+    i = start + nargs;
+  }
+  Ok(ops)
+}
+
+fn text(v: &Value) -> Option<String> {
+  match v {
+    Value::String(s) => Some(s.to_string()),
+    Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+    Value::Integer(x) => Some(x.to_string()),
+    Value::Double(x) => Some(x.to_string()),
+    _ => None,
+  }
+}
+
+impl RedisStore {
+  /// Runs `ops`; per operation its reply as strings (empty for writes).
+  pub async fn stats_ops(&self, ops: &[StatsOp], lane: &Lane) -> Result<Vec<Vec<String>>> {
+    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
+    for (i, op) in ops.iter().enumerate() {
+      let slot = if self.cluster { fred::util::redis_keyslot(op.keys[0].as_bytes()) } else { 0 };
+      groups.entry((slot, i / CHUNK)).or_default().push(i);
+    }
+    let sent = groups.values().map(|group| self.stats_call(ops, group, lane));
+    let results = futures::future::join_all(sent).await;
+    let mut out = vec![vec![]; ops.len()];
+    for (group, result) in groups.values().zip(results) {
+      for (i, reply) in group.iter().zip(result?) {
+        out[*i] = reply;
+      }
+    }
+    Ok(out)
+  }
+
+  async fn stats_call(&self, ops: &[StatsOp], group: &[usize], lane: &Lane) -> Result<Vec<Vec<String>>> {
+    let malformed = || Error::new(ErrorKind::Script, "malformed statistics reply");
+    let mut keys: Vec<Key> = vec![];
+    let mut local: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut args: Vec<Value> = vec![];
+    for i in group {
+      let op = &ops[*i];
+      args.push(Value::String(op.op.as_str().into()));
+      args.push(Value::Integer(op.keys.len() as i64));
+      for key in &op.keys {
+        let k = *local.entry(key.as_str()).or_insert_with(|| {
+          keys.push(Key::from(key.as_str()));
+          keys.len()
+        });
+        args.push(Value::Integer(k as i64));
+      }
+      args.push(Value::Integer(op.args.len() as i64));
+      args.extend(op.args.iter().map(|a| Value::String(a.as_str().into())));
+    }
+    let reply = self.run(lane, &STATS, keys, args).await?;
+    if reply.len() != group.len() {
+      return Err(malformed());
+    }
+    reply
+      .iter()
+      .map(|r| match r {
+        Value::Array(items) => items.iter().map(|v| text(v).ok_or_else(malformed)).collect(),
+        Value::Null => Ok(vec![]),
+        _ => Err(malformed()),
+      })
+      .collect()
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn strings(xs: &[&str]) -> Vec<String> {
+    xs.iter().map(|s| s.to_string()).collect()
+  }
+
+  #[test]
+  fn decodes_operations_and_rejects_malformed_ones() {
+    let ops =
+      decode_stats(&strings(&["incr", "1", "k", "3", "60000", "admitted", "2", "hgetall", "1", "k", "0"])).unwrap();
+    assert_eq!(ops.len(), 2);
+    assert_eq!(ops[0].args, strings(&["60000", "admitted", "2"]));
+    assert_eq!(ops[1].op, "hgetall");
+    for bad in [
+      vec!["del", "1", "k", "0"],
+      vec!["incr", "2", "k", "j", "0"],
+      vec!["incr", "1", "k", "5", "1"],
+      vec!["incr", "1", "", "0"],
+      vec!["incr", "x", "k", "0"],
+      vec!["incr"],
+    ] {
+      assert!(decode_stats(&strings(&bad)).is_err(), "{bad:?}");
+    }
+  }
+}
