@@ -10,7 +10,9 @@ const BIG = 1e9 // rate limits nobody reaches: every check is admitted and write
 async function makeDecide() {
   if (cfg.impl.startsWith('sluice-')) {
     const sluice = require('../lib/index.js')
-    const store = await sluice.RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix })
+    // '-nostats': the same limiter on a store with statistics off (what statistics cost)
+    const stats = !cfg.impl.endsWith('-nostats')
+    const store = await sluice.RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix, stats })
     const close = () => store.close()
     const batching = () => store.batching
     if (cfg.impl === 'sluice-concurrent') {
@@ -28,6 +30,7 @@ async function makeDecide() {
     }
     const Limiter = {
       'sluice-bucket': sluice.BucketLimiter,
+      'sluice-bucket-nostats': sluice.BucketLimiter,
       'sluice-window': sluice.WindowLimiter,
       'sluice-leaky': sluice.LeakyLimiter,
     }[cfg.impl]

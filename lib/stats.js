@@ -46,35 +46,51 @@ class Entry {
 }
 
 class StatsBook {
-  /** `now()`: ms on the store's clock. */
-  constructor(now) {
+  /**
+   * `now()`: ms on the store's clock. `exactTime`: stamp each use (a MemoryStore, whose book is
+   * the store); otherwise a use is stamped when its counts are taken by a flush, which keeps
+   * the clock read off the decision path.
+   */
+  constructor(now, exactTime = true) {
     this._now = now
-    this._entries = new Map()
+    this._exactTime = exactTime
+    /** kind -> (name -> Entry) */
+    this._kinds = new Map()
+    this._size = 0
     /** events (decisions, waits, reschedules) whose counts were lost: a store closed while
      * Redis was down, or a limiter forgotten by a full book before its counts were written */
     this.dropped = 0
   }
 
   /** The entry of `owner` (a limiter with `_statsKind`, `_statsName`, `_statsOptions()`). */
-  _entry(kind, name, options) {
-    const key = `${kind}:${name}`
-    let e = this._entries.get(key)
+  _entry(owner) {
+    let names = this._kinds.get(owner._statsKind)
+    if (names === undefined) this._kinds.set(owner._statsKind, (names = new Map()))
+    let e = names.get(owner._statsName)
     if (e === undefined) {
-      if (this._entries.size >= MAX_LIMITERS) this._evict()
-      e = new Entry(kind, name, options())
-      this._entries.set(key, e)
+      if (this._size >= MAX_LIMITERS) this._evict()
+      e = new Entry(owner._statsKind, owner._statsName, owner._statsOptions())
+      e.lastUse = this._now()
+      names.set(owner._statsName, e)
+      this._size++
+    } else if (this._exactTime) {
+      e.lastUse = this._now()
     }
-    e.lastUse = this._now()
     e.dirty = true
     return e
   }
 
+  *_all() {
+    for (const names of this._kinds.values()) yield* names.values()
+  }
+
   /** Forgets the least recently used tenth (their unwritten counts are counted as dropped). */
   _evict() {
-    const byUse = [...this._entries.values()].sort((a, b) => a.lastUse - b.lastUse)
+    const byUse = [...this._all()].sort((a, b) => a.lastUse - b.lastUse)
     for (const e of byUse.slice(0, Math.ceil(byUse.length / 10))) {
       if (e.dirty) this.dropped += events(e.counts)
-      this._entries.delete(`${e.kind}:${e.name}`)
+      this._kinds.get(e.kind).delete(e.name)
+      this._size--
     }
   }
 
@@ -83,7 +99,7 @@ class StatsBook {
    * of the limit (`near`), whether it was answered without Redis.
    */
   decision(owner, admitted, weight, near, degraded) {
-    const c = this._entry(owner._statsKind, owner._statsName, () => owner._statsOptions()).counts
+    const c = this._entry(owner).counts
     if (admitted) {
       c[0]++
       c[2] += weight
@@ -97,39 +113,43 @@ class StatsBook {
 
   /** A caller of `owner` waited `ms` for its turn. */
   waited(owner, ms) {
-    const c = this._entry(owner._statsKind, owner._statsName, () => owner._statsOptions()).counts
+    const c = this._entry(owner).counts
     c[5]++
     c[6] += ms
   }
 
   /** A job of `owner` was moved back to delayed (sluice/bullmq). */
   rescheduled(owner) {
-    this._entry(owner._statsKind, owner._statsName, () => owner._statsOptions()).counts[8]++
+    this._entry(owner).counts[8]++
   }
 
   /** The counts of `kind:name` held here, as an object (zeros when none). */
   local(kind, name) {
-    const e = this._entries.get(`${kind}:${name}`)
+    const names = this._kinds.get(kind)
+    const e = names === undefined ? undefined : names.get(name)
     const out = {}
     FIELDS.forEach((f, i) => (out[f] = e ? e.counts[i] : 0))
     return out
   }
 
-  /** The limiters seen here: `{ kind, name, options, lastUse }`. */
+  /** The limiters seen here: `{ kind, name, options, lastUse }` (a use not yet flushed: now). */
   seen() {
-    return [...this._entries.values()].map((e) => ({
+    const now = this._now()
+    return [...this._all()].map((e) => ({
       kind: e.kind,
       name: e.name,
       options: e.options,
-      lastUse: e.lastUse,
+      lastUse: this._exactTime || !e.dirty ? e.lastUse : now,
     }))
   }
 
   /** Takes the unwritten counts (a flush): the entries with their deltas; the book starts over. */
   take() {
     const out = []
-    for (const e of this._entries.values()) {
+    const now = this._exactTime ? 0 : this._now()
+    for (const e of this._all()) {
       if (!e.dirty) continue
+      if (!this._exactTime) e.lastUse = now
       out.push({ kind: e.kind, name: e.name, options: e.options, lastUse: e.lastUse, counts: e.counts })
       e.counts = new Float64Array(FIELDS.length)
       e.dirty = false
@@ -140,12 +160,14 @@ class StatsBook {
   /** Gives back counts a flush could not write (they go with the next one). */
   giveBack(taken) {
     for (const t of taken) {
-      const key = `${t.kind}:${t.name}`
-      let e = this._entries.get(key)
+      let names = this._kinds.get(t.kind)
+      if (names === undefined) this._kinds.set(t.kind, (names = new Map()))
+      let e = names.get(t.name)
       if (e === undefined) {
         e = new Entry(t.kind, t.name, t.options)
         e.lastUse = t.lastUse
-        this._entries.set(key, e)
+        names.set(t.name, e)
+        this._size++
       }
       for (let i = 0; i < FIELDS.length; i++) e.counts[i] += t.counts[i]
       e.dirty = true

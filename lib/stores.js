@@ -312,7 +312,7 @@ class RedisStore extends EventEmitter {
     })
     this._denyCache = o.denyCacheKeys > 0 ? new DenyCache(o.denyCacheKeys) : null
     // statistics: counted here, written every statsFlushMs (one pipeline per slot) and on close
-    this._stats = o.stats ? new StatsBook(() => this._nowMsLocal()) : null
+    this._stats = o.stats ? new StatsBook(() => this._nowMsLocal(), false) : null
     this._statsTtlMs = o.statsTtlMs
     this._statsInFlight = []
     this._statsFlushing = null
