@@ -191,18 +191,21 @@ class RateLimiter {
   }
 
   /** @internal one call: resolves with a Decision (plus `_waitUs` for reservations) */
-  _call(weight, maxWaitUs) {
+  _call(weight, maxWaitUs, count = false) {
     const store = this._store
     if (store._sync) {
       try {
-        return Promise.resolve(
-          this._decision(store._limit(this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs), 0),
+        const d = this._decision(
+          store._limit(this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs),
+          0,
         )
+        if (count) this._count(d, weight)
+        return Promise.resolve(d)
       } catch (err) {
         return Promise.reject(err)
       }
     }
-    return store._limit(this, this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs)
+    return store._limit(this, this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs, count)
   }
 
   /** @internal the decision at `out[o..o+4]`; `degraded`: answered without Redis */
@@ -222,10 +225,14 @@ class RateLimiter {
    * One decision, no waiting: charges `weight` (default 1) only if it is admitted now.
    * Rejects with ERR_INVALID_ARGUMENT for a weight that is not an integer in [0, limit].
    */
-  async check(weight = 1) {
-    const d = await this._call(this._checkWeight(weight), 0)
-    this._count(d, weight)
-    return d
+  check(weight = 1) {
+    try {
+      this._checkWeight(weight)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    // counted where the decision is made: no extra promise per call
+    return this._call(weight, 0, true)
   }
 
   /** The decision a call of weight 1 would get now, without charging anything. */

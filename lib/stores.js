@@ -650,7 +650,7 @@ class RedisStore extends EventEmitter {
   }
 
   /** @internal one rate-limiter call */
-  _limit(owner, key, kind, weight, limit, intervalUs, maxWaitUs) {
+  _limit(owner, key, kind, weight, limit, intervalUs, maxWaitUs, count = false) {
     if (this._closed) return Promise.reject(closedError())
     const cache = this._denyCache
     let atUs = 0
@@ -661,13 +661,15 @@ class RedisStore extends EventEmitter {
         if (hit !== null) {
           const v = hit.values
           const resetUs = Math.max(0, v[3] - (atUs - hit.atUs))
-          return Promise.resolve(owner._decision([0, v[1], hit.untilUs - atUs, resetUs], 0, false))
+          const d = owner._decision([0, v[1], hit.untilUs - atUs, resetUs], 0, false)
+          if (count) owner._count(d, weight)
+          return Promise.resolve(d)
         }
       } else if (maxWaitUs === LIMIT_RESET || maxWaitUs === LIMIT_ADJUST) {
         cache.delete(key)
       }
     }
-    return this._limitCalls.batcher.add([owner, key, kind, weight, limit, intervalUs, maxWaitUs, atUs])
+    return this._limitCalls.batcher.add([owner, key, kind, weight, limit, intervalUs, maxWaitUs, atUs, count])
   }
 
   _sendLimits(calls, resolve, reject, q) {
@@ -692,10 +694,17 @@ class RedisStore extends EventEmitter {
           if (cache !== null && c[6] === 0 && out[4 * e] === 0) {
             cache.set(c[1], c[0]._sig, c[3], c[7], out[4 * e + 2], out.slice(4 * e, 4 * e + 4))
           }
-          resolve[e](c[0]._decision(out, 4 * e, false))
+          const d = c[0]._decision(out, 4 * e, false)
+          if (c[8]) c[0]._count(d, c[3])
+          resolve[e](d)
         }
       },
-      () => this._policy.answer(calls, resolve, reject, (c) => this._policy.limit(c)),
+      () =>
+        this._policy.answer(calls, resolve, reject, (c) => {
+          const d = this._policy.limit(c)
+          if (c[8]) c[0]._count(d, c[3])
+          return d
+        }),
       calls[0][1],
     )
   }
