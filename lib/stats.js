@@ -42,6 +42,8 @@ class Entry {
     /** counts not yet written to the store (RedisStore) or all counts (MemoryStore) */
     this.counts = new Float64Array(FIELDS.length)
     this.dirty = false
+    /** when this process last wrote the entry's registry record and TTL (0: never) */
+    this.refreshedAt = 0
   }
 }
 
@@ -150,7 +152,7 @@ class StatsBook {
     for (const e of this._all()) {
       if (!e.dirty) continue
       if (!this._exactTime) e.lastUse = now
-      out.push({ kind: e.kind, name: e.name, options: e.options, lastUse: e.lastUse, counts: e.counts })
+      out.push({ kind: e.kind, name: e.name, options: e.options, lastUse: e.lastUse, counts: e.counts, entry: e })
       e.counts = new Float64Array(FIELDS.length)
       e.dirty = false
     }

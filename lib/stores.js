@@ -24,6 +24,8 @@ const BATCHING = { maxBatch: 64, maxInFlight: Number(process.env.SLUICE_MAX_IN_F
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
 const DEFAULT_STATS_FLUSH_MS = 5000
 const DEFAULT_STATS_TTL_MS = 7 * 86_400_000
+/** How often a limiter's statistics TTL and registry record are refreshed, at most. */
+const STATS_REFRESH_MS = 60_000
 const DEFAULT_PROBE_INTERVAL_MS = 1000
 const DEFAULT_DENY_CACHE_KEYS = 100_000
 /** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
@@ -972,16 +974,29 @@ class RedisStore extends EventEmitter {
     const ttl = String(this._statsTtlMs)
     const ops = []
     const registry = [ttl, String(MAX_LIMITERS)]
+    const now = this._nowMsLocal()
+    const refreshed = []
     for (const t of taken) {
-      const args = [ttl]
+      // the registry record (last use) and the TTL: with the first write, then once a minute
+      const e = t.entry
+      const due = e.refreshedAt === 0 || now - e.refreshedAt >= STATS_REFRESH_MS
+      const args = [due ? ttl : '0']
       for (let i = 0; i < STATS_FIELDS.length; i++) {
         if (t.counts[i] !== 0) args.push(STATS_FIELDS[i], String(t.counts[i]))
       }
       if (args.length > 1) ops.push('incr', '1', this._statsKey(t.kind, t.name), String(args.length), ...args)
-      registry.push(`${t.kind}:${t.name}`, String(Math.round(t.lastUse)), JSON.stringify(t.options))
+      if (due) {
+        registry.push(
+          `${t.kind}:${t.name}`,
+          String(Math.round(t.lastUse)),
+          e.refreshedAt === 0 ? JSON.stringify(t.options) : '',
+        )
+        refreshed.push(e)
+      }
     }
     const [zset, options] = this._registryKeys()
-    ops.push('registry', '2', zset, options, String(registry.length), ...registry)
+    if (registry.length > 2) ops.push('registry', '2', zset, options, String(registry.length), ...registry)
+    if (ops.length === 0) return Promise.resolve()
     this._statsInFlight = taken
     let sent
     try {
@@ -991,7 +1006,9 @@ class RedisStore extends EventEmitter {
     }
     this._statsFlushing = sent
       .then(
-        () => undefined,
+        () => {
+          for (const e of refreshed) e.refreshedAt = now
+        },
         (err) => {
           const error = fromNative(err)
           if (STORE_FAILURES.has(error.code) && !this._closed) this._trip(error, zset)

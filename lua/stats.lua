@@ -1,11 +1,13 @@
 -- stats.lua: writes and reads limiter statistics (lib/stats.js), a list of operations in order.
 --
 -- ARGV      per operation: <op> <key count> <key index (1-based)>... <arg count> <arg>...
---   incr    KEYS[a] (a hash): <ttl_ms> then <field> <amount> pairs: HINCRBYFLOAT each, PEXPIRE
+--   incr    KEYS[a] (a hash): <ttl_ms> then <field> <amount> pairs: HINCRBY each (HINCRBYFLOAT
+--           for a fraction), then PEXPIRE unless ttl_ms is '0' (the writer refreshes the TTL
+--           with the key's first write and then at most once a minute)
 --   registry KEYS[a] (a sorted set: member = '<kind>:<name>', score = last use, ms) and KEYS[b]
 --           (a hash: member -> options JSON): <ttl_ms> <cap> then <member> <last use> <json>
---           triples; a score only moves forward (GT); beyond <cap> members the least recently
---           used go, with their options; both keys PEXPIRE
+--           triples (json '' keeps the options stored); a score only moves forward (GT); beyond
+--           <cap> members the least recently used go, with their options; both keys PEXPIRE
 --   hgetall KEYS[a]: its fields and values
 --   since   KEYS[a] (the sorted set) and KEYS[b] (the hash): <min score>: the members used at or
 --           after it, each as <member> <score> <options json>
@@ -24,13 +26,20 @@ while i <= n do
   i = a + nargs
   local reply = {}
   if op == 'incr' then
-    for j = a + 1, a + nargs - 1, 2 do redis.call('HINCRBYFLOAT', keys[1], ARGV[j], ARGV[j + 1]) end
-    redis.call('PEXPIRE', keys[1], ARGV[a])
+    for j = a + 1, a + nargs - 1, 2 do
+      local v = ARGV[j + 1]
+      if string.find(v, '[.eE]') then
+        redis.call('HINCRBYFLOAT', keys[1], ARGV[j], v)
+      else
+        redis.call('HINCRBY', keys[1], ARGV[j], v)
+      end
+    end
+    if ARGV[a] ~= '0' then redis.call('PEXPIRE', keys[1], ARGV[a]) end
   elseif op == 'registry' then
     local ttl, cap = ARGV[a], tonumber(ARGV[a + 1])
     for j = a + 2, a + nargs - 1, 3 do
       redis.call('ZADD', keys[1], 'GT', ARGV[j + 1], ARGV[j])
-      redis.call('HSET', keys[2], ARGV[j], ARGV[j + 2])
+      if ARGV[j + 2] ~= '' then redis.call('HSET', keys[2], ARGV[j], ARGV[j + 2]) end
     end
     local over = redis.call('ZCARD', keys[1]) - cap
     if over > 0 then
