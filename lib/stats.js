@@ -56,8 +56,9 @@ class StatsBook {
   constructor(now, exactTime = true) {
     this._now = now
     this._exactTime = exactTime
-    /** kind -> (name -> Entry) */
+    /** kind -> (name -> Entry): a fixed-shape object, one Map per kind */
     this._kinds = new Map()
+    this._byKind = Object.seal(Object.fromEntries(KINDS.map((k) => [k, null])))
     this._size = 0
     /** events (decisions, waits, reschedules) whose counts were lost: a store closed while
      * Redis was down, or a limiter forgotten by a full book before its counts were written */
@@ -66,8 +67,8 @@ class StatsBook {
 
   /** The entry of `owner` (a limiter with `_statsKind`, `_statsName`, `_statsOptions()`). */
   _entry(owner) {
-    let names = this._kinds.get(owner._statsKind)
-    if (names === undefined) this._kinds.set(owner._statsKind, (names = new Map()))
+    let names = this._byKind[owner._statsKind]
+    if (names === null) names = this._names(owner._statsKind)
     let e = names.get(owner._statsName)
     if (e === undefined) {
       if (this._size >= MAX_LIMITERS) this._evict()
@@ -80,6 +81,15 @@ class StatsBook {
     }
     e.dirty = true
     return e
+  }
+
+  _names(kind) {
+    let names = this._kinds.get(kind)
+    if (names === undefined) {
+      this._kinds.set(kind, (names = new Map()))
+      this._byKind[kind] = names
+    }
+    return names
   }
 
   *_all() {
@@ -152,8 +162,15 @@ class StatsBook {
     for (const e of this._all()) {
       if (!e.dirty) continue
       if (!this._exactTime) e.lastUse = now
-      out.push({ kind: e.kind, name: e.name, options: e.options, lastUse: e.lastUse, counts: e.counts, entry: e })
-      e.counts = new Float64Array(FIELDS.length)
+      out.push({
+        kind: e.kind,
+        name: e.name,
+        options: e.options,
+        lastUse: e.lastUse,
+        counts: e.counts.slice(),
+        entry: e,
+      })
+      e.counts.fill(0)
       e.dirty = false
     }
     return out
@@ -162,8 +179,7 @@ class StatsBook {
   /** Gives back counts a flush could not write (they go with the next one). */
   giveBack(taken) {
     for (const t of taken) {
-      let names = this._kinds.get(t.kind)
-      if (names === undefined) this._kinds.set(t.kind, (names = new Map()))
+      const names = this._names(t.kind)
       let e = names.get(t.name)
       if (e === undefined) {
         e = new Entry(t.kind, t.name, t.options)
