@@ -33,18 +33,20 @@ describe('package', () => {
     const cjs = `const { rateLimit } = require('sluice/express'); const plugin = require('sluice/fastify');
       const { limitProcessor, FairQueues, weightedWorkers } = require('sluice/bullmq');
       const { FairTenant } = require('sluice');
+      const { collectMetrics } = require('sluice/metrics');
       console.log(typeof rateLimit, typeof plugin, typeof plugin.default, typeof limitProcessor,
-        typeof FairQueues, typeof weightedWorkers, typeof FairTenant)`
-    expect(node(['-e', cjs])).toBe('function function function function function function function')
+        typeof FairQueues, typeof weightedWorkers, typeof FairTenant, typeof collectMetrics)`
+    expect(node(['-e', cjs])).toBe('function function function function function function function function')
     const esm = `import { rateLimit, ipKeyGenerator } from 'sluice/express'; import plugin from 'sluice/fastify';
       import { createRequire } from 'node:module';
       if (createRequire(import.meta.url)('sluice/fastify') !== plugin) throw new Error('two copies');
       import { limitProcessor, FairQueues, weightedWorkers } from 'sluice/bullmq';
       import { FairTenant } from 'sluice';
+      import { collectMetrics } from 'sluice/metrics';
       console.log(typeof rateLimit, typeof plugin, ipKeyGenerator('::ffff:10.0.0.1'), typeof limitProcessor,
-        typeof FairQueues, typeof weightedWorkers, typeof FairTenant)`
+        typeof FairQueues, typeof weightedWorkers, typeof FairTenant, typeof collectMetrics)`
     expect(node(['--input-type=module', '-e', esm])).toBe(
-      'function function 10.0.0.1 function function function function',
+      'function function 10.0.0.1 function function function function function',
     )
   })
 

@@ -30,17 +30,31 @@ function escapeKey(key) {
     : key
 }
 
+function count(c, admitted, weight, near, degraded) {
+  if (admitted) {
+    c[0]++
+    c[2] += weight
+    if (near) c[4]++
+  } else {
+    c[1]++
+    c[3] += weight
+  }
+  if (degraded) c[7]++
+}
+
 /** The events among counts (decisions, waits, reschedules): what `dropped` counts. */
 const events = (c) => c[0] + c[1] + c[5] + c[8]
 
 class Entry {
-  constructor(kind, name, options) {
+  constructor(kind, name, options, cumulative) {
     this.kind = kind
     this.name = name
     this.options = options
     this.lastUse = 0
     /** counts not yet written to the store (RedisStore) or all counts (MemoryStore) */
     this.counts = new Float64Array(FIELDS.length)
+    /** this process's counts since the book began, never reset (for metrics) */
+    this.totals = cumulative ? this.counts : new Float64Array(FIELDS.length)
     this.dirty = false
     /** when this process last wrote the entry's registry record and TTL (0: never) */
     this.refreshedAt = 0
@@ -60,6 +74,8 @@ class StatsBook {
     this._kinds = new Map()
     this._byKind = Object.seal(Object.fromEntries(KINDS.map((k) => [k, null])))
     this._size = 0
+    /** called with (kind, name, ms) for every wait (sluice/metrics' histograms), or null */
+    this.onWait = null
     /** events (decisions, waits, reschedules) whose counts were lost: a store closed while
      * Redis was down, or a limiter forgotten by a full book before its counts were written */
     this.dropped = 0
@@ -72,7 +88,7 @@ class StatsBook {
     let e = names.get(owner._statsName)
     if (e === undefined) {
       if (this._size >= MAX_LIMITERS) this._evict()
-      e = new Entry(owner._statsKind, owner._statsName, owner._statsOptions())
+      e = new Entry(owner._statsKind, owner._statsName, owner._statsOptions(), this._exactTime)
       e.lastUse = this._now()
       names.set(owner._statsName, e)
       this._size++
@@ -111,28 +127,33 @@ class StatsBook {
    * of the limit (`near`), whether it was answered without Redis.
    */
   decision(owner, admitted, weight, near, degraded) {
-    const c = this._entry(owner).counts
-    if (admitted) {
-      c[0]++
-      c[2] += weight
-      if (near) c[4]++
-    } else {
-      c[1]++
-      c[3] += weight
-    }
-    if (degraded) c[7]++
+    const e = this._entry(owner)
+    count(e.counts, admitted, weight, near, degraded)
+    if (e.totals !== e.counts) count(e.totals, admitted, weight, near, degraded)
   }
 
   /** A caller of `owner` waited `ms` for its turn. */
   waited(owner, ms) {
-    const c = this._entry(owner).counts
-    c[5]++
-    c[6] += ms
+    const e = this._entry(owner)
+    e.counts[5]++
+    e.counts[6] += ms
+    if (e.totals !== e.counts) {
+      e.totals[5]++
+      e.totals[6] += ms
+    }
+    if (this.onWait !== null) this.onWait(e.kind, e.name, ms)
   }
 
   /** A job of `owner` was moved back to delayed (sluice/bullmq). */
   rescheduled(owner) {
-    this._entry(owner).counts[8]++
+    const e = this._entry(owner)
+    e.counts[8]++
+    if (e.totals !== e.counts) e.totals[8]++
+  }
+
+  /** Every entry's cumulative counts in this process: `{ kind, name, options, totals }`. */
+  totals() {
+    return [...this._all()].map((e) => ({ kind: e.kind, name: e.name, options: e.options, totals: e.totals }))
   }
 
   /** The counts of `kind:name` held here, as an object (zeros when none). */
@@ -182,7 +203,7 @@ class StatsBook {
       const names = this._names(t.kind)
       let e = names.get(t.name)
       if (e === undefined) {
-        e = new Entry(t.kind, t.name, t.options)
+        e = new Entry(t.kind, t.name, t.options, this._exactTime)
         e.lastUse = t.lastUse
         names.set(t.name, e)
         this._size++

@@ -1,0 +1,246 @@
+'use strict'
+
+// sluice/metrics: the statistics of a store's limiters as Prometheus metrics (prom-client)
+// and OpenTelemetry instruments (@opentelemetry/api), both optional peer dependencies, loaded
+// only here. Each process exports its own counts, as Prometheus expects (sum them across
+// processes in the query: `sum by (limiter) (rate(sluice_decisions_total[5m]))`).
+
+const { SluiceError, invalidConfig } = require('./errors')
+const { MemoryStore, RedisStore } = require('./stores')
+const { ConcurrentLimiter } = require('./concurrent')
+
+/** Seconds; the default buckets of `sluice_wait_seconds`. */
+const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60]
+const OPTIONS = ['registry', 'prefix', 'limiterLabel', 'buckets', 'meter']
+
+function load(name, why) {
+  try {
+    return require(name)
+  } catch (err) {
+    throw new SluiceError('ERR_INVALID_CONFIG', `sluice/metrics needs ${name} for ${why}: npm install ${name}`, {
+      cause: err,
+    })
+  }
+}
+
+function checkOptions(store, options) {
+  if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
+    throw invalidConfig('store must be a MemoryStore or a RedisStore')
+  }
+  if (store._stats === null) throw invalidConfig('the store was made with stats: false: there is nothing to export')
+  const o = options === undefined ? {} : options
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw invalidConfig('options must be an object')
+  for (const key of Object.keys(o)) {
+    if (!OPTIONS.includes(key)) throw invalidConfig(`unknown metrics option ${JSON.stringify(key)}`)
+  }
+  const own = (k) => (Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined)
+  const prefix = own('prefix') === undefined ? 'sluice_' : own('prefix')
+  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
+    throw invalidConfig('prefix must match [a-zA-Z_:][a-zA-Z0-9_:]*')
+  }
+  const limiterLabel = own('limiterLabel') === undefined ? (name) => name : own('limiterLabel')
+  if (typeof limiterLabel !== 'function') throw invalidConfig('limiterLabel must be a function (name, kind) => label')
+  const buckets = own('buckets') === undefined ? WAIT_BUCKETS : own('buckets')
+  if (!Array.isArray(buckets) || buckets.length === 0 || !buckets.every((b) => typeof b === 'number' && b > 0)) {
+    throw invalidConfig('buckets must be a non-empty array of positive numbers (seconds)')
+  }
+  const meter = own('meter')
+  if (
+    meter !== undefined &&
+    (meter === null || typeof meter !== 'object' || typeof meter.createObservableCounter !== 'function')
+  ) {
+    throw invalidConfig('meter must be an OpenTelemetry Meter')
+  }
+  return { prefix, limiterLabel, buckets, registry: own('registry'), meter }
+}
+
+/**
+ * Sums this process's counts per (label, kind): several names may share a label (a
+ * `limiterLabel` that maps per-user names to one family).
+ */
+function families(store, limiterLabel) {
+  const out = new Map()
+  for (const e of store._stats.totals()) {
+    const label = String(limiterLabel(e.name, e.kind))
+    const key = `${e.kind}\n${label}`
+    let f = out.get(key)
+    if (f === undefined) out.set(key, (f = { kind: e.kind, limiter: label, totals: new Float64Array(e.totals.length) }))
+    for (let i = 0; i < e.totals.length; i++) f.totals[i] += e.totals[i]
+  }
+  return [...out.values()]
+}
+
+/** Leases held now, per concurrent limiter this process has used (one read each). */
+async function leasesHeld(store, limiterLabel) {
+  const out = new Map()
+  const concurrent = store._stats.totals().filter((e) => e.kind === 'concurrent')
+  await Promise.all(
+    concurrent.map(async (e) => {
+      const { limit, lockTimeoutMs } = e.options
+      const limiter = new ConcurrentLimiter(store, { name: e.name, limit, lockTimeoutMs })
+      const v = await limiter.stats()
+      const label = String(limiterLabel(e.name, e.kind))
+      out.set(label, (out.get(label) || 0) + v.current)
+    }),
+  )
+  return out
+}
+
+/**
+ * Registers sluice's metrics in a prom-client registry (default: prom-client's global one):
+ * `sluice_decisions_total{limiter,kind,result}` (result: admitted | refused),
+ * `sluice_decision_weight_total{limiter,kind,result}`, `sluice_near_limit_total{limiter,kind}`,
+ * `sluice_degraded_total{limiter,kind}`, `sluice_rescheduled_total{limiter,kind}`,
+ * `sluice_wait_seconds{limiter,kind}` (a histogram of waits for a turn), `sluice_leases_held{limiter}`
+ * (concurrent limiters, read at scrape time), `sluice_waiters` (this process's queued
+ * waiters) and `sluice_store_up` (1 while the store reaches Redis). The `limiter` label is
+ * the limiter's name: give per-user names a `limiterLabel(name, kind)` that maps them to
+ * their family, so no label holds a tenant or a key. When `@opentelemetry/api` is installed
+ * (or a `meter` is given), the same numbers go to OpenTelemetry instruments too.
+ * Returns `{ close() }`, which stops observing waits.
+ */
+function collectMetrics(store, options) {
+  const o = checkOptions(store, options)
+  const client = load('prom-client', 'Prometheus metrics')
+  const registry = o.registry === undefined ? client.register : o.registry
+  if (!(registry instanceof client.Registry)) throw invalidConfig('registry must be a prom-client Registry')
+  const p = o.prefix
+  for (const name of ['decisions_total', 'wait_seconds', 'store_up']) {
+    if (registry.getSingleMetric(`${p}${name}`) !== undefined) {
+      throw invalidConfig(`the registry already has ${p}${name}: collectMetrics once per registry (or another prefix)`)
+    }
+  }
+  const registers = [registry]
+  const counter = (name, help, labelNames, field) =>
+    new client.Counter({
+      name: `${p}${name}`,
+      help,
+      labelNames,
+      registers,
+      collect() {
+        this.reset()
+        for (const f of families(store, o.limiterLabel)) field(this, f)
+      },
+    })
+  const byResult = (i, j) => (metric, f) => {
+    metric.inc({ limiter: f.limiter, kind: f.kind, result: 'admitted' }, f.totals[i])
+    metric.inc({ limiter: f.limiter, kind: f.kind, result: 'refused' }, f.totals[j])
+  }
+  const single = (i) => (metric, f) => metric.inc({ limiter: f.limiter, kind: f.kind }, f.totals[i])
+  counter(
+    'decisions_total',
+    'Limiter decisions made in this process, by result.',
+    ['limiter', 'kind', 'result'],
+    byResult(0, 1),
+  )
+  counter(
+    'decision_weight_total',
+    'Weight (units) of the decisions made in this process, by result.',
+    ['limiter', 'kind', 'result'],
+    byResult(2, 3),
+  )
+  counter(
+    'near_limit_total',
+    'Admissions after which at most 20 % of the limit remained.',
+    ['limiter', 'kind'],
+    single(4),
+  )
+  counter('degraded_total', 'Answers given without Redis (whenDown).', ['limiter', 'kind'], single(7))
+  counter('rescheduled_total', 'Jobs moved back to delayed by limitProcessor.', ['limiter', 'kind'], single(8))
+  const waits = new client.Histogram({
+    name: `${p}wait_seconds`,
+    help: 'How long admissions waited for their turn (withinLimit, pace).',
+    labelNames: ['limiter', 'kind'],
+    buckets: o.buckets,
+    registers,
+  })
+  new client.Gauge({
+    name: `${p}leases_held`,
+    help: 'Leases held now, per concurrent limiter used by this process (all processes).',
+    labelNames: ['limiter'],
+    registers,
+    async collect() {
+      this.reset()
+      if (store._closed || store.status === 'down') return
+      for (const [limiter, held] of await leasesHeld(store, o.limiterLabel)) this.set({ limiter }, held)
+    },
+  })
+  new client.Gauge({
+    name: `${p}waiters`,
+    help: 'Concurrent-limiter waiters queued in this process.',
+    registers,
+    collect() {
+      this.set(store._waiters ? store._waiters.size : 0)
+    },
+  })
+  new client.Gauge({
+    name: `${p}store_up`,
+    help: '1 while the store reaches Redis (always 1 for the memory store).',
+    registers,
+    collect() {
+      this.set(store._closed || store.status === 'down' ? 0 : 1)
+    },
+  })
+  const observers = [
+    (kind, name, ms) => waits.observe({ limiter: String(o.limiterLabel(name, kind)), kind }, ms / 1000),
+  ]
+  const otel = openTelemetry(store, o)
+  if (otel !== null) observers.push(otel.onWait)
+  const previous = store._stats.onWait
+  store._stats.onWait = (kind, name, ms) => {
+    if (previous !== null) previous(kind, name, ms)
+    for (const observe of observers) observe(kind, name, ms)
+  }
+  return {
+    close() {
+      store._stats.onWait = previous
+      if (otel !== null) otel.close()
+    },
+  }
+}
+
+/** The OpenTelemetry instruments, when a meter is given or @opentelemetry/api is installed. */
+function openTelemetry(store, o) {
+  let meter = o.meter
+  if (meter === undefined) {
+    let api
+    try {
+      api = require('@opentelemetry/api')
+    } catch {
+      return null
+    }
+    meter = api.metrics.getMeter('sluice')
+  }
+  const decisions = meter.createObservableCounter('sluice.decisions', {
+    description: 'Limiter decisions made in this process, by result.',
+  })
+  const weight = meter.createObservableCounter('sluice.decision.weight', {
+    description: 'Weight (units) of the decisions made in this process, by result.',
+  })
+  const waiters = meter.createObservableGauge('sluice.waiters', {
+    description: 'Concurrent-limiter waiters queued in this process.',
+  })
+  const up = meter.createObservableGauge('sluice.store.up', { description: '1 while the store reaches Redis.' })
+  const waits = meter.createHistogram('sluice.wait', {
+    description: 'How long admissions waited for their turn.',
+    unit: 's',
+  })
+  const callback = (result) => {
+    for (const f of families(store, o.limiterLabel)) {
+      const attrs = { limiter: f.limiter, kind: f.kind }
+      result.observe(decisions, f.totals[0], { ...attrs, result: 'admitted' })
+      result.observe(decisions, f.totals[1], { ...attrs, result: 'refused' })
+      result.observe(weight, f.totals[2], { ...attrs, result: 'admitted' })
+      result.observe(weight, f.totals[3], { ...attrs, result: 'refused' })
+    }
+    result.observe(waiters, store._waiters ? store._waiters.size : 0)
+    result.observe(up, store._closed || store.status === 'down' ? 0 : 1)
+  }
+  meter.addBatchObservableCallback(callback, [decisions, weight, waiters, up])
+  return {
+    onWait: (kind, name, ms) => waits.record(ms / 1000, { limiter: String(o.limiterLabel(name, kind)), kind }),
+    close: () => meter.removeBatchObservableCallback(callback, [decisions, weight, waiters, up]),
+  }
+}
+
+module.exports = { collectMetrics, WAIT_BUCKETS }

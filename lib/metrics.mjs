@@ -1,0 +1,3 @@
+import door from './metrics.js'
+
+export const { collectMetrics, WAIT_BUCKETS } = door
