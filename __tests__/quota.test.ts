@@ -210,6 +210,14 @@ describe.each(STORE_KINDS)('QuotaLimiter input validation on %s', (kind) => {
       await both([{ prefix, requested: 1, quotas: [good] }], 'ERR_INVALID_CONFIG')
     }
     await both([{ prefix: 'a', requested: 1, quotas: [] }], 'ERR_INVALID_CONFIG')
+    // sparse arrays: a hole is checked like any other value, with a code
+    // eslint-disable-next-line no-sparse-arrays
+    await both([{ prefix: 'a', requested: 1, quotas: [good, , good] }], 'ERR_INVALID_CONFIG')
+    // eslint-disable-next-line no-sparse-arrays
+    await both(
+      [{ prefix: 'a', requested: 1, quotas: [good] }, , { prefix: 'b', requested: 1, quotas: [good] }],
+      'ERR_INVALID_ARGUMENT',
+    )
     expect(codeOf(() => new QuotaLimiter({} as never))).toBe('ERR_INVALID_CONFIG')
   })
 
@@ -232,6 +240,8 @@ describe.each(STORE_KINDS)('QuotaLimiter input validation on %s', (kind) => {
       [requests, [{ ...grant, prefix: 'b' }], 100],
       [requests, [{ ...grant, granted: -1 }], 100],
       [requests, [{ ...grant, granted: 0.5 }], 100],
+      // more than was requested: a request of 1 must not be charged 1e6
+      [requests, [{ ...grant, granted: 1e6 }], 100],
     ] as const) {
       await expect(limiter.useQuotas(rs, gs as never, t as never)).rejects.toMatchObject({
         code: 'ERR_INVALID_ARGUMENT',

@@ -172,6 +172,9 @@ describe.each(STORE_KINDS)('SlidingWindowLimiter input validation on %s', (kind)
       { name: 'x', windows: [{ limit: 1, intervalMs: 10.5 }] },
       { name: 'x', windows: [{ limit: 1, interval: 1000 }] },
       { name: 'x', windows: [good], policy: 'skip' },
+      // a sparse array: the hole is refused with a code, not a TypeError
+      // eslint-disable-next-line no-sparse-arrays
+      { name: 'x', windows: [good, , good] },
     ]) {
       expect(codeOf(make(o)), JSON.stringify(o)).toBe('ERR_INVALID_CONFIG')
     }

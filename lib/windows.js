@@ -43,7 +43,8 @@ class SlidingWindowLimiter {
     if (!Array.isArray(windows) || windows.length < 1 || windows.length > MAX_WINDOWS) {
       throw invalidConfig(`windows must be an array of 1..${MAX_WINDOWS} { limit, intervalMs }`)
     }
-    this._windows = windows.map((w, i) => {
+    // Array.from visits the holes of a sparse array (as undefined), where map skips them
+    this._windows = Array.from(windows, (w, i) => {
       if (!plainObject(w)) throw invalidConfig(`windows[${i}] must be an object { limit, intervalMs }`)
       for (const key of Object.keys(w)) {
         if (key !== 'limit' && key !== 'intervalMs') {
@@ -244,7 +245,9 @@ class QuotaLimiter {
     const index = new Map()
     const shapes = []
     const body = [requests.length]
-    requests.forEach((r, i) => {
+    // indexes, not forEach: a hole in a sparse array is checked (and refused) like any value
+    for (let i = 0; i < requests.length; i++) {
+      const r = requests[i]
       if (!plainObject(r)) throw invalidArgument(`requests[${i}] must be a RequestedQuota`)
       checkPrefix(`requests[${i}].prefix`, r.prefix)
       if (!Array.isArray(r.quotas) || r.quotas.length === 0) {
@@ -252,7 +255,8 @@ class QuotaLimiter {
       }
       const amount = amounts(r, i)
       body.push(amount, r.quotas.length)
-      r.quotas.forEach((q, j) => {
+      for (let j = 0; j < r.quotas.length; j++) {
+        const q = r.quotas[j]
         checkQuota(q, `requests[${i}].quotas[${j}]`)
         const prefix = q.prefixOverride === undefined || q.prefixOverride === null ? r.prefix : q.prefixOverride
         const key = `${this._store.keyPrefix}:quota:{${prefix}}:${q.windowSeconds}:${q.granularitySeconds}`
@@ -264,8 +268,8 @@ class QuotaLimiter {
           shapes.push(q.windowSeconds, q.granularitySeconds)
         }
         body.push(c, q.limit)
-      })
-    })
+      }
+    }
     return { keys: keys.join('\n'), nums: new Float64Array([keys.length, ...shapes, ...body]) }
   }
 
@@ -345,7 +349,13 @@ class QuotaLimiter {
       if (!plainObject(g) || g.prefix !== r.prefix) {
         throw invalidArgument(`grants[${i}] must be the GrantedQuota of requests[${i}] (same prefix)`)
       }
-      return checkInteger(`grants[${i}].granted`, g.granted, 0, MAX_QUOTA, invalidArgument)
+      checkInteger(`grants[${i}].granted`, g.granted, 0, MAX_QUOTA, invalidArgument)
+      if (g.granted > r.requested) {
+        throw invalidArgument(
+          `grants[${i}].granted (${g.granted}) is more than requests[${i}].requested (${r.requested})`,
+        )
+      }
+      return g.granted
     }
     await this._run(requests, amounts, MODE.use, t)
   }
