@@ -186,7 +186,12 @@ class ConcurrentLimiter {
     const onAbort = () => settle({ aborted: true })
     // listen before anything is sent: an abort during the round trips is kept in `outcome`
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
-    store._waiters.add(id, { grant: (token) => settle({ token }), resync: poll })
+    store._waiters.add(id, {
+      grant: (token) => settle({ token }),
+      resync: poll,
+      // the store is closing: give up at once with ERR_CLOSED
+      closed: (error) => settle({ error }),
+    })
     try {
       await store._listen(this._channel)
       try {

@@ -102,6 +102,10 @@ class Waiters {
   delete(id) {
     this._map.delete(id)
   }
+  /** The store is closing: every waiter settles now with `error` (ERR_CLOSED). */
+  closeAll(error) {
+    for (const waiter of [...this._map.values()]) if (waiter.closed) waiter.closed(error)
+  }
   wake(message) {
     if (message === '*') {
       for (const waiter of this._map.values()) waiter.resync()
@@ -270,8 +274,11 @@ class MemoryStore {
     return this._stats === null ? 0 : this._stats.dropped
   }
 
+  /** Closes the store: later calls reject with ERR_CLOSED, and so do the waiters queued now. */
   async close() {
     this._closed = true
+    // the embedded store of a RedisStore's whenDown 'local' shares its waiters: they stay
+    if (!this._sharedWaiters) this._waiters.closeAll(closedError())
   }
 }
 
@@ -308,6 +315,7 @@ class RedisStore extends EventEmitter {
       makeLocal: () => {
         const local = new MemoryStore({ keyPrefix, clock, stats: false })
         local._waiters = this._waiters
+        local._sharedWaiters = true
         return local
       },
       nowUs: () => this._localUs(),
@@ -1084,7 +1092,16 @@ class RedisStore extends EventEmitter {
     return this._stats === null ? 0 : this._stats.dropped
   }
 
-  async close() {
+  /**
+   * Writes the last statistics, then closes: later calls reject with ERR_CLOSED, and so do
+   * the concurrent-limiter waiters queued now (at once, not at their deadlines).
+   */
+  close() {
+    if (this._closing === undefined) this._closing = this._close()
+    return this._closing
+  }
+
+  async _close() {
     if (this._closed) return
     if (this._statsTimer !== null) clearInterval(this._statsTimer)
     this._statsTimer = null
@@ -1096,6 +1113,7 @@ class RedisStore extends EventEmitter {
       if (left.length > 0) this._stats.drop(left)
     }
     this._closed = true
+    this._waiters.closeAll(closedError())
     if (this._probeTimer !== null) clearInterval(this._probeTimer)
     this._probeTimer = null
     this._policy.end()
