@@ -210,3 +210,60 @@ describe('secrets in errors', () => {
     expect(seen.join(' ')).toContain('user:***@')
   })
 })
+
+describe('a polluted Object.prototype', () => {
+  it('changes no option: pacer, limiters, sliding windows, quotas, stores', async () => {
+    const {
+      MemoryStore,
+      RedisStore,
+      DistributedPacer,
+      ConcurrentLimiter,
+      BucketLimiter,
+      SlidingWindowLimiter,
+      QuotaLimiter,
+    } = await import('../lib/index.js')
+    const proto = Object.prototype as any
+    const polluted = {
+      maxBurst: 100,
+      policy: 'skip',
+      waitTimeoutMs: 0,
+      prefixOverride: 'shared',
+      url: 'redis://polluted:1',
+      windows: [{ limit: 1000, intervalMs: 1 }],
+      lockTimeoutMs: 1,
+    }
+    Object.assign(proto, polluted)
+    try {
+      const store = new MemoryStore()
+      const pacer = new DistributedPacer(store, { key: 'p', qps: 1 })
+      expect((await pacer.rateLimit()).delayMs).toBe(0) // the first overflowing call is free
+      expect((await pacer.rateLimit()).delayMs).toBeGreaterThan(0) // maxBurst stayed 0
+      const mutex = new ConcurrentLimiter(store, { name: 'm', limit: 1 })
+      expect((mutex as any)._policy).toBe('raise')
+      expect((mutex as any)._waitTimeoutMs).toBe(5000)
+      expect((mutex as any)._lockTimeoutMs).toBe(30_000)
+      const bucket = new BucketLimiter(store, { name: 'b', limit: 1, interval: 'hour' })
+      expect((bucket as any)._policy).toBe('raise')
+      expect(() => new SlidingWindowLimiter(store, { name: 's' } as any)).toThrow(
+        expect.objectContaining({ code: 'ERR_INVALID_CONFIG' }),
+      )
+      const quotas = new QuotaLimiter(store)
+      const q = [{ windowSeconds: 60, granularitySeconds: 10, limit: 1 }]
+      // without the pollution each org has its own quota: both are granted
+      const grants = await quotas.checkAndUseQuotas([
+        { prefix: 'org-a', requested: 1, quotas: q },
+        { prefix: 'org-b', requested: 1, quotas: q },
+      ])
+      expect(grants.map((g) => g.granted)).toEqual([1, 1])
+      // the store's url stays the default, not the polluted one
+      const err = await RedisStore.connect({ connectTimeoutMs: 300 }).then(
+        (s) => s.close().then(() => null),
+        (e) => e,
+      )
+      if (err !== null) expect(String(err.message)).not.toContain('polluted')
+      await store.close()
+    } finally {
+      for (const k of Object.keys(polluted)) delete proto[k]
+    }
+  })
+})

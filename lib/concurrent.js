@@ -74,8 +74,8 @@ class ConcurrentLimiter {
     this._waitTimeoutMs = common.waitTimeoutMs
     this._policy = common.policy
     this._ttlMs = common.ttlMs
-    this._limit = checkInteger('limit', options.limit, 1, MAX_LIMIT)
-    const lockTimeoutMs = options.lockTimeoutMs === undefined ? 30_000 : options.lockTimeoutMs
+    this._limit = checkInteger('limit', common.options.limit, 1, MAX_LIMIT)
+    const lockTimeoutMs = common.options.lockTimeoutMs === undefined ? 30_000 : common.options.lockTimeoutMs
     this._lockTimeoutMs = checkInteger('lockTimeoutMs', lockTimeoutMs, 1, MAX_MS)
     if (this._ttlMs < 2 * (this._lockTimeoutMs + this._waitTimeoutMs)) {
       // the keys must outlive every lease and waiter they hold; their TTL is refreshed at

@@ -45,4 +45,14 @@ function fromNative(err) {
 const invalidConfig = (message) => new SluiceError('ERR_INVALID_CONFIG', message)
 const invalidArgument = (message) => new SluiceError('ERR_INVALID_ARGUMENT', message)
 
-module.exports = { CODES, SluiceError, OverLimitError, fromNative, invalidConfig, invalidArgument }
+/**
+ * The own enumerable properties of `o` in an object with no prototype: options are read from
+ * it, so a polluted Object.prototype can never set one.
+ */
+function ownProps(o) {
+  const out = Object.create(null)
+  for (const k of Object.keys(o)) out[k] = o[k]
+  return out
+}
+
+module.exports = { CODES, SluiceError, OverLimitError, fromNative, invalidConfig, invalidArgument, ownProps }

@@ -1,7 +1,7 @@
 'use strict'
 
 const { MemoryStore, RedisStore } = require('./stores')
-const { SluiceError, OverLimitError, invalidConfig, invalidArgument } = require('./errors')
+const { SluiceError, OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_LIMIT = 1e9
@@ -47,14 +47,15 @@ function limiterOptions(store, options, own) {
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) throw invalidConfig(`unknown limiter option ${JSON.stringify(key)}`)
   }
-  const { name, waitTimeoutMs = 5_000, policy = 'raise', ttlMs = 90 * DAY_MS } = options
+  const o = ownProps(options)
+  const { name, waitTimeoutMs = 5_000, policy = 'raise', ttlMs = 90 * DAY_MS } = o
   if (typeof name !== 'string' || !NAME.test(name)) {
     throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
   }
   checkInteger('waitTimeoutMs', waitTimeoutMs, 0, MAX_MS)
   if (policy !== 'raise' && policy !== 'skip') throw invalidConfig("policy must be 'raise' or 'skip'")
   checkInteger('ttlMs', ttlMs, 1, MAX_MS)
-  return { name, waitTimeoutMs, policy, ttlMs }
+  return { name, waitTimeoutMs, policy, ttlMs, options: o }
 }
 
 /** An interval name or a number of ms, as ms. */
@@ -138,8 +139,8 @@ class RateLimiter {
     this._waitTimeoutMs = common.waitTimeoutMs
     this._policy = common.policy
     this._ttlMs = common.ttlMs
-    this._limit = checkInteger(limitName, options[limitName], 1, MAX_LIMIT)
-    this._intervalMs = intervalMs(options.interval)
+    this._limit = checkInteger(limitName, common.options[limitName], 1, MAX_LIMIT)
+    this._intervalMs = intervalMs(common.options.interval)
     this._intervalUs = this._intervalMs * 1000
     this._kind = KIND[segment]
     this._key = `${store.keyPrefix}:${segment}:{${common.name}}`

@@ -1,7 +1,7 @@
 'use strict'
 
 const { MemoryStore, RedisStore } = require('./stores')
-const { invalidConfig, invalidArgument } = require('./errors')
+const { invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { checkBlockMs } = require('./limiters')
 const { escapeKey } = require('./stats')
 
@@ -55,7 +55,7 @@ class DistributedPacer {
     for (const name of Object.keys(options)) {
       if (!OPTIONS.includes(name)) throw invalidConfig(`unknown pacer option ${JSON.stringify(name)}`)
     }
-    const { key, qps, maxBurst = 0, burstAllowanceFactor } = options
+    const { key, qps, maxBurst = 0, burstAllowanceFactor } = ownProps(options)
     if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
       throw invalidConfig(`key must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`)
     }

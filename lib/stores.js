@@ -1,7 +1,7 @@
 'use strict'
 
 const native = require('../index.js')
-const { SluiceError, fromNative, invalidConfig } = require('./errors')
+const { SluiceError, fromNative, invalidConfig, ownProps } = require('./errors')
 const { ManualClock } = require('./clock')
 const { Batcher } = require('./batcher')
 const { DirectConnection } = require('./direct')
@@ -43,6 +43,7 @@ function storeOptions(options, allowed) {
   for (const name of Object.keys(options)) {
     if (!allowed.includes(name)) throw invalidConfig(`unknown store option ${JSON.stringify(name)}`)
   }
+  options = ownProps(options)
   const keyPrefix = options.keyPrefix === undefined ? 'sluice' : options.keyPrefix
   if (typeof keyPrefix !== 'string' || keyPrefix.length === 0 || keyPrefix.length > 128 || /[{}\n]/.test(keyPrefix)) {
     throw invalidConfig('keyPrefix must be a string of 1..128 characters without braces or newlines')
@@ -383,7 +384,7 @@ class RedisStore extends EventEmitter {
       'statsTtlMs',
     ]
     const { keyPrefix, clock } = storeOptions(options, names)
-    const o = options || {}
+    const o = ownProps(options || {})
     if (o.url !== undefined && typeof o.url !== 'string') throw invalidConfig('url must be a string')
     if (o.cluster !== undefined) {
       if (!Array.isArray(o.cluster) || o.cluster.length === 0 || !o.cluster.every((u) => typeof u === 'string')) {

@@ -1,6 +1,6 @@
 'use strict'
 
-const { OverLimitError, invalidConfig, invalidArgument } = require('./errors')
+const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { checkInteger, checkBlockMs, MAX_LIMIT, MAX_MS } = require('./limiters')
 const { MemoryStore, RedisStore } = require('./stores')
 
@@ -36,7 +36,7 @@ class SlidingWindowLimiter {
     for (const key of Object.keys(options)) {
       if (key !== 'name' && key !== 'windows') throw invalidConfig(`unknown limiter option ${JSON.stringify(key)}`)
     }
-    const { name, windows } = options
+    const { name, windows } = ownProps(options)
     if (typeof name !== 'string' || !NAME.test(name)) {
       throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
     }
@@ -46,6 +46,7 @@ class SlidingWindowLimiter {
     // Array.from visits the holes of a sparse array (as undefined), where map skips them
     this._windows = Array.from(windows, (w, i) => {
       if (!plainObject(w)) throw invalidConfig(`windows[${i}] must be an object { limit, intervalMs }`)
+      w = ownProps(w)
       for (const key of Object.keys(w)) {
         if (key !== 'limit' && key !== 'intervalMs') {
           throw invalidConfig(`unknown window option ${JSON.stringify(key)} in windows[${i}]`)
@@ -247,8 +248,8 @@ class QuotaLimiter {
     const body = [requests.length]
     // indexes, not forEach: a hole in a sparse array is checked (and refused) like any value
     for (let i = 0; i < requests.length; i++) {
-      const r = requests[i]
-      if (!plainObject(r)) throw invalidArgument(`requests[${i}] must be a RequestedQuota`)
+      if (!plainObject(requests[i])) throw invalidArgument(`requests[${i}] must be a RequestedQuota`)
+      const r = ownProps(requests[i])
       checkPrefix(`requests[${i}].prefix`, r.prefix)
       if (!Array.isArray(r.quotas) || r.quotas.length === 0) {
         throw invalidConfig(`requests[${i}].quotas must be a non-empty array of Quota`)
@@ -256,8 +257,8 @@ class QuotaLimiter {
       const amount = amounts(r, i)
       body.push(amount, r.quotas.length)
       for (let j = 0; j < r.quotas.length; j++) {
-        const q = r.quotas[j]
-        checkQuota(q, `requests[${i}].quotas[${j}]`)
+        checkQuota(r.quotas[j], `requests[${i}].quotas[${j}]`)
+        const q = ownProps(r.quotas[j])
         const prefix = q.prefixOverride === undefined || q.prefixOverride === null ? r.prefix : q.prefixOverride
         const key = `${this._store.keyPrefix}:quota:{${prefix}}:${q.windowSeconds}:${q.granularitySeconds}`
         let c = index.get(key)
