@@ -62,7 +62,7 @@ describe('npx sluice', () => {
     expect(i.state).toMatchObject({ remaining: 0, limit: 3 })
     expect(i.options).toEqual({ limit: 3, intervalMs: 3_600_000 })
     const mutex = JSON.parse(sluice(['inspect', 'mutex', ...at, '--json']).out)
-    expect(mutex.state).toEqual({ held: 1, waiting: 0, limit: 2 })
+    expect(mutex.state).toEqual({ held: 1, waiting: 0, limit: 2, fill: 0.5 })
     const pacer = sluice(['inspect', 'partner', ...at])
     expect(pacer.code).toBe(0)
     expect(pacer.out).toMatch(/^pacer partner/)

@@ -4,10 +4,12 @@
 // npx sluice: look at the limiters a Redis holds, from a shell.
 //   sluice list | inspect <name> | stats <name> | reset <name> [--yes]
 //     --redis URL | --cluster URL [--cluster URL...]  [--prefix P] [--kind K] [--json]
+//   sluice dashboard --redis URL [--port N] [--host H] [--allow-reset]: serves sluice/dashboard
 // Exit codes: 0 done, 1 Redis unreachable or a store error, 2 bad usage or nothing to do.
 
 const readline = require('node:readline')
 const sluice = require('../lib/index.js')
+const { KINDS, RESETTABLE, limiterOf, statsOf, stateOf } = require('../lib/inspect.js')
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -16,6 +18,7 @@ commands:
   inspect <name>       a limiter's options, statistics and live state
   stats <name>         a limiter's statistics
   reset <name>         forget what a limiter counted (asks first unless --yes)
+  dashboard            serve the dashboard page (until Ctrl-C)
 
 options:
   --redis URL          a standalone Redis (default: $SLUICE_REDIS_URL)
@@ -23,10 +26,10 @@ options:
   --prefix P           the stores' key prefix (default: sluice)
   --kind K             when a name is used by more than one kind
   --json               machine-readable output
-  --yes                reset without asking`
-
-const KINDS = ['pacer', 'bucket', 'window', 'leaky', 'points', 'concurrent', 'sliding', 'quota', 'fair']
-const RESETTABLE = ['bucket', 'window', 'leaky', 'points', 'sliding']
+  --yes                reset without asking
+  --port N             dashboard: the port (default 7031; 0 picks a free one)
+  --host H             dashboard: the address to listen on (default 127.0.0.1)
+  --allow-reset        dashboard: allow resets from the page`
 
 class UsageError extends Error {}
 
@@ -40,6 +43,9 @@ function parseArgs(argv) {
     kind: null,
     json: false,
     yes: false,
+    port: 7031,
+    host: '127.0.0.1',
+    allowReset: false,
   }
   const rest = []
   for (let i = 0; i < argv.length; i++) {
@@ -54,6 +60,12 @@ function parseArgs(argv) {
     else if (a === '--kind') o.kind = value()
     else if (a === '--json') o.json = true
     else if (a === '--yes' || a === '-y') o.yes = true
+    else if (a === '--port') {
+      const v = value()
+      o.port = /^\d{1,5}$/.test(v) ? Number(v) : NaN
+      if (!(o.port >= 0 && o.port <= 65535)) throw new UsageError('--port must be a port number, 0 to 65535')
+    } else if (a === '--host') o.host = value()
+    else if (a === '--allow-reset') o.allowReset = true
     else if (a === '--help' || a === '-h') o.command = 'help'
     else if (a.startsWith('-')) throw new UsageError(`unknown option ${a}`)
     else rest.push(a)
@@ -61,11 +73,12 @@ function parseArgs(argv) {
   if (o.command === 'help') return o
   o.command = rest[0] || null
   o.name = rest[1] || null
-  if (!['list', 'inspect', 'stats', 'reset'].includes(o.command)) {
+  if (!['list', 'inspect', 'stats', 'reset', 'dashboard'].includes(o.command)) {
     throw new UsageError(o.command ? `unknown command ${o.command}` : 'a command is needed')
   }
-  if (o.command !== 'list' && !o.name) throw new UsageError(`${o.command} needs a limiter name`)
-  if (rest.length > (o.command === 'list' ? 1 : 2)) throw new UsageError(`unexpected argument ${rest.at(-1)}`)
+  const named = o.command !== 'list' && o.command !== 'dashboard'
+  if (named && !o.name) throw new UsageError(`${o.command} needs a limiter name`)
+  if (rest.length > (named ? 2 : 1)) throw new UsageError(`unexpected argument ${rest.at(-1)}`)
   if (o.kind !== null && !KINDS.includes(o.kind)) throw new UsageError(`--kind must be one of ${KINDS.join(', ')}`)
   if (!o.redis && o.cluster.length === 0) o.redis = process.env.SLUICE_REDIS_URL || null
   if (!o.redis && o.cluster.length === 0) throw new UsageError('say where Redis is: --redis URL or --cluster URL')
@@ -75,69 +88,6 @@ function parseArgs(argv) {
 /** `redis://user:***@host:port`: never print a password. */
 function shown(url) {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@').replace(/\/\/([^:@/]+)@/, '//***@')
-}
-
-/** A limiter object for a registry entry, to read its statistics and state. */
-function limiterOf(store, info) {
-  const { kind, name, options: o } = info
-  switch (kind) {
-    case 'bucket':
-      return new sluice.BucketLimiter(store, { name, limit: o.limit, interval: o.intervalMs })
-    case 'window':
-      return new sluice.WindowLimiter(store, { name, limit: o.limit, interval: o.intervalMs })
-    case 'leaky':
-      return new sluice.LeakyLimiter(store, { name, limit: o.limit, interval: o.intervalMs })
-    case 'points':
-      return new sluice.PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
-    case 'sliding':
-      return new sluice.SlidingWindowLimiter(store, { name, windows: o.windows })
-    case 'pacer':
-      return new sluice.DistributedPacer(store, { key: name, qps: o.qps, maxBurst: o.maxBurst })
-    case 'concurrent':
-      return new sluice.ConcurrentLimiter(store, { name, limit: o.limit, lockTimeoutMs: o.lockTimeoutMs })
-    case 'fair':
-      return new sluice.FairTenant(store, {
-        name,
-        mode: o.mode,
-        rules: o.rules.map((r) => ({ queue: r.queue, threshold: r.threshold, perMs: r.perMs })),
-        maxWindowMs: Math.max(...o.rules.map((r) => r.perMs)),
-      })
-    default:
-      return null
-  }
-}
-
-async function statsOf(store, info) {
-  if (info.kind === 'quota') return new sluice.QuotaLimiter(store).stats(info.name)
-  return limiterOf(store, info).stats()
-}
-
-/** What the limiter holds now (reads only; nothing is charged). */
-async function stateOf(store, info) {
-  const limiter = limiterOf(store, info)
-  switch (info.kind) {
-    case 'bucket':
-    case 'window':
-    case 'leaky':
-    case 'points': {
-      const d = await limiter.peek()
-      return { remaining: d.remaining, limit: d.limit, retryAfterMs: d.retryAfterMs, resetAfterMs: d.resetAfterMs }
-    }
-    case 'sliding': {
-      const d = await limiter.peek(0)
-      return { windows: d.windows.map((w) => ({ limit: w.limit, intervalMs: w.intervalMs, remaining: w.remaining })) }
-    }
-    case 'pacer': {
-      const o = await limiter.rateLimit(0) // a probe: charges nothing
-      return { backlogMs: o.delayMs, watermark: o.watermark }
-    }
-    case 'concurrent': {
-      const s = await limiter.stats()
-      return { held: s.current, waiting: s.waiting, limit: info.options.limit }
-    }
-    default:
-      return {}
-  }
 }
 
 async function find(store, o) {
@@ -202,6 +152,7 @@ async function run(o, out) {
     e.exitCode = 1
     throw e
   }
+  if (o.command === 'dashboard') return serveDashboard(o, store, where, out)
   try {
     if (o.command === 'list') {
       const all = await store.limiters()
@@ -245,6 +196,37 @@ async function run(o, out) {
   } finally {
     await store.close().catch(() => undefined)
   }
+}
+
+/** Serves the dashboard until SIGINT or SIGTERM, then closes the server and the store. */
+async function serveDashboard(o, store, where, out) {
+  const http = require('node:http')
+  const { dashboard } = require('../lib/dashboard.js')
+  const handler = dashboard({ store, allowReset: o.allowReset, title: `sluice · ${where}` })
+  const server = http.createServer((req, res) => handler(req, res))
+  try {
+    await new Promise((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(o.port, o.host, resolve)
+    })
+  } catch (err) {
+    await store.close().catch(() => undefined)
+    throw new Error(`cannot listen on ${o.host}:${o.port}: ${err.code || err.message}`)
+  }
+  const { port } = server.address()
+  const host = o.host.includes(':') ? `[${o.host}]` : o.host
+  out(`sluice dashboard on http://${host}:${port}/ (Redis at ${where}${o.allowReset ? ', resets allowed' : ''})`)
+  await new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      server.close(() => resolve())
+      server.closeAllConnections()
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+  await store.close().catch(() => undefined)
 }
 
 async function main(argv, out = (s) => process.stdout.write(`${s}\n`), err = (s) => process.stderr.write(`${s}\n`)) {

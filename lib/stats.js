@@ -20,6 +20,9 @@ const FIELDS = [
 ]
 const INDEX = Object.fromEntries(FIELDS.map((f, i) => [f, i]))
 const KINDS = ['pacer', 'bucket', 'window', 'leaky', 'points', 'concurrent', 'sliding', 'quota', 'fair']
+/** Minutes of admitted/refused counts kept per limiter for charts (a ring: `t`, `a`, `r` per slot). */
+const SERIES = 30
+const MINUTE_MS = 60_000
 /** Limiters listed by `store.limiters()` at most; the least recently used go first. */
 const MAX_LIMITERS = 10_000
 
@@ -58,7 +61,37 @@ class Entry {
     this.dirty = false
     /** when this process last wrote the entry's registry record and TTL (0: never) */
     this.refreshedAt = 0
+    /** per-minute counts (a MemoryStore's book only): SERIES slots of [minute, admitted, refused] */
+    this.series = null
   }
+}
+
+/** Counts one decision at `ms` in `e`'s per-minute ring. */
+function countMinute(e, ms, admitted) {
+  const minute = Math.floor(ms / MINUTE_MS)
+  const s = e.series === null ? (e.series = new Float64Array(SERIES * 3)) : e.series
+  const j = (minute % SERIES) * 3
+  if (s[j] !== minute) {
+    s[j] = minute
+    s[j + 1] = 0
+    s[j + 2] = 0
+  }
+  s[admitted ? j + 1 : j + 2]++
+}
+
+/**
+ * The last SERIES minutes up to `nowMs`, oldest first: `{ t, admitted, refused }` (t: the
+ * minute's start, ms). `slot(i)` gives what a ring slot holds: [minute, admitted, refused] or null.
+ */
+function historyOf(nowMs, slot) {
+  const last = Math.floor(nowMs / MINUTE_MS)
+  const out = []
+  for (let m = last - SERIES + 1; m <= last; m++) {
+    const held = slot(((m % SERIES) + SERIES) % SERIES)
+    const here = held !== null && held[0] === m
+    out.push({ t: m * MINUTE_MS, admitted: here ? held[1] : 0, refused: here ? held[2] : 0 })
+  }
+  return out
 }
 
 class StatsBook {
@@ -130,6 +163,7 @@ class StatsBook {
     const e = this._entry(owner)
     count(e.counts, admitted, weight, near, degraded)
     if (e.totals !== e.counts) count(e.totals, admitted, weight, near, degraded)
+    else countMinute(e, e.lastUse, admitted)
   }
 
   /** A caller of `owner` waited `ms` for its turn. */
@@ -163,6 +197,14 @@ class StatsBook {
     const out = {}
     FIELDS.forEach((f, i) => (out[f] = e ? e.counts[i] : 0))
     return out
+  }
+
+  /** The per-minute history of `kind:name` held here (a MemoryStore's book): see historyOf. */
+  history(kind, name) {
+    const names = this._kinds.get(kind)
+    const e = names === undefined ? undefined : names.get(name)
+    const s = e === undefined ? null : e.series
+    return historyOf(this._now(), (j) => (s === null ? null : [s[j * 3], s[j * 3 + 1], s[j * 3 + 2]]))
   }
 
   /** The limiters seen here: `{ kind, name, options, lastUse }` (a use not yet flushed: now). */
@@ -228,4 +270,35 @@ function statsFrom(flat, local) {
   return out
 }
 
-module.exports = { StatsBook, statsFrom, escapeKey, FIELDS, KINDS, MAX_LIMITERS }
+/**
+ * The per-minute history in a Redis hash's `[field, value, ...]` (fields t<slot>, a<slot>,
+ * r<slot>), with this process's unwritten admitted/refused counts (`local`) in the current minute.
+ */
+function historyFrom(flat, local, nowMs) {
+  const ring = new Array(SERIES).fill(null)
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const f = flat[i]
+    const at = 'tar'.indexOf(f[0])
+    if (at < 0 || f.length < 2) continue
+    const j = Number(f.slice(1))
+    if (!Number.isInteger(j) || j < 0 || j >= SERIES) continue
+    if (ring[j] === null) ring[j] = [NaN, 0, 0]
+    ring[j][at] = Number(flat[i + 1])
+  }
+  const out = historyOf(nowMs, (j) => ring[j])
+  out[out.length - 1].admitted += local.admitted
+  out[out.length - 1].refused += local.refused
+  return out
+}
+
+module.exports = {
+  StatsBook,
+  statsFrom,
+  historyFrom,
+  escapeKey,
+  FIELDS,
+  KINDS,
+  MAX_LIMITERS,
+  SERIES,
+  MINUTE_MS,
+}

@@ -7,7 +7,16 @@ const { Batcher } = require('./batcher')
 const { DirectConnection } = require('./direct')
 const { DenyCache } = require('./denycache')
 const { WhenDown, WHEN_DOWN } = require('./whendown')
-const { StatsBook, statsFrom, escapeKey, FIELDS: STATS_FIELDS, MAX_LIMITERS } = require('./stats')
+const {
+  StatsBook,
+  statsFrom,
+  historyFrom,
+  escapeKey,
+  FIELDS: STATS_FIELDS,
+  MAX_LIMITERS,
+  SERIES,
+  MINUTE_MS,
+} = require('./stats')
 const EventEmitter = require('node:events')
 
 const PRIVATE = Symbol('sluice.private')
@@ -258,6 +267,16 @@ class MemoryStore {
     if (this._closed) throw closedError()
     if (this._stats === null) throw statsOffError()
     return this._stats.local(kind, name)
+  }
+
+  /**
+   * @internal statistics and per-minute history (last 30 minutes) of each `{ kind, name }`:
+   * `[{ stats, history: [{ t, admitted, refused }] }]` (the dashboard reads this)
+   */
+  async _statsDetail(list) {
+    if (this._closed) throw closedError()
+    if (this._stats === null) throw statsOffError()
+    return list.map((l) => ({ stats: this._stats.local(l.kind, l.name), history: this._stats.history(l.kind, l.name) }))
   }
 
   /**
@@ -994,6 +1013,12 @@ class RedisStore extends EventEmitter {
         if (t.counts[i] !== 0) args.push(STATS_FIELDS[i], String(t.counts[i]))
       }
       if (args.length > 1) ops.push('incr', '1', this._statsKey(t.kind, t.name), String(args.length), ...args)
+      if (t.counts[0] !== 0 || t.counts[1] !== 0) {
+        // the minute's counts for charts (counted at the flush: within statsFlushMs of the decisions)
+        const minute = Math.floor(now / MINUTE_MS)
+        ops.push('minute', '1', this._statsKey(t.kind, t.name), '5', ttl, String(minute % SERIES), String(minute))
+        ops.push(String(t.counts[0]), String(t.counts[1]))
+      }
       if (due) {
         registry.push(
           `${t.kind}:${t.name}`,
@@ -1032,23 +1057,44 @@ class RedisStore extends EventEmitter {
     return this._statsFlushing
   }
 
-  /** @internal the statistics of `kind:name`: the store's, plus this process's unwritten counts */
-  async _statsOf(kind, name) {
-    if (this._closed) throw closedError()
-    if (this._stats === null) throw statsOffError()
+  /** This process's counts of `kind:name` not yet in Redis (unwritten or being written). */
+  _unwritten(kind, name) {
     const local = this._stats.local(kind, name)
     for (const t of this._statsInFlight) {
       if (t.kind === kind && t.name === name) STATS_FIELDS.forEach((f, i) => (local[f] += t.counts[i]))
     }
+    return local
+  }
+
+  /** @internal the statistics of `kind:name`: the store's, plus this process's unwritten counts */
+  async _statsOf(kind, name) {
+    return (await this._statsDetail([{ kind, name }]))[0].stats
+  }
+
+  /**
+   * @internal statistics and per-minute history (last 30 minutes) of each `{ kind, name }`, in
+   * one script call per hash slot: `[{ stats, history: [{ t, admitted, refused }] }]`
+   */
+  async _statsDetail(list) {
+    if (this._closed) throw closedError()
+    if (this._stats === null) throw statsOffError()
+    const locals = list.map((l) => this._unwritten(l.kind, l.name))
     if (this._status === 'down') throw this._policy.error
-    const ops = ['hgetall', '1', this._statsKey(kind, name), '0']
-    let reply
-    try {
-      reply = await native.redisStats(this._native, ops, 5)
-    } catch (err) {
-      throw fromNative(err)
+    const ops = []
+    for (const l of list) ops.push('hgetall', '1', this._statsKey(l.kind, l.name), '0')
+    let reply = []
+    if (ops.length > 0) {
+      try {
+        reply = await native.redisStats(this._native, ops, 5)
+      } catch (err) {
+        throw fromNative(err)
+      }
     }
-    return statsFrom(reply[0], local)
+    const now = this._nowMsLocal()
+    return list.map((l, i) => ({
+      stats: statsFrom(reply[i], locals[i]),
+      history: historyFrom(reply[i], locals[i], now),
+    }))
   }
 
   /**

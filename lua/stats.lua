@@ -8,6 +8,9 @@
 --           (a hash: member -> options JSON): <ttl_ms> <cap> then <member> <last use> <json>
 --           triples (json '' keeps the options stored); a score only moves forward (GT); beyond
 --           <cap> members the least recently used go, with their options; both keys PEXPIRE
+--   minute  KEYS[a] (the same hash): <ttl_ms> <slot> <minute> <admitted> <refused>: a ring of
+--           per-minute counts for charts, fields t<slot> (the minute held), a<slot>, r<slot>; a
+--           slot holding an older minute starts over; PEXPIRE if the key has no TTL yet
 --   hgetall KEYS[a]: its fields and values
 --   since   KEYS[a] (the sorted set) and KEYS[b] (the hash): <min score>: the members used at or
 --           after it, each as <member> <score> <options json>
@@ -52,6 +55,15 @@ while i <= n do
     end
     redis.call('PEXPIRE', keys[1], ttl)
     redis.call('PEXPIRE', keys[2], ttl)
+  elseif op == 'minute' then
+    local slot = ARGV[a + 1]
+    if redis.call('HGET', keys[1], 't' .. slot) == ARGV[a + 2] then
+      redis.call('HINCRBY', keys[1], 'a' .. slot, ARGV[a + 3])
+      redis.call('HINCRBY', keys[1], 'r' .. slot, ARGV[a + 4])
+    else
+      redis.call('HSET', keys[1], 't' .. slot, ARGV[a + 2], 'a' .. slot, ARGV[a + 3], 'r' .. slot, ARGV[a + 4])
+    end
+    if redis.call('PTTL', keys[1]) == -1 then redis.call('PEXPIRE', keys[1], ARGV[a]) end
   elseif op == 'hgetall' then
     reply = redis.call('HGETALL', keys[1])
   elseif op == 'since' then

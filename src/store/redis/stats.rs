@@ -17,7 +17,7 @@ pub struct StatsOp {
   pub args: Vec<String>,
 }
 
-const OPS: [(&str, usize); 4] = [("incr", 1), ("registry", 2), ("hgetall", 1), ("since", 2)];
+const OPS: [(&str, usize); 5] = [("incr", 1), ("minute", 1), ("registry", 2), ("hgetall", 1), ("since", 2)];
 
 /// Decodes the flat encoding: per operation `<op> <key count> <key>... <arg count> <arg>...`.
 pub fn decode_stats(flat: &[String]) -> Result<Vec<StatsOp>> {

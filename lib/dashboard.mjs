@@ -1,0 +1,3 @@
+import door from './dashboard.js'
+
+export const { dashboard, defaultGroup } = door
