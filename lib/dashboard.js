@@ -116,6 +116,9 @@ function dashboard(options) {
     .replace('{{allowReset}}', String(allowReset))
     .replace('{{refreshMs}}', String(refreshMs))
 
+  /** ms on the store's clock (an injected clock in tests), for "last use ... ago" */
+  const nowMs = () => (store.clock ? store.clock.now() : Date.now())
+
   /** The group of a registry entry (a user's groupOf that throws: the name alone). */
   const group = (l) => {
     try {
@@ -365,10 +368,14 @@ function dashboard(options) {
     const get = method === 'GET' || method === 'HEAD'
     if (seg.length === 1 && seg[0] === 'limiters' && get) {
       const [info, body] = await Promise.all([storeInfo(), list()])
-      return sendJson(res, 200, { title, now: Date.now(), minuteMs: MINUTE_MS, allowReset, store: info, ...body })
+      return sendJson(res, 200, { title, now: nowMs(), minuteMs: MINUTE_MS, allowReset, store: info, ...body })
     }
-    if (seg.length === 3 && seg[0] === 'groups' && get) return sendJson(res, 200, await groupPage(seg[1], seg[2]))
-    if (seg.length === 3 && seg[0] === 'limiters' && get) return sendJson(res, 200, await limiterPage(seg[1], seg[2]))
+    if (seg.length === 3 && seg[0] === 'groups' && get) {
+      return sendJson(res, 200, { now: nowMs(), ...(await groupPage(seg[1], seg[2])) })
+    }
+    if (seg.length === 3 && seg[0] === 'limiters' && get) {
+      return sendJson(res, 200, { now: nowMs(), ...(await limiterPage(seg[1], seg[2])) })
+    }
     if (seg.length === 4 && seg[0] === 'limiters' && seg[3] === 'reset') {
       if (method !== 'POST') throw new HttpError(405, 'ERR_METHOD', 'reset is a POST')
       return sendJson(res, 200, await reset(req, seg[1], seg[2]))

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# The whole test suite, on real servers: installs redis-server if missing, builds the addon,
+# The whole test suite, on real servers: installs redis-server and chromium if missing, builds the addon,
 # starts a standalone Redis and a 3-node Redis Cluster on free loopback ports, runs the Rust
 # suite (unit, property, conformance against the Lua) and the JS suite, stops the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
-  echo "== installing redis-server (apt-get)"
+# Debian's packages the suite drives: redis-server (standalone and cluster) and chromium (the
+# dashboard's browser test, through puppeteer-core)
+need=()
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then need+=(redis-server); fi
+if [ -z "${SLUICE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then need+=(chromium); fi
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== installing ${need[*]} (apt-get)"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
 bash scripts/setup.sh

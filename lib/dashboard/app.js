@@ -26,6 +26,9 @@
   const h = (tag, attrs, ...kids) => build(document.createElement(tag), attrs, kids)
   const s = (tag, attrs, ...kids) => build(document.createElementNS(SVG, tag), attrs, kids)
 
+  /** The server's clock at the last answer: "ago" is measured on it. */
+  let serverNow = null
+
   // --- numbers and times -----------------------------------------------------------------
   function fmt(n) {
     if (typeof n !== 'number' || !Number.isFinite(n)) return '–'
@@ -42,7 +45,7 @@
     return `${(x / 60_000).toFixed(1)} min`
   }
   function ago(t) {
-    const sec = Math.max(0, Math.round((Date.now() - t) / 1000))
+    const sec = Math.max(0, Math.round(((serverNow ?? Date.now()) - t) / 1000))
     if (sec < 60) return `${sec}s ago`
     if (sec < 3600) return `${Math.round(sec / 60)}m ago`
     if (sec < 86400) return `${Math.round(sec / 3600)}h ago`
@@ -507,6 +510,7 @@
         st.className = `pill ${data.store.status}`
       }
       if ($('banner').className === 'banner') banner('')
+      serverNow = typeof data.now === 'number' ? data.now : null
       last = { route: r, data }
       render(last)
       document.body.dataset.loaded = String(seq)

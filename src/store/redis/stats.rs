@@ -122,9 +122,12 @@ mod tests {
     assert_eq!(ops.len(), 2);
     assert_eq!(ops[0].args, strings(&["60000", "admitted", "2"]));
     assert_eq!(ops[1].op, "hgetall");
+    let minute = decode_stats(&strings(&["minute", "1", "k", "5", "60000", "3", "33", "2", "1"])).unwrap();
+    assert_eq!(minute[0].args.len(), 5);
     for bad in [
       vec!["del", "1", "k", "0"],
       vec!["incr", "2", "k", "j", "0"],
+      vec!["minute", "2", "k", "j", "0"],
       vec!["incr", "1", "k", "5", "1"],
       vec!["incr", "1", "", "0"],
       vec!["incr", "x", "k", "0"],

@@ -1,0 +1,468 @@
+// sluice/dashboard: its JSON API on every store (the numbers the store holds, per-minute
+// history on an injected clock, reset only with allowReset and the CSRF token), mounted in
+// node:http, Express and Fastify; the page in a real headless browser (Debian's chromium);
+// `npx sluice dashboard`.
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import express from 'express'
+import Fastify from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  BucketLimiter,
+  ConcurrentLimiter,
+  DistributedPacer,
+  ManualClock,
+  MemoryStore,
+  RedisStore,
+  SlidingWindowLimiter,
+  type Store,
+} from '../lib/index.js'
+import { dashboard, defaultGroup } from '../lib/dashboard.js'
+import { STORE_KINDS, freshPrefix, redisUrl, useStore } from './helpers/stores.js'
+
+const MIN = 60_000
+const T0 = Date.UTC(2026, 10, 23, 12, 0, 0) // a minute's start
+const ROOT = join(__dirname, '..')
+const ARTIFACTS = join(ROOT, 'test-artifacts')
+
+type Handler = ReturnType<typeof dashboard>
+
+/** A node:http server for `handler`; returns its base URL and a close function. */
+async function serve(handler: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
+  const server = http.createServer(handler)
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return { base, close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) }
+}
+
+async function getJson(url: string, init?: RequestInit) {
+  const res = await fetch(url, { redirect: 'manual', ...init })
+  const text = await res.text()
+  return { status: res.status, headers: res.headers, body: text.startsWith('{') ? JSON.parse(text) : text }
+}
+
+const tokenOf = (html: string) => /name="sluice-csrf" content="([^"]+)"/.exec(html)![1]
+
+/** Writes a RedisStore's counts now (a MemoryStore's are exact at once). */
+async function flushed(store: Store) {
+  const s = store as unknown as { _flushStats?: () => Promise<void> }
+  if (s._flushStats) await s._flushStats()
+}
+
+/** Decisions of several kinds at T0 and T0 + 2 min: the numbers the tests expect back. */
+async function traffic(store: Store, clock: ManualClock) {
+  clock.set(T0 + 5_000)
+  const api = new BucketLimiter(store, { name: 'api', limit: 3, interval: 'hour' })
+  for (let i = 0; i < 5; i++) await api.check() // 3 admitted, 2 refused
+  await new DistributedPacer(store, { key: 'partner', qps: 5, maxBurst: 4 }).rateLimit()
+  await new SlidingWindowLimiter(store, { name: 'login', windows: [{ limit: 10, intervalMs: MIN }] }).check()
+  const pdf = new ConcurrentLimiter(store, { name: 'pdf', limit: 2, lockTimeoutMs: 3_600_000 })
+  await pdf.acquire() // held: the page shows 1 of 2 held
+  await flushed(store)
+  clock.set(T0 + 2 * MIN + 1_000)
+  const u1 = new BucketLimiter(store, { name: 'user_1', limit: 2, interval: 'hour' })
+  const u2 = new BucketLimiter(store, { name: 'user_2', limit: 2, interval: 'hour' })
+  for (let i = 0; i < 3; i++) await u1.check() // 2 admitted, 1 refused
+  await u2.check() // 1 admitted
+  await flushed(store)
+  return { api }
+}
+
+describe('dashboard options', () => {
+  it('bad options throw ERR_INVALID_CONFIG', () => {
+    const store = new MemoryStore()
+    for (const bad of [
+      undefined,
+      {},
+      { store: {} },
+      { store, allowReset: 'yes' },
+      { store, basePath: 'sluice' },
+      { store, basePath: '/sluice/' },
+      { store, groupOf: 'user' },
+      { store, refreshMs: 10 },
+      { store, title: 7 },
+      { store, nope: 1 },
+    ]) {
+      expect(() => dashboard(bad as never), JSON.stringify(bad)).toThrow(
+        expect.objectContaining({ code: 'ERR_INVALID_CONFIG' }),
+      )
+    }
+    expect(defaultGroup('user_42')).toBe('user')
+    expect(defaultGroup('100-per-60s_u-31')).toBe('100-per-60s')
+    expect(defaultGroup('api')).toBe('api')
+    expect(defaultGroup('_x')).toBe('_x')
+  })
+})
+
+describe.each(STORE_KINDS)('dashboard API on %s', (kind) => {
+  const clock = new ManualClock(T0)
+  const s = useStore(kind, { clock })
+  let srv: { base: string; close: () => Promise<void> }
+  let locked: { base: string; close: () => Promise<void> }
+  let api: BucketLimiter
+
+  beforeAll(async () => {
+    ;({ api } = await traffic(s.store, clock))
+    srv = await serve(dashboard({ store: s.store, allowReset: true, basePath: '/ops/sluice', title: '<b>ops</b>' }))
+    locked = await serve(dashboard({ store: s.store }))
+  })
+  afterAll(async () => {
+    await srv.close()
+    await locked.close()
+  })
+
+  it('the page: redirected to the trailing slash, escaped title, CSP, no outside asset', async () => {
+    const r = await getJson(`${srv.base}/ops/sluice`)
+    expect(r.status).toBe(302)
+    expect(r.headers.get('location')).toBe('/ops/sluice/')
+    const page = await getJson(`${srv.base}/ops/sluice/`)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/)
+    expect(page.headers.get('content-security-policy')).toMatch(/default-src 'none'; script-src 'self'/)
+    expect(page.body).toContain('<title>&lt;b&gt;ops&lt;/b&gt;</title>')
+    expect(page.body).not.toMatch(/https?:\/\//) // every asset ships in the package
+    for (const [file, type] of [
+      ['app.js', /javascript/],
+      ['app.css', /text\/css/],
+      ['favicon.svg', /svg/],
+    ] as const) {
+      const a = await fetch(`${srv.base}/ops/sluice/assets/${file}`)
+      expect(a.status).toBe(200)
+      expect(a.headers.get('content-type')).toMatch(type)
+      expect(await a.text()).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/)
+    }
+    expect((await getJson(`${srv.base}/elsewhere`)).status).toBe(404)
+    expect((await getJson(`${srv.base}/ops/sluice/assets/../../x`)).status).toBe(404)
+    expect((await getJson(`${srv.base}/ops/sluice/api/nope`)).body.error.code).toBe('ERR_NOT_FOUND')
+  })
+
+  it('the list: every limiter with the numbers the store holds, per-key names grouped, hot first', async () => {
+    clock.set(T0 + 3 * MIN)
+    const r = await getJson(`${srv.base}/ops/sluice/api/limiters`)
+    expect(r.status).toBe(200)
+    expect(r.body.store).toMatchObject({
+      type: kind === 'memory' ? 'memory' : 'redis',
+      status: 'up',
+      keyPrefix: s.prefix,
+    })
+    expect(r.body.limiters).toBe(6)
+    const byId = Object.fromEntries(
+      r.body.groups.map((g: { kind: string; group: string }) => [`${g.kind}:${g.group}`, g]),
+    )
+    expect(Object.keys(byId).sort()).toEqual([
+      'bucket:api',
+      'bucket:user',
+      'concurrent:pdf',
+      'pacer:partner',
+      'sliding:login',
+    ])
+    const a = byId['bucket:api']
+    expect(a).toMatchObject({ keys: 1, name: 'api', limit: '3 / 1h', fill: 1, resettable: true })
+    expect(a.stats).toMatchObject({ admitted: 3, refused: 2, nearLimit: 1 })
+    expect(a.state).toMatchObject({ remaining: 0, limit: 3 })
+    // per-minute history: 30 minutes up to now, the counts in the minutes they were made
+    expect(a.history).toHaveLength(30)
+    expect(a.history.at(-1).t).toBe(T0 + 3 * MIN)
+    expect(a.history.at(-4)).toEqual({ t: T0, admitted: 3, refused: 2 })
+    expect(a.history.reduce((n: number, m: { admitted: number }) => n + m.admitted, 0)).toBe(3)
+    expect(a.recent).toEqual({ admitted: 3, refused: 2, minutes: 5 })
+    const u = byId['bucket:user']
+    expect(u).toMatchObject({ keys: 2, name: null, fullest: 'user_1', fill: 1, resettable: false })
+    expect(u.stats).toMatchObject({ admitted: 3, refused: 1 })
+    expect(u.history.at(-2)).toEqual({ t: T0 + 2 * MIN, admitted: 3, refused: 1 })
+    expect(byId['concurrent:pdf'].state).toMatchObject({ held: 1, waiting: 0, limit: 2, fill: 0.5 })
+    expect(byId['concurrent:pdf'].stats).toMatchObject({ admitted: 1, refused: 0 })
+    expect(byId['pacer:partner'].stats).toMatchObject({ admitted: 1 })
+    expect(byId['sliding:login'].state.windows).toEqual([{ limit: 10, intervalMs: MIN, remaining: 10 }]) // a minute on
+    // hot (refusing or nearly full) first
+    const order = r.body.groups.map((g: { group: string }) => g.group)
+    expect(order.slice(0, 2).sort()).toEqual(['api', 'user'])
+    // reading is not deciding: the counts did not move
+    expect(await api.stats()).toMatchObject({ admitted: 3, refused: 2 })
+    const again = await getJson(`${srv.base}/ops/sluice/api/limiters`)
+    expect(again.body.groups.find((g: { group: string }) => g.group === 'partner').stats.admitted).toBe(1)
+  })
+
+  it('a group lists its keys; a limiter shows its live state, statistics and options', async () => {
+    const g = await getJson(`${srv.base}/ops/sluice/api/groups/bucket/user`)
+    expect(g.status).toBe(200)
+    expect(g.body.total).toBe(2)
+    expect(g.body.keys.map((k: { name: string }) => k.name)).toEqual(['user_1', 'user_2']) // busiest first
+    expect(g.body.keys[0]).toMatchObject({ fill: 1, stats: { admitted: 2, refused: 1 } })
+    expect(g.body.keys[1]).toMatchObject({ fill: 0.5, state: { remaining: 1, limit: 2 } })
+    const l = await getJson(`${srv.base}/ops/sluice/api/limiters/bucket/user_2`)
+    expect(l.body).toMatchObject({ kind: 'bucket', name: 'user_2', group: 'user', options: { limit: 2 } })
+    expect(l.body.stats.admitted).toBe(1)
+    expect((await getJson(`${srv.base}/ops/sluice/api/limiters/bucket/nobody`)).status).toBe(404)
+    expect((await getJson(`${srv.base}/ops/sluice/api/limiters/nokind/api`)).status).toBe(404)
+    expect((await getJson(`${srv.base}/ops/sluice/api/groups/bucket/%E0%A4%A`)).status).toBe(400)
+  })
+
+  it('reset: a POST with the page token, only with allowReset', async () => {
+    const token = tokenOf((await getJson(`${srv.base}/ops/sluice/`)).body)
+    const url = `${srv.base}/ops/sluice/api/limiters/bucket/api/reset`
+    expect((await getJson(url)).status).toBe(405)
+    const none = await getJson(url, { method: 'POST' })
+    expect([none.status, none.body.error.code]).toEqual([403, 'ERR_CSRF'])
+    const wrong = await getJson(url, {
+      method: 'POST',
+      headers: { 'x-sluice-csrf': (token[0] === 'x' ? 'y' : 'x') + token.slice(1) },
+    })
+    expect([wrong.status, wrong.body.error.code]).toEqual([403, 'ERR_CSRF'])
+    const cross = await getJson(url, {
+      method: 'POST',
+      headers: { 'x-sluice-csrf': token, 'sec-fetch-site': 'cross-site' },
+    })
+    expect(cross.status).toBe(403)
+    expect((await api.peek()).remaining).toBe(0)
+    // another dashboard's token is not this one's
+    const lockedToken = tokenOf((await getJson(`${locked.base}/`)).body)
+    const off = await getJson(`${locked.base}/api/limiters/bucket/api/reset`, {
+      method: 'POST',
+      headers: { 'x-sluice-csrf': lockedToken },
+    })
+    expect([off.status, off.body.error.code]).toEqual([403, 'ERR_RESET_DISABLED'])
+    expect((await api.peek()).remaining).toBe(0)
+    const conc = await getJson(`${srv.base}/ops/sluice/api/limiters/concurrent/pdf/reset`, {
+      method: 'POST',
+      headers: { 'x-sluice-csrf': token },
+    })
+    expect([conc.status, conc.body.error.code]).toEqual([400, 'ERR_INVALID_ARGUMENT'])
+    const ok = await getJson(url, { method: 'POST', headers: { 'x-sluice-csrf': token } })
+    expect([ok.status, ok.body]).toEqual([200, { reset: true, kind: 'bucket', name: 'api' }])
+    expect((await api.peek()).remaining).toBe(3)
+  })
+
+  it('the history ring: a minute older than 30 is replaced, never added to', async () => {
+    const name = `ring${kind}`
+    const b = new BucketLimiter(s.store, { name, limit: 1000, interval: 'hour' })
+    clock.set(T0 + 10 * MIN)
+    for (let i = 0; i < 4; i++) await b.check()
+    await flushed(s.store)
+    clock.set(T0 + 40 * MIN + 30_000) // the same ring slot, 30 minutes on
+    await b.check()
+    await flushed(s.store)
+    const r = await getJson(`${locked.base}/api/limiters/bucket/${name}`)
+    expect(r.body.history.at(-1)).toEqual({ t: T0 + 40 * MIN, admitted: 1, refused: 0 })
+    expect(r.body.history.reduce((n: number, m: { admitted: number }) => n + m.admitted, 0)).toBe(1)
+    expect(r.body.stats.admitted).toBe(5)
+  })
+})
+
+describe('dashboard mounted in Express and Fastify', () => {
+  const store = new MemoryStore()
+  afterAll(() => store.close())
+
+  it('Express: app.use(mount, handler); what it does not serve goes to next()', async () => {
+    await new BucketLimiter(store, { name: 'e', limit: 1, interval: 'minute' }).check()
+    const app = express()
+    app.use('/sluice', dashboard({ store }))
+    app.use((_req, res) => res.status(404).send('express 404'))
+    const srv = await serve(app)
+    try {
+      const r = await getJson(`${srv.base}/sluice`)
+      expect([r.status, r.headers.get('location')]).toEqual([302, '/sluice/'])
+      expect((await getJson(`${srv.base}/sluice/?x=1`)).body).toContain('assets/app.js')
+      const list = await getJson(`${srv.base}/sluice/api/limiters`)
+      expect(list.body.groups.map((g: { name: string }) => g.name)).toContain('e')
+      expect((await getJson(`${srv.base}/sluice/unknown`)).body).toBe('express 404')
+    } finally {
+      await srv.close()
+    }
+  })
+
+  it('Fastify: a route that hands the raw request over, with basePath', async () => {
+    await new BucketLimiter(store, { name: 'f', limit: 1, interval: 'minute' }).check()
+    const app = Fastify()
+    const handler: Handler = dashboard({ store, basePath: '/sluice' })
+    const route = (req: { raw: http.IncomingMessage }, reply: { hijack(): void; raw: http.ServerResponse }) => {
+      reply.hijack()
+      handler(req.raw, reply.raw)
+    }
+    app.all('/sluice', route)
+    app.all('/sluice/*', route)
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    try {
+      expect((await getJson(`${base}/sluice`)).headers.get('location')).toBe('/sluice/')
+      expect((await getJson(`${base}/sluice/`)).body).toContain('sluice-csrf')
+      const list = await getJson(`${base}/sluice/api/limiters`)
+      expect(list.body.groups.map((g: { name: string }) => g.name)).toEqual(expect.arrayContaining(['e', 'f']))
+    } finally {
+      await app.close()
+    }
+  })
+})
+
+const CHROMIUM = process.env.SLUICE_CHROMIUM || '/usr/bin/chromium'
+
+describe('the page in a real browser (chromium)', () => {
+  const clock = new ManualClock(T0)
+  const s = useStore('redis', { clock })
+  type Browser = Awaited<ReturnType<typeof import('puppeteer-core').launch>>
+  let browser: Browser
+  let open: { base: string; close: () => Promise<void> }
+  let locked: { base: string; close: () => Promise<void> }
+  let api: BucketLimiter
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: apt-get install chromium (npm test does)`)
+    ;({ api } = await traffic(s.store, clock))
+    clock.set(T0 + 3 * MIN)
+    open = await serve(dashboard({ store: s.store, allowReset: true, refreshMs: 0 }))
+    locked = await serve(dashboard({ store: s.store, refreshMs: 0 }))
+    const puppeteer = await import('puppeteer-core')
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    })
+  }, 60_000)
+  afterAll(async () => {
+    await browser?.close()
+    await open?.close()
+    await locked?.close()
+  })
+
+  /** A page that records every console message, page error and failed request. */
+  async function page() {
+    const p = await browser.newPage()
+    await p.setViewport({ width: 1366, height: 900 })
+    const problems: string[] = []
+    p.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warn') problems.push(`console ${m.type()}: ${m.text()}`)
+    })
+    p.on('pageerror', (e) => problems.push(`page error: ${(e as Error).message}`))
+    p.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`))
+    p.on('response', (r) => {
+      if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`)
+    })
+    return { p, problems }
+  }
+
+  const loaded = (p: Awaited<ReturnType<typeof page>>['p'], n: number) =>
+    p.waitForFunction((k) => Number(document.body.dataset.loaded || 0) >= k, { timeout: 10_000 }, n)
+
+  it('lists the limiters with the numbers the store holds, no console error; a screenshot is kept', async () => {
+    const { p, problems } = await page()
+    await p.goto(`${open.base}/`)
+    await loaded(p, 1)
+    const rows = await p.$$eval('#limiters tbody tr', (trs) =>
+      trs.map((tr) => ({
+        kind: tr.getAttribute('data-kind'),
+        name: tr.getAttribute('data-name'),
+        text: (tr as HTMLElement).innerText.replace(/\s+/g, ' '),
+      })),
+    )
+    expect(rows.map((r) => `${r.kind}:${r.name}`).sort()).toEqual([
+      'bucket:api',
+      'bucket:user',
+      'concurrent:pdf',
+      'pacer:partner',
+      'sliding:login',
+    ])
+    const row = (name: string) => rows.find((r) => r.name === name)!.text
+    expect(row('api')).toContain('0 of 3 left')
+    expect(row('api')).toContain('3 in all') // admitted
+    expect(row('api')).toContain('2 in all') // refused
+    expect(row('user')).toContain('2 keys')
+    expect(row('pdf')).toContain('1 of 2 held, 0 waiting')
+    expect(
+      rows
+        .slice(0, 2)
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(['api', 'user']) // hot first
+    expect(await p.$eval('#store', (e) => e.textContent)).toContain('redis up')
+    mkdirSync(ARTIFACTS, { recursive: true })
+    await p.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true })
+    // into the group and one key
+    await p.click('#limiters tbody tr[data-name="user"] a')
+    await p.waitForSelector('#keys')
+    const keys = await p.$$eval('#keys tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-name')))
+    expect(keys).toEqual(['user_1', 'user_2'])
+    await p.click('#keys tbody tr[data-name="user_2"] a')
+    await p.waitForSelector('#state')
+    expect(await p.$eval('#state', (e) => (e as HTMLElement).innerText)).toMatch(/remaining\s+1/)
+    expect(await p.$('#reset')).not.toBeNull()
+    await p.screenshot({ path: join(ARTIFACTS, 'dashboard-limiter.png'), fullPage: true })
+    expect(problems).toEqual([])
+    await p.close()
+  }, 60_000)
+
+  it('a reset from the page works with allowReset; without it the page offers none and the API refuses', async () => {
+    const { p, problems } = await page()
+    p.on('dialog', (d) => void d.accept())
+    await p.goto(`${open.base}/#/limiter/bucket/api`)
+    await p.waitForSelector('#reset')
+    expect((await api.peek()).remaining).toBe(0)
+    await p.click('#reset')
+    await p.waitForFunction(() => document.getElementById('banner')!.textContent!.includes('Reset bucket api'))
+    expect((await api.peek()).remaining).toBe(3)
+    // a forged token from the page's own origin is refused
+    const forged = await p.evaluate(async () => {
+      const r = await fetch('api/limiters/bucket/api/reset', { method: 'POST', headers: { 'x-sluice-csrf': 'forged' } })
+      return [r.status, (await r.json()).error.code]
+    })
+    expect(forged).toEqual([403, 'ERR_CSRF'])
+    await p.goto(`${locked.base}/#/limiter/bucket/api`)
+    await p.waitForSelector('#state')
+    expect(await p.$('#reset')).toBeNull()
+    const refused = await p.evaluate(async () => {
+      const token = document.querySelector('meta[name="sluice-csrf"]')!.getAttribute('content')!
+      const r = await fetch('api/limiters/bucket/api/reset', { method: 'POST', headers: { 'x-sluice-csrf': token } })
+      return [r.status, (await r.json()).error.code]
+    })
+    expect(refused).toEqual([403, 'ERR_RESET_DISABLED'])
+    // the two 403s asked for above, and nothing else
+    expect(problems.filter((x) => !/403/.test(x))).toEqual([])
+    await p.close()
+  }, 60_000)
+})
+
+describe('npx sluice dashboard', () => {
+  const BIN = join(ROOT, 'bin', 'sluice.js')
+
+  it('serves the page and its API until SIGTERM, then exits 0', async () => {
+    const prefix = freshPrefix()
+    const store = await RedisStore.connect({ url: redisUrl(), keyPrefix: prefix })
+    await new BucketLimiter(store, { name: 'cli', limit: 1, interval: 'minute' }).check()
+    await store.close()
+    const child = spawn(
+      process.execPath,
+      [BIN, 'dashboard', '--redis', redisUrl(), '--prefix', prefix, '--port', '0'],
+      {
+        env: { ...process.env, SLUICE_REDIS_URL: '' },
+      },
+    )
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
+    for (let i = 0; i < 200 && !/http:\/\/\S+\//.test(out); i++) await new Promise((r) => setTimeout(r, 50))
+    const url = /(http:\/\/\S+\/)/.exec(out)![1]
+    expect(out).toContain('sluice dashboard on')
+    const list = await getJson(`${url}api/limiters`)
+    expect(list.body.groups.map((g: { name: string }) => g.name)).toEqual(['cli'])
+    expect(list.body.allowReset).toBe(false)
+    child.kill('SIGTERM')
+    expect(await exited).toBe(0)
+  }, 30_000)
+
+  it('exits 1 with a clear message when Redis is unreachable, 2 on a bad port', async () => {
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; err: string }>((resolve) => {
+        const c = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, SLUICE_REDIS_URL: '' } })
+        let err = ''
+        c.stderr.on('data', (d) => (err += d))
+        c.on('exit', (code) => resolve({ code, err }))
+      })
+    const down = await run(['dashboard', '--redis', 'redis://u:sekrit@127.0.0.1:1', '--port', '0'])
+    expect(down.code).toBe(1)
+    expect(down.err).toContain('cannot reach Redis at redis://u:***@127.0.0.1:1')
+    expect(down.err).not.toContain('sekrit')
+    const bad = await run(['dashboard', '--redis', redisUrl(), '--port', '70000'])
+    expect(bad.code).toBe(2)
+  }, 30_000)
+})
