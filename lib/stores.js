@@ -1003,22 +1003,25 @@ class RedisStore extends EventEmitter {
     const ops = []
     const registry = [ttl, String(MAX_LIMITERS)]
     const now = this._nowMsLocal()
+    const minute = Math.floor(now / MINUTE_MS)
     const refreshed = []
     for (const t of taken) {
       // the registry record (last use) and the TTL: with the first write, then once a minute
       const e = t.entry
       const due = e.refreshedAt === 0 || now - e.refreshedAt >= STATS_REFRESH_MS
-      const args = [due ? ttl : '0']
+      // with the per-minute counts for charts (counted at the flush: within statsFlushMs of
+      // the decisions), in the same operation
+      const decided = t.counts[0] !== 0 || t.counts[1] !== 0
+      const args = [due ? ttl : '0', decided ? String(minute % SERIES) : '', String(minute)]
+      args.push(String(t.counts[0]), String(t.counts[1]))
+      let fields = 0
       for (let i = 0; i < STATS_FIELDS.length; i++) {
-        if (t.counts[i] !== 0) args.push(STATS_FIELDS[i], String(t.counts[i]))
+        if (t.counts[i] !== 0) {
+          args.push(STATS_FIELDS[i], String(t.counts[i]))
+          fields++
+        }
       }
-      if (args.length > 1) ops.push('incr', '1', this._statsKey(t.kind, t.name), String(args.length), ...args)
-      if (t.counts[0] !== 0 || t.counts[1] !== 0) {
-        // the minute's counts for charts (counted at the flush: within statsFlushMs of the decisions)
-        const minute = Math.floor(now / MINUTE_MS)
-        ops.push('minute', '1', this._statsKey(t.kind, t.name), '5', ttl, String(minute % SERIES), String(minute))
-        ops.push(String(t.counts[0]), String(t.counts[1]))
-      }
+      if (fields > 0) ops.push('incr', '1', this._statsKey(t.kind, t.name), String(args.length), ...args)
       if (due) {
         registry.push(
           `${t.kind}:${t.name}`,

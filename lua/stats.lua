@@ -1,16 +1,16 @@
 -- stats.lua: writes and reads limiter statistics (lib/stats.js), a list of operations in order.
 --
 -- ARGV      per operation: <op> <key count> <key index (1-based)>... <arg count> <arg>...
---   incr    KEYS[a] (a hash): <ttl_ms> then <field> <amount> pairs: HINCRBY each (HINCRBYFLOAT
---           for a fraction), then PEXPIRE unless ttl_ms is '0' (the writer refreshes the TTL
---           with the key's first write and then at most once a minute)
+--   incr    KEYS[a] (a hash): <ttl_ms> <slot> <minute> <admitted> <refused> then <field> <amount>
+--           pairs: HINCRBY each (HINCRBYFLOAT for a fraction), then PEXPIRE unless ttl_ms is
+--           '0' (the writer refreshes the TTL with the key's first write and then at most once
+--           a minute). <slot> (unless '') keeps per-minute counts for charts in a ring: fields
+--           t<slot> (the minute held), a<slot>, r<slot>; a slot holding an older minute
+--           starts over with these counts
 --   registry KEYS[a] (a sorted set: member = '<kind>:<name>', score = last use, ms) and KEYS[b]
 --           (a hash: member -> options JSON): <ttl_ms> <cap> then <member> <last use> <json>
 --           triples (json '' keeps the options stored); a score only moves forward (GT); beyond
 --           <cap> members the least recently used go, with their options; both keys PEXPIRE
---   minute  KEYS[a] (the same hash): <ttl_ms> <slot> <minute> <admitted> <refused>: a ring of
---           per-minute counts for charts, fields t<slot> (the minute held), a<slot>, r<slot>; a
---           slot holding an older minute starts over; PEXPIRE if the key has no TTL yet
 --   hgetall KEYS[a]: its fields and values
 --   since   KEYS[a] (the sorted set) and KEYS[b] (the hash): <min score>: the members used at or
 --           after it, each as <member> <score> <options json>
@@ -29,12 +29,21 @@ while i <= n do
   i = a + nargs
   local reply = {}
   if op == 'incr' then
-    for j = a + 1, a + nargs - 1, 2 do
+    for j = a + 5, a + nargs - 1, 2 do
       local v = ARGV[j + 1]
       if string.find(v, '[.eE]') then
         redis.call('HINCRBYFLOAT', keys[1], ARGV[j], v)
       else
         redis.call('HINCRBY', keys[1], ARGV[j], v)
+      end
+    end
+    local slot = ARGV[a + 1]
+    if slot ~= '' then
+      if redis.call('HGET', keys[1], 't' .. slot) == ARGV[a + 2] then
+        if ARGV[a + 3] ~= '0' then redis.call('HINCRBY', keys[1], 'a' .. slot, ARGV[a + 3]) end
+        if ARGV[a + 4] ~= '0' then redis.call('HINCRBY', keys[1], 'r' .. slot, ARGV[a + 4]) end
+      else
+        redis.call('HSET', keys[1], 't' .. slot, ARGV[a + 2], 'a' .. slot, ARGV[a + 3], 'r' .. slot, ARGV[a + 4])
       end
     end
     if ARGV[a] ~= '0' then redis.call('PEXPIRE', keys[1], ARGV[a]) end
@@ -55,15 +64,6 @@ while i <= n do
     end
     redis.call('PEXPIRE', keys[1], ttl)
     redis.call('PEXPIRE', keys[2], ttl)
-  elseif op == 'minute' then
-    local slot = ARGV[a + 1]
-    if redis.call('HGET', keys[1], 't' .. slot) == ARGV[a + 2] then
-      redis.call('HINCRBY', keys[1], 'a' .. slot, ARGV[a + 3])
-      redis.call('HINCRBY', keys[1], 'r' .. slot, ARGV[a + 4])
-    else
-      redis.call('HSET', keys[1], 't' .. slot, ARGV[a + 2], 'a' .. slot, ARGV[a + 3], 'r' .. slot, ARGV[a + 4])
-    end
-    if redis.call('PTTL', keys[1]) == -1 then redis.call('PEXPIRE', keys[1], ARGV[a]) end
   elseif op == 'hgetall' then
     reply = redis.call('HGETALL', keys[1])
   elseif op == 'since' then

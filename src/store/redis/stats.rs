@@ -17,7 +17,7 @@ pub struct StatsOp {
   pub args: Vec<String>,
 }
 
-const OPS: [(&str, usize); 5] = [("incr", 1), ("minute", 1), ("registry", 2), ("hgetall", 1), ("since", 2)];
+const OPS: [(&str, usize); 4] = [("incr", 1), ("registry", 2), ("hgetall", 1), ("since", 2)];
 
 /// Decodes the flat encoding: per operation `<op> <key count> <key>... <arg count> <arg>...`.
 pub fn decode_stats(flat: &[String]) -> Result<Vec<StatsOp>> {
@@ -122,12 +122,9 @@ mod tests {
     assert_eq!(ops.len(), 2);
     assert_eq!(ops[0].args, strings(&["60000", "admitted", "2"]));
     assert_eq!(ops[1].op, "hgetall");
-    let minute = decode_stats(&strings(&["minute", "1", "k", "5", "60000", "3", "33", "2", "1"])).unwrap();
-    assert_eq!(minute[0].args.len(), 5);
     for bad in [
       vec!["del", "1", "k", "0"],
       vec!["incr", "2", "k", "j", "0"],
-      vec!["minute", "2", "k", "j", "0"],
       vec!["incr", "1", "k", "5", "1"],
       vec!["incr", "1", "", "0"],
       vec!["incr", "x", "k", "0"],
