@@ -210,9 +210,11 @@ export declare function redisSlidingDirect(store: NativeRedisStore, keys: string
 
 /**
  * Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
- * <key count> <key>... <arg count> <arg>...`; resolves with each operation's reply.
+ * <key count> <key>... <arg count> <arg>...`, every part joined by a newline (one string to
+ * convert, not one per part: a flush of 10,000 limiters has about 150,000 parts); resolves
+ * with each operation's reply.
  */
-export declare function redisStats(store: NativeRedisStore, ops: Array<string>, lane: number): Promise<string[][]>
+export declare function redisStats(store: NativeRedisStore, ops: string, lane: number): Promise<string[][]>
 
 /** Ends a pending `redisNextWakes` with an empty list. */
 export declare function redisStopWakes(store: NativeRedisStore): void

@@ -12,7 +12,12 @@ async function makeDecide() {
     const sluice = require('../lib/index.js')
     // '-nostats': the same limiter on a store with statistics off (what statistics cost)
     const stats = !cfg.impl.endsWith('-nostats')
-    const store = await sluice.RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix, stats })
+    const store = await sluice.RedisStore.connect({
+      url: cfg.url,
+      keyPrefix: cfg.prefix,
+      stats,
+      ...(cfg.statsFlushMs ? { statsFlushMs: cfg.statsFlushMs } : {}),
+    })
     const close = () => store.close()
     const batching = () => store.batching
     if (cfg.impl === 'sluice-concurrent') {

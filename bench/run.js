@@ -7,7 +7,7 @@
 // Each scenario runs in a fresh process; rounds are interleaved and the median is kept.
 // Redis CPU per decision comes from INFO cpu around each run, script calls per decision from
 // INFO commandstats, native calls per decision from the sluice store's batching counters.
-// BENCH_SUITES=http,pacer,limiters,sliding,doors,jobs,fair  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
+// BENCH_SUITES=http,pacer,limiters,sliding,doors,jobs,fair,stats  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
 // BENCH_SCENARIOS=10000x256,1x1 (keys x in flight)  SLUICE_BENCH_NO_BUILD=1 (skip the build)
 const { execFileSync, fork, spawn } = require('node:child_process')
 const fs = require('node:fs')
@@ -109,6 +109,8 @@ const SERVER_SHAPES = [
   [10000, 64],
   [10000, 256],
 ]
+const STATS_FLUSH_MS = Number(process.env.STATS_FLUSH_MS || 1000)
+const STATS_SECONDS = Number(process.env.STATS_SECONDS || 4)
 const HTTP_IMPLS = (process.env.BENCH_HTTP_IMPLS || 'none,sluice,rate-limiter-flexible').split(',')
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS || 5)
 const HTTP_CONNS = Number(process.env.BENCH_HTTP_CONNS || 64)
@@ -205,6 +207,12 @@ async function main() {
       { ...s, suite: 'quota', impls: QUOTA_IMPLS },
     ]),
   ).filter(only)
+  // what statistics cost (BENCH_SUITES=stats): the same check() on a store with statistics on
+  // and off, in runs of several seconds so that they include flushes (statsFlushMs
+  // STATS_FLUSH_MS, default 1000: five times the default rate), each round's pair in ABBA order
+  const statsScenarios = SERVER_SHAPES.filter(([keys, inflight]) => keys > 1 || inflight > 1).map(
+    ([keys, inflight]) => ({ pattern: 'server', suite: 'stats', keys, inflight }),
+  )
   const key = (s, impl) => `${s.pattern}|${s.suite}|${impl}|${s.keys}|${s.inflight}|${s.limit || 0}`
   const results = {}
   const record = async (s, impl, cfg, script) => {
@@ -229,6 +237,14 @@ async function main() {
         for (const impl of s.impls) {
           const cfg = { limit: s.limit, count: countFor(s.suite, s.inflight), url, prefix: `lbench${round}${impl}` }
           await record(s, impl, { ...cfg, round: round + 1 }, 'limiter-scenario.js')
+        }
+      }
+      for (const s of SUITES.includes('stats') ? statsScenarios : []) {
+        const pair = ['sluice-bucket', 'sluice-bucket-nostats']
+        for (const impl of round % 2 === 0 ? pair : pair.reverse()) {
+          const count = Math.round(STATS_SECONDS * (s.inflight === 1 ? 4_000 : s.inflight === 64 ? 60_000 : 150_000))
+          const cfg = { count, url, prefix: `stbench${round}${impl}`, statsFlushMs: STATS_FLUSH_MS, round: round + 1 }
+          await record(s, impl, cfg, 'limiter-scenario.js')
         }
       }
       for (const s of SUITES.includes('sliding') ? slidingScenarios : []) {
@@ -301,6 +317,8 @@ async function main() {
     if (SUITES.includes('pacer')) lines.push(...pacerTable(of(pacerScenarios), pattern, summary, key, results), '')
     if (SUITES.includes('limiters')) lines.push(...limiterTable(of(limiterScenarios), key, summary), '')
     if (SUITES.includes('sliding')) lines.push(...slidingTables(of(slidingScenarios), key, summary), '')
+    if (SUITES.includes('stats') && pattern === 'server')
+      lines.push(...statsTable(statsScenarios, key, summary, results), '')
   }
   const table = lines.join('\n')
   console.log(`\nsluice benchmark, ${ROUNDS} interleaved rounds, ${os.cpus().length} cores, Node ${process.version}\n`)
@@ -308,6 +326,30 @@ async function main() {
   fs.mkdirSync(path.join(__dirname, 'results'), { recursive: true })
   fs.writeFileSync(path.join(__dirname, 'results', 'latest.md'), table + '\n')
   fs.writeFileSync(path.join(__dirname, 'results', 'latest.json'), JSON.stringify(results, null, 1))
+}
+
+/** Statistics on vs off: medians, and each round's paired ratio (median, min-max). */
+function statsTable(scenarios, key, summary, results) {
+  const lines = [
+    `### What statistics cost: BucketLimiter.check() (a limiter object per decision, every check admitted and written), statistics on (statsFlushMs ${STATS_FLUSH_MS}) vs off, about ${STATS_SECONDS} s per run, ABBA order`,
+    '',
+    '| shape | stats on, decisions/s | stats off, decisions/s | on / off (medians) | paired on / off per round: median (min-max) | Node CPU µs/decision (on, off) | Redis CPU µs/decision (on, off) |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+  ]
+  for (const s of scenarios) {
+    const on = summary(key(s, 'sluice-bucket'))
+    const off = summary(key(s, 'sluice-bucket-nostats'))
+    const a = results[key(s, 'sluice-bucket')]
+    const b = results[key(s, 'sluice-bucket-nostats')]
+    const ratios = a.map((r, i) => r.rps / b[i].rps)
+    const shape = `${s.keys === 1 ? 'hot key' : `${fmt(s.keys)} keys`}, ${s.inflight} in flight`
+    lines.push(
+      `| ${shape} | ${fmt(on.rps)} (${fmt(on.min)}-${fmt(on.max)}) | ${fmt(off.rps)} (${fmt(off.min)}-${fmt(off.max)}) | ` +
+        `${fmt(on.rps / off.rps, 3)}x | ${fmt(median(ratios), 3)}x (${fmt(Math.min(...ratios), 2)}-${fmt(Math.max(...ratios), 2)}) | ` +
+        `${fmt(on.nodeCpuUs, 2)}, ${fmt(off.nodeCpuUs, 2)} | ${fmt(on.redisCpuUs, 2)}, ${fmt(off.redisCpuUs, 2)} |`,
+    )
+  }
+  return lines
 }
 
 const batchCells = (m) =>

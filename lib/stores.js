@@ -1009,19 +1009,20 @@ class RedisStore extends EventEmitter {
       // the registry record (last use) and the TTL: with the first write, then once a minute
       const e = t.entry
       const due = e.refreshedAt === 0 || now - e.refreshedAt >= STATS_REFRESH_MS
-      // with the per-minute counts for charts (counted at the flush: within statsFlushMs of
-      // the decisions), in the same operation
-      const decided = t.counts[0] !== 0 || t.counts[1] !== 0
-      const args = [due ? ttl : '0', decided ? String(minute % SERIES) : '', String(minute)]
-      args.push(String(t.counts[0]), String(t.counts[1]))
+      // one packed argument (see lua/stats.lua): TTL, the ring slot and minute of the
+      // per-minute counts for charts (counted at the flush: within statsFlushMs of the
+      // decisions), then the counts, empty for 0
+      const c = t.counts
+      let packed = `${due ? ttl : 0},${c[0] !== 0 || c[1] !== 0 ? minute % SERIES : ''},${minute}`
       let fields = 0
-      for (let i = 0; i < STATS_FIELDS.length; i++) {
-        if (t.counts[i] !== 0) {
-          args.push(STATS_FIELDS[i], String(t.counts[i]))
+      for (let i = 0; i < c.length; i++) {
+        if (c[i] === 0) packed += ','
+        else {
+          packed += `,${c[i]}`
           fields++
         }
       }
-      if (fields > 0) ops.push('incr', '1', this._statsKey(t.kind, t.name), String(args.length), ...args)
+      if (fields > 0) ops.push('incr', '1', this._statsKey(t.kind, t.name), '1', packed)
       if (due) {
         registry.push(
           `${t.kind}:${t.name}`,
@@ -1037,7 +1038,7 @@ class RedisStore extends EventEmitter {
     this._statsInFlight = taken
     let sent
     try {
-      sent = native.redisStats(this._native, ops, 5)
+      sent = native.redisStats(this._native, ops.join('\n'), 5)
     } catch (err) {
       sent = Promise.reject(err)
     }
@@ -1088,7 +1089,7 @@ class RedisStore extends EventEmitter {
     let reply = []
     if (ops.length > 0) {
       try {
-        reply = await native.redisStats(this._native, ops, 5)
+        reply = await native.redisStats(this._native, ops.join('\n'), 5)
       } catch (err) {
         throw fromNative(err)
       }
@@ -1115,7 +1116,7 @@ class RedisStore extends EventEmitter {
     const since = String(Math.floor(this._nowMsLocal() - this._statsTtlMs))
     let reply
     try {
-      reply = await native.redisStats(this._native, ['since', '2', zset, options, '1', since], 5)
+      reply = await native.redisStats(this._native, ['since', '2', zset, options, '1', since].join('\n'), 5)
     } catch (err) {
       throw fromNative(err)
     }

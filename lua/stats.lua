@@ -1,12 +1,14 @@
 -- stats.lua: writes and reads limiter statistics (lib/stats.js), a list of operations in order.
 --
 -- ARGV      per operation: <op> <key count> <key index (1-based)>... <arg count> <arg>...
---   incr    KEYS[a] (a hash): <ttl_ms> <slot> <minute> <admitted> <refused> then <field> <amount>
---           pairs: HINCRBY each (HINCRBYFLOAT for a fraction), then PEXPIRE unless ttl_ms is
---           '0' (the writer refreshes the TTL with the key's first write and then at most once
---           a minute). <slot> (unless '') keeps per-minute counts for charts in a ring: fields
---           t<slot> (the minute held), a<slot>, r<slot>; a slot holding an older minute
---           starts over with these counts
+--   incr    KEYS[a] (a hash): one argument, comma-separated: <ttl_ms>,<slot>,<minute>, then the
+--           counts in FIELDS order (empty for 0): HINCRBY each (HINCRBYFLOAT for a fraction),
+--           then PEXPIRE unless ttl_ms is 0 (the writer refreshes the TTL with the key's first
+--           write and then at most once a minute). <slot> (unless empty) keeps per-minute
+--           admitted/refused counts for charts in a ring: fields t<slot> (the minute held),
+--           a<slot>, r<slot>; a slot holding an older minute starts over with these counts.
+--           (One packed argument per limiter: a flush of 10,000 limiters sends 50,000 parts,
+--           not 150,000.)
 --   registry KEYS[a] (a sorted set: member = '<kind>:<name>', score = last use, ms) and KEYS[b]
 --           (a hash: member -> options JSON): <ttl_ms> <cap> then <member> <last use> <json>
 --           triples (json '' keeps the options stored); a score only moves forward (GT); beyond
@@ -16,6 +18,12 @@
 --           after it, each as <member> <score> <options json>
 -- Returns   one array per operation (empty for writes)
 -- Notes     every key written gets a TTL; all KEYS share one hash slot (the caller groups).
+
+-- the counters, in lib/stats.js' FIELDS order
+local FIELDS = {
+  'admitted', 'refused', 'admittedWeight', 'refusedWeight', 'nearLimit', 'waited', 'waitTimeMs',
+  'degraded', 'rescheduled',
+}
 
 local out = {}
 local i = 1
@@ -29,24 +37,29 @@ while i <= n do
   i = a + nargs
   local reply = {}
   if op == 'incr' then
-    for j = a + 5, a + nargs - 1, 2 do
-      local v = ARGV[j + 1]
-      if string.find(v, '[.eE]') then
-        redis.call('HINCRBYFLOAT', keys[1], ARGV[j], v)
-      else
-        redis.call('HINCRBY', keys[1], ARGV[j], v)
+    local v = {}
+    for x in string.gmatch(ARGV[a] .. ',', '([^,]*),') do v[#v + 1] = x end
+    for f = 1, #FIELDS do
+      local c = v[3 + f]
+      if c ~= nil and c ~= '' then
+        if string.find(c, '[.eE]') then
+          redis.call('HINCRBYFLOAT', keys[1], FIELDS[f], c)
+        else
+          redis.call('HINCRBY', keys[1], FIELDS[f], c)
+        end
       end
     end
-    local slot = ARGV[a + 1]
+    local slot = v[2]
     if slot ~= '' then
-      if redis.call('HGET', keys[1], 't' .. slot) == ARGV[a + 2] then
-        if ARGV[a + 3] ~= '0' then redis.call('HINCRBY', keys[1], 'a' .. slot, ARGV[a + 3]) end
-        if ARGV[a + 4] ~= '0' then redis.call('HINCRBY', keys[1], 'r' .. slot, ARGV[a + 4]) end
+      local admitted, refused = v[4] == '' and '0' or v[4], v[5] == '' and '0' or v[5]
+      if redis.call('HGET', keys[1], 't' .. slot) == v[3] then
+        if admitted ~= '0' then redis.call('HINCRBY', keys[1], 'a' .. slot, admitted) end
+        if refused ~= '0' then redis.call('HINCRBY', keys[1], 'r' .. slot, refused) end
       else
-        redis.call('HSET', keys[1], 't' .. slot, ARGV[a + 2], 'a' .. slot, ARGV[a + 3], 'r' .. slot, ARGV[a + 4])
+        redis.call('HSET', keys[1], 't' .. slot, v[3], 'a' .. slot, admitted, 'r' .. slot, refused)
       end
     end
-    if ARGV[a] ~= '0' then redis.call('PEXPIRE', keys[1], ARGV[a]) end
+    if v[1] ~= '0' then redis.call('PEXPIRE', keys[1], v[1]) end
   elseif op == 'registry' then
     local ttl, cap = ARGV[a], tonumber(ARGV[a + 1])
     for j = a + 2, a + nargs - 1, 3 do

@@ -553,12 +553,14 @@ pub fn redis_quota_direct(
 }
 
 /// Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
-/// <key count> <key>... <arg count> <arg>...`; resolves with each operation's reply.
+/// <key count> <key>... <arg count> <arg>...`, every part joined by a newline (one string to
+/// convert, not one per part: a flush of 10,000 limiters has about 150,000 parts); resolves
+/// with each operation's reply.
 #[napi(catch_unwind, ts_return_type = "Promise<string[][]>")]
 pub fn redis_stats<'env>(
   env: &'env Env,
   store: &NativeRedisStore,
-  ops: Vec<String>,
+  ops: String,
   lane: u32,
 ) -> Result<PromiseRaw<'env, Vec<Vec<String>>>> {
   let ops = crate::store::redis::decode_stats(&ops).map_err(js_error)?;

@@ -19,25 +19,29 @@ pub struct StatsOp {
 
 const OPS: [(&str, usize); 4] = [("incr", 1), ("registry", 2), ("hgetall", 1), ("since", 2)];
 
-/// Decodes the flat encoding: per operation `<op> <key count> <key>... <arg count> <arg>...`.
-pub fn decode_stats(flat: &[String]) -> Result<Vec<StatsOp>> {
+/// Decodes the flat encoding, its parts joined by newlines (one string crosses from Node, not
+/// one per part): per operation `<op> <key count> <key>... <arg count> <arg>...`.
+pub fn decode_stats(text: &str) -> Result<Vec<StatsOp>> {
+  let flat: Vec<&str> = if text.is_empty() { vec![] } else { text.split('\n').collect() };
   let malformed = || Error::argument("malformed statistics call");
   let mut ops = vec![];
   let mut i = 0;
-  let count = |s: Option<&String>| s.and_then(|s| s.parse::<usize>().ok()).ok_or_else(malformed);
+  let count = |s: Option<&&str>| s.and_then(|s| s.parse::<usize>().ok()).ok_or_else(malformed);
   while i < flat.len() {
-    let op = flat[i].clone();
+    let op = flat[i].to_string();
     let nkeys = count(flat.get(i + 1))?;
     if !OPS.iter().any(|(name, keys)| *name == op && *keys == nkeys) {
       return Err(malformed());
     }
-    let keys = flat.get(i + 2..i + 2 + nkeys).ok_or_else(malformed)?.to_vec();
+    let keys: Vec<String> =
+      flat.get(i + 2..i + 2 + nkeys).ok_or_else(malformed)?.iter().map(|k| k.to_string()).collect();
     for key in &keys {
       validate_key(key)?;
     }
     let nargs = count(flat.get(i + 2 + nkeys))?;
     let start = i + 3 + nkeys;
-    let args = flat.get(start..start + nargs).ok_or_else(malformed)?.to_vec();
+    let args: Vec<String> =
+      flat.get(start..start + nargs).ok_or_else(malformed)?.iter().map(|a| a.to_string()).collect();
     ops.push(StatsOp { op, keys, args });
     i = start + nargs;
   }
@@ -115,10 +119,14 @@ mod tests {
     xs.iter().map(|s| s.to_string()).collect()
   }
 
+  fn text(xs: &[&str]) -> String {
+    xs.join("\n")
+  }
+
   #[test]
   fn decodes_operations_and_rejects_malformed_ones() {
     let ops =
-      decode_stats(&strings(&["incr", "1", "k", "3", "60000", "admitted", "2", "hgetall", "1", "k", "0"])).unwrap();
+      decode_stats(&text(&["incr", "1", "k", "3", "60000", "admitted", "2", "hgetall", "1", "k", "0"])).unwrap();
     assert_eq!(ops.len(), 2);
     assert_eq!(ops[0].args, strings(&["60000", "admitted", "2"]));
     assert_eq!(ops[1].op, "hgetall");
@@ -130,7 +138,7 @@ mod tests {
       vec!["incr", "x", "k", "0"],
       vec!["incr"],
     ] {
-      assert!(decode_stats(&strings(&bad)).is_err(), "{bad:?}");
+      assert!(decode_stats(&text(&bad)).is_err(), "{bad:?}");
     }
   }
 }
