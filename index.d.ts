@@ -71,7 +71,7 @@ export declare function memoryConcurrent(handle: ExternalObject<'MemoryStore'>, 
 `; per call `[mode, horizonMs, granularityMs, ruleCount,
  * then perMs per rule]`); per call, the tenant's count in each rule's window.
  */
-export declare function memoryFair(handle: ExternalObject<'MemoryStore'>, keys: string, ids: string, nums: Float64Array, nowUs: number): Float64Array
+export declare function memoryFair(handle: ExternalObject<'MemoryStore'>, keys: string, ids: string, nums: Float64Array, nowUs: number): Array<number>
 
 /**
  * Interns a key of the embedded store: the id to pass to `memoryPacerStep`, valid until a
@@ -91,7 +91,7 @@ export declare function memoryLimitStep(handle: ExternalObject<'MemoryStore'>, i
  * A batch on the embedded store, in the flat encoding of `PacerBatch::decode`; results per
  * member.
  */
-export declare function memoryPacerBatch(handle: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Float64Array
+export declare function memoryPacerBatch(handle: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Array<number>
 
 /** Blocks a pacer on the embedded store (see `pacer::block`); µs until the block ends. */
 export declare function memoryPacerBlock(handle: ExternalObject<'MemoryStore'>, key: string, nums: Float64Array, nowUs: number): number
@@ -109,7 +109,7 @@ export declare function memoryPacerStep(handle: ExternalObject<'MemoryStore'>, i
  * encoding of `QuotaCall`, at `timestamp` (whole seconds); `[timestamp, per request
  * granted, then reached (0/1) per quota]` (just the timestamp for use).
  */
-export declare function memoryQuota(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, mode: number, timestamp: number, nowUs: number): Float64Array
+export declare function memoryQuota(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, mode: number, timestamp: number, nowUs: number): Array<number>
 
 /**
  * Sliding-window calls on the embedded store, in the flat encoding of `SlidingBatch`
@@ -117,7 +117,7 @@ export declare function memoryQuota(handle: ExternalObject<'MemoryStore'>, keys:
 `; per call `[op, weight, windowCount, then limit, intervalUs per
  * window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs per window]`.
  */
-export declare function memorySliding(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, nowUs: number): Float64Array
+export declare function memorySliding(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, nowUs: number): Array<number>
 
 /**
  * Creates the embedded store's engine (synchronous: no tokio hop). `io` (6 numbers) carries

@@ -242,9 +242,18 @@ describe('the direct lane: reply framing and URLs', () => {
     expect(frame(b('$4\r\n\r\n\r\n\r\n:1\r\n'), 0, 2)).toBe(14)
   })
 
-  it('frames deep nesting without recursion', () => {
-    const deep = '*1\r\n'.repeat(100_000) + ':1\r\n'
-    expect(frame(b(deep), 0, 1)).toBe(deep.length)
+  it('refuses what is not a reply of ours: deep nesting, unknown types, bad lengths, huge sizes', () => {
+    const ok = '*1\r\n'.repeat(4) + ':1\r\n'
+    expect(frame(b(ok), 0, 1)).toBe(ok.length)
+    expect(frame(b('*1\r\n'.repeat(5) + ':1\r\n'), 0, 1)).toBe(-2)
+    expect(frame(b('*1\r\n'.repeat(100_000) + ':1\r\n'), 0, 1)).toBe(-2)
+    for (const bad of ['?x\r\n', '\x00\r\n', '$x\r\n', '$-2\r\n', '$3\r\nabcd\r\n', '*1a\r\n', '+ok\rx']) {
+      expect(frame(b(bad), 0, 1), JSON.stringify(bad)).toBe(-2)
+    }
+    expect(frame(b('$99999999999\r\n'), 0, 1)).toBe(-2) // a bulk over 64 MB is never ours
+    expect(frame(b('*99999999\r\n'), 0, 1)).toBe(-2)
+    expect(frame(b('$1000000\r\nabc'), 0, 1)).toBe(-1) // waits for bytes, allocates nothing ahead
+    expect(frame(Buffer.alloc(70_000, 120), 0, 1)).toBe(-2) // a line without end
   })
 
   it('takes plain redis:// URLs only', () => {

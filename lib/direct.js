@@ -14,39 +14,76 @@ const native = require('../index.js')
 const { SluiceError, fromNative } = require('./errors')
 
 const CR = 13
+const LF = 10
 const REDIAL_MS = 1000
+/** Replies are refused (a protocol error: the connection is dropped) beyond these bounds. Our
+ * scripts return flat arrays of small values; the Rust parser allows the same depth. */
+const MAX_DEPTH = 4
+const MAX_BULK = 64 * 1024 * 1024
+const MAX_ARRAY = 1 << 24
+const MAX_LINE = 64 * 1024
+/** The open arrays' unread element counts while framing (index 0: the replies asked for). */
+const pending = new Float64Array(MAX_DEPTH + 1)
+
+/** A length after `$` or `*`: -1 or a whole number; NaN for anything else. */
+function lengthAt(buf, from, eol) {
+  if (from >= eol) return NaN
+  if (buf[from] === 45 /* - */) return eol === from + 2 && buf[from + 1] === 49 /* 1 */ ? -1 : NaN
+  let n = 0
+  for (let i = from; i < eol; i++) {
+    const d = buf[i] - 48
+    if (d < 0 || d > 9) return NaN
+    n = n * 10 + d
+  }
+  return eol - from > 12 ? NaN : n
+}
 
 /**
- * The end offset of `count` complete RESP2 replies in `buf` from `at`, or -1 if the buffer
- * holds less. Iterative: array nesting costs a counter, never stack.
+ * The end offset of `count` complete RESP2 replies in `buf` from `at`; -1 if the buffer holds
+ * less; -2 if the bytes are not a reply we accept (an unknown type byte, a bad length, bulk
+ * data not ended by CRLF, nesting deeper than MAX_DEPTH, a bulk over MAX_BULK, an array over
+ * MAX_ARRAY, a line over MAX_LINE): a protocol error. Iterative: nesting costs a counter.
  */
 function frame(buf, at, count) {
-  let need = count
   const length = buf.length
-  while (need > 0) {
+  let depth = 0
+  pending[0] = count
+  for (;;) {
+    while (pending[depth] === 0) {
+      if (depth === 0) return at
+      depth--
+    }
     if (at >= length) return -1
     const type = buf[at]
-    const eol = buf.indexOf(CR, at)
-    if (eol < 0 || eol + 1 >= length) return -1
-    need--
-    if (type === 36 /* $ */ || type === 42 /* * */) {
-      let n = 0
-      let negative = false
-      for (let i = at + 1; i < eol; i++) {
-        const c = buf[i]
-        if (c === 45 /* - */) negative = true
-        else n = n * 10 + (c - 48)
-      }
-      if (type === 36) {
-        at = negative ? eol + 2 : eol + 2 + n + 2
-        if (at > length) return -1
+    let eol = buf.indexOf(CR, at)
+    if (eol < 0) return length - at > MAX_LINE ? -2 : -1
+    if (eol + 1 >= length) return -1
+    if (buf[eol + 1] !== LF) return -2
+    pending[depth]--
+    if (type === 43 /* + */ || type === 45 /* - */ || type === 58 /* : */) {
+      at = eol + 2
+    } else if (type === 36 /* $ */) {
+      const n = lengthAt(buf, at + 1, eol)
+      if (Number.isNaN(n) || n > MAX_BULK) return -2
+      if (n < 0) {
+        at = eol + 2
         continue
       }
-      if (!negative) need += n
+      at = eol + 2 + n + 2
+      if (at > length) return -1
+      if (buf[at - 2] !== CR || buf[at - 1] !== LF) return -2
+    } else if (type === 42 /* * */) {
+      const n = lengthAt(buf, at + 1, eol)
+      if (Number.isNaN(n) || n > MAX_ARRAY) return -2
+      at = eol + 2
+      if (n > 0) {
+        if (depth === MAX_DEPTH) return -2
+        pending[++depth] = n
+      }
+    } else {
+      return -2
     }
-    at = eol + 2
   }
-  return at
 }
 
 /** `[user, password, db]` of a plain `redis://` URL, or null for anything else. */
@@ -109,6 +146,7 @@ class DirectConnection {
     this._lastDial = 0
     this._dialing = false
     this._buf = null
+    this._lostBecause = null
     // commands written and not answered, oldest first: { task, count, start, resolve, reject }
     this._queue = []
     this._head = 0
@@ -159,6 +197,7 @@ class DirectConnection {
         socket.on('data', (chunk) => {
           buf = Buffer.concat([buf, chunk])
           const end = frame(buf, 0, hello.length)
+          if (end === -2) return done(false)
           if (end < 0) return
           // every handshake reply must be +OK; an error reply leaves the store on its pool
           const ok = buf.subarray(0, end).toString('latin1').split('\r\n').filter(Boolean)
@@ -202,6 +241,7 @@ class DirectConnection {
     while (this._head < this._queue.length) {
       const entry = this._queue[this._head]
       const end = frame(buf, at, entry.count)
+      if (end === -2) return this._protocolError()
       if (end < 0) break
       this._queue[this._head++] = undefined
       if (entry.task !== null) this._step(entry.task, buf.subarray(at, end), entry.resolve, entry.reject)
@@ -218,10 +258,32 @@ class DirectConnection {
     }
   }
 
-  /** Fails commands past their deadline (their replies, if they come, are skipped). */
+  /**
+   * Bytes that are not a reply: the connection is dropped (every call under way fails with
+   * ERR_STORE_UNAVAILABLE) and redialled when calls arrive; meanwhile calls use the pool.
+   */
+  _protocolError() {
+    this._lostBecause = 'Redis sent bytes that are not a RESP2 reply (protocol error); the connection was dropped'
+    const socket = this._socket
+    this._lost(socket)
+    socket.destroy()
+  }
+
+  /**
+   * Fails commands past their deadline (their replies, if they come, are skipped). When the
+   * oldest has waited twice its deadline, the connection is dropped as unresponsive (as the
+   * pool does): a server stuck mid-reply would otherwise time out every later command here.
+   */
   _checkDeadlines() {
     this._timer = null
     const now = performance.now()
+    if (this._head < this._queue.length && now - this._queue[this._head].start >= 2 * this._timeoutMs) {
+      this._lostBecause = `Redis did not answer for ${2 * this._timeoutMs} ms; the connection was dropped`
+      const socket = this._socket
+      this._lost(socket)
+      if (socket) socket.destroy()
+      return
+    }
     let next = Infinity
     for (let i = this._head; i < this._queue.length; i++) {
       const entry = this._queue[i]
@@ -234,7 +296,17 @@ class DirectConnection {
         break // later entries were written later
       }
     }
-    if (next !== Infinity) this._timer = setTimeout(this._onTimer, Math.max(1, Math.ceil(next)))
+    // the oldest command, failed or not, is watched until it is answered
+    if (this._head < this._queue.length) {
+      next = Math.min(next, this._queue[this._head].start + 2 * this._timeoutMs - now)
+    }
+    if (next !== Infinity) {
+      this._timer = setTimeout(this._onTimer, Math.max(1, Math.ceil(next)))
+      // only the watch is left when every call waiting here has failed: it keeps no process alive
+      let waiting = false
+      for (let i = this._head; i < this._queue.length && !waiting; i++) waiting = this._queue[i].task !== null
+      if (!waiting) this._timer.unref()
+    }
   }
 
   _lost(socket) {
@@ -248,7 +320,8 @@ class DirectConnection {
     this._head = 0
     const error = this._closed
       ? new SluiceError('ERR_CLOSED', 'the store is closed')
-      : unavailable('the connection to Redis was lost')
+      : unavailable(this._lostBecause || 'the connection to Redis was lost')
+    this._lostBecause = null
     for (let i = head; i < queue.length; i++) if (queue[i].task !== null) queue[i].reject(error)
   }
 

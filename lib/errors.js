@@ -7,6 +7,7 @@ const CODES = Object.freeze([
   'ERR_OVER_LIMIT',
   'ERR_STORE_UNAVAILABLE',
   'ERR_TIMEOUT',
+  'ERR_STORE_OOM',
   'ERR_SCRIPT',
   'ERR_CLOSED',
   'ERR_ABORTED',

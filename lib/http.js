@@ -15,7 +15,7 @@ const { SluiceError, invalidConfig, invalidArgument } = require('./errors')
 const ALGORITHMS = ['fixed', 'window', 'sliding', 'leaky', 'gcra']
 const HEADER_DRAFTS = ['draft-6', 'draft-7', 'draft-8', 'draft-10']
 /** Store failures `passOnStoreError` lets through. */
-const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
+const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT', 'ERR_STORE_OOM'])
 const MAX_LIMIT = 1e9
 const MAX_WINDOW_MS = 315_360_000_000
 const MAX_WINDOWS = 16
@@ -210,23 +210,54 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
   return config
 }
 
-/**
- * A store name for `key`: `[A-Za-z0-9]` kept, every other byte `-xx`, so that the counter
- * name `<identifier>_<key>` can never be read two ways; a key too long for a name is hashed.
- */
-function escapeName(text) {
+/** `-xx` per UTF-8 byte of `text` but `[A-Za-z0-9]` (well-formed text only). */
+function escapeBytes(text) {
   let out = ''
-  for (const byte of Buffer.from(String(text), 'utf8')) {
+  for (const byte of Buffer.from(text, 'utf8')) {
     const c = String.fromCharCode(byte)
     out += /[A-Za-z0-9]/.test(c) ? c : `-${byte.toString(16).padStart(2, '0')}`
   }
   return out
 }
 
+/**
+ * A store name for `key`: `[A-Za-z0-9]` kept, every other byte `-xx`, so that the counter
+ * name `<identifier>_<key>` can never be read two ways; a key too long for a name is hashed.
+ * A lone surrogate (which UTF-8 cannot hold: it would become U+FFFD and share a counter with
+ * every other one) is `-uxxxx`, its code unit: distinct keys stay distinct.
+ */
+function escapeName(text) {
+  const s = String(text)
+  if (s.isWellFormed()) return escapeBytes(s)
+  let out = ''
+  let run = ''
+  for (let i = 0; i < s.length; i++) {
+    const unit = s.charCodeAt(i)
+    const high = unit >= 0xd800 && unit <= 0xdbff
+    const low = unit >= 0xdc00 && unit <= 0xdfff
+    if (high && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff) {
+      run += s[i] + s[i + 1]
+      i++
+    } else if (high || low) {
+      out += `${escapeBytes(run)}-u${unit.toString(16)}`
+      run = ''
+    } else {
+      run += s[i]
+    }
+  }
+  return out + escapeBytes(run)
+}
+
+/** The bytes of `key` for hashing: UTF-16 code units when it holds a lone surrogate. */
+const hashable = (key) => {
+  const s = String(key)
+  return s.isWellFormed() ? s : Buffer.from(s, 'utf16le')
+}
+
 function counterName(identifier, key) {
   const name = `${escapeName(identifier)}_${escapeName(key)}`
   if (name.length <= MAX_NAME) return name
-  return `${escapeName(identifier).slice(0, 150)}_-h${createHash('sha256').update(String(key)).digest('hex')}`
+  return `${escapeName(identifier).slice(0, 150)}_-h${createHash('sha256').update(hashable(key)).digest('hex')}`
 }
 
 /** The 8 16-bit groups of an IPv6 address (which may end in an IPv4 address). */

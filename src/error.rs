@@ -14,6 +14,9 @@ pub enum ErrorKind {
   StoreUnavailable,
   /// The store did not answer within the deadline: `ERR_TIMEOUT`.
   Timeout,
+  /// The store is out of memory and refuses writes (`maxmemory`, policy `noeviction`):
+  /// `ERR_STORE_OOM`. Nothing was written; the decision was not made.
+  StoreOom,
   /// A script failed inside Redis (wrong key type, bad reply): `ERR_SCRIPT`.
   Script,
   /// The store was closed: `ERR_CLOSED`.
@@ -30,6 +33,7 @@ impl ErrorKind {
       ErrorKind::InvalidArgument => "ERR_INVALID_ARGUMENT",
       ErrorKind::StoreUnavailable => "ERR_STORE_UNAVAILABLE",
       ErrorKind::Timeout => "ERR_TIMEOUT",
+      ErrorKind::StoreOom => "ERR_STORE_OOM",
       ErrorKind::Script => "ERR_SCRIPT",
       ErrorKind::Closed => "ERR_CLOSED",
       ErrorKind::Internal => "ERR_INTERNAL",

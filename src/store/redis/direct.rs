@@ -49,14 +49,15 @@ struct ExchangeState {
 
 impl Exchange {
   /// Sends one script call (EVALSHA, or EVAL after NOSCRIPT) and waits for its reply.
-  pub async fn script(&self, script: &Script, keys: &[Key], args: &[Value], full: bool) -> Result<Value> {
+  pub async fn script(&self, script: &Script, legacy: bool, keys: &[Key], args: &[Value], full: bool) -> Result<Value> {
     let n = {
       let mut s = self.state.lock();
       let n = s.issued;
       s.issued += 1;
       s.replies.push(None);
       let command = if full { "EVAL" } else { "EVALSHA" };
-      let body: &[u8] = if full { script.lua.as_bytes() } else { script.sha.as_bytes() };
+      let (sha, lua) = script.pick(legacy);
+      let body: &[u8] = if full { lua.as_bytes() } else { sha.as_bytes() };
       encode_command(&mut s.out, command, body, keys, args)?;
       s.out_count += 1;
       n
@@ -120,7 +121,7 @@ const MAX_DEPTH: usize = 4;
 
 /// Parses one RESP2 reply at `at`; returns it (an error reply as `Err`) and the offset after it.
 fn parse(buf: &[u8], at: usize, depth: usize) -> std::result::Result<(Result<Value>, usize), Error> {
-  let malformed = || Error::new(ErrorKind::Script, "malformed reply from Redis");
+  let malformed = || Error::new(ErrorKind::StoreUnavailable, "malformed reply from Redis (protocol error)");
   let eol = buf[at..].windows(2).position(|w| w == b"\r\n").map(|p| at + p).ok_or_else(malformed)?;
   let line = buf.get(at + 1..eol).ok_or_else(malformed)?;
   let number = || std::str::from_utf8(line).ok().and_then(|s| s.parse::<i64>().ok()).ok_or_else(malformed);
@@ -172,8 +173,13 @@ fn string(bytes: Bytes) -> Value {
 /// An error reply, with the kind the pool path gives it (see `store_error`).
 pub fn reply_error(details: &str) -> Error {
   let unavailable = ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN"];
-  let kind =
-    if unavailable.iter().any(|p| details.starts_with(p)) { ErrorKind::StoreUnavailable } else { ErrorKind::Script };
+  let kind = if unavailable.iter().any(|p| details.starts_with(p)) {
+    ErrorKind::StoreUnavailable
+  } else if details.starts_with("OOM") {
+    ErrorKind::StoreOom
+  } else {
+    ErrorKind::Script
+  };
   Error::new(kind, format!("redis: {details}"))
 }
 

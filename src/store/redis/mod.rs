@@ -77,6 +77,8 @@ pub struct RedisStore {
   wakes: Arc<Wakes>,
   /// Call order of the batches sent through this store.
   pub order: SendOrder,
+  /// The server refused a shebang (before Redis 7): scripts go without one from then on.
+  legacy_scripts: AtomicBool,
 }
 
 /// Keeps calls in the order they were made: each native call takes a ticket on the JS thread,
@@ -215,9 +217,12 @@ fn store_error(e: fred::error::Error) -> Error {
   let kind = match e.kind() {
     K::Timeout => ErrorKind::Timeout,
     K::Config | K::Url => ErrorKind::InvalidConfig,
-    K::IO | K::Canceled | K::Cluster | K::Routing | K::Backpressure | K::Auth | K::Sentinel | K::Tls => {
+    // Protocol: bytes that are not a reply (fred drops the connection and makes a new one)
+    K::IO | K::Canceled | K::Cluster | K::Routing | K::Backpressure | K::Auth | K::Sentinel | K::Tls | K::Protocol => {
       ErrorKind::StoreUnavailable
     }
+    // maxmemory reached under noeviction: the write was refused, nothing changed
+    _ if details.starts_with("OOM") => ErrorKind::StoreOom,
     // fred answers a command it cannot route while reconnecting with an `Unknown` error
     _ if ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "Failed to route command"]
       .iter()
@@ -248,6 +253,11 @@ impl RedisStore {
         c.internal_command_timeout = options.connect_timeout;
         c.max_command_attempts = 1;
         c.tcp.nodelay = Some(true);
+        // a connection whose oldest command has waited twice its deadline is dropped and made
+        // again: a server stuck mid-reply (a huge bulk announced and never sent) would
+        // otherwise time out every later command on that connection
+        c.unresponsive.max_timeout = Some(options.command_timeout * 2);
+        c.unresponsive.interval = (options.command_timeout / 2).max(Duration::from_millis(10));
       })
       .with_performance_config(|p| {
         p.default_command_timeout = options.command_timeout;
@@ -283,6 +293,7 @@ impl RedisStore {
       closed: Arc::new(AtomicBool::new(false)),
       subscriber,
       subscribed: tokio::sync::OnceCell::new(),
+      legacy_scripts: AtomicBool::new(false),
       wakes: Arc::default(),
       order: SendOrder::default(),
     };
@@ -346,11 +357,30 @@ impl RedisStore {
   /// on the direct lane, the JS layer's. Keys and values are refcounted bytes, so the copy
   /// kept for a NOSCRIPT retry is cheap.
   async fn run(&self, lane: &Lane, script: &Script, keys: Vec<Key>, args: Vec<Value>) -> Result<Vec<Value>> {
+    let legacy = self.legacy_scripts.load(Ordering::Relaxed);
+    match self.run_as(lane, script, legacy, &keys, &args).await {
+      // a server before Redis 7 cannot compile the shebang: legacy scripts from now on
+      Err(e) if !legacy && script::shebang_refused(&e.message) => {
+        self.legacy_scripts.store(true, Ordering::Relaxed);
+        self.run_as(lane, script, true, &keys, &args).await
+      }
+      other => other,
+    }
+  }
+
+  async fn run_as(
+    &self,
+    lane: &Lane,
+    script: &Script,
+    legacy: bool,
+    keys: &[Key],
+    args: &[Value],
+  ) -> Result<Vec<Value>> {
     let lane = match lane {
       Lane::Pool(lane) => *lane,
       Lane::Direct(exchange) => {
-        let reply = match exchange.script(script, &keys, &args, false).await {
-          Err(e) if e.message.starts_with("redis: NOSCRIPT") => exchange.script(script, &keys, &args, true).await,
+        let reply = match exchange.script(script, legacy, keys, args, false).await {
+          Err(e) if e.message.starts_with("redis: NOSCRIPT") => exchange.script(script, legacy, keys, args, true).await,
           other => other,
         };
         return match reply? {
@@ -361,8 +391,9 @@ impl RedisStore {
       }
     };
     let client = self.client(lane)?;
-    let result = match client.evalsha::<Vec<Value>, _, _, _>(script.sha.as_str(), keys.clone(), args.clone()).await {
-      Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(script.lua, keys, args).await,
+    let (sha, lua) = script.pick(legacy);
+    let result = match client.evalsha::<Vec<Value>, _, _, _>(sha, keys.to_vec(), args.to_vec()).await {
+      Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(lua, keys.to_vec(), args.to_vec()).await,
       other => other,
     };
     result.map_err(store_error)

@@ -6,12 +6,34 @@ use std::sync::LazyLock;
 pub struct Script {
   pub lua: &'static str,
   pub sha: String,
+  /// The same script with a Redis 7 shebang (`#!lua`, no flags): Redis refuses it whole, before
+  /// it runs, when `maxmemory` is reached under `noeviction`. Without it (a "legacy" script),
+  /// Redis checks memory only at the script's first write, and a script whose first write
+  /// frees memory (a pruning ZREMRANGEBYSCORE) may then go on writing past `maxmemory`.
+  pub flagged: String,
+  pub flagged_sha: String,
 }
 
 impl Script {
   fn new(lua: &'static str) -> Script {
-    Script { lua, sha: fred::util::sha1_hash(lua) }
+    let flagged = format!("#!lua\n{lua}");
+    Script { lua, sha: fred::util::sha1_hash(lua), flagged_sha: fred::util::sha1_hash(&flagged), flagged }
   }
+
+  /// `(sha, body)`: the flagged script, or the legacy one for a server before Redis 7.
+  pub fn pick(&self, legacy: bool) -> (&str, &str) {
+    if legacy {
+      (&self.sha, self.lua)
+    } else {
+      (&self.flagged_sha, &self.flagged)
+    }
+  }
+}
+
+/// Whether `details` (an error reply to EVAL) says the server cannot compile a shebang line: a
+/// server before Redis 7, which then gets the legacy scripts.
+pub fn shebang_refused(details: &str) -> bool {
+  details.contains("Error compiling script") && details.contains("'#'")
 }
 
 pub static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer.lua")));

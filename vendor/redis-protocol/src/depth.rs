@@ -7,8 +7,12 @@
 
 use crate::error::RedisParseError;
 
-/// The deepest nesting accepted (hiredis' and libvalkey's limit).
-pub const MAX_DEPTH: usize = 1024;
+/// The deepest nesting accepted. hiredis and libvalkey accept 1024; the decoders here recurse
+/// through several functions per level, which costs a few hundred bytes of stack per level in a
+/// release build but up to ~20 KB in a debug one (RESP3: 127 levels overflowed a 2 MiB thread),
+/// and no reply to the commands sluice sends nests deeper than 3. 32 levels fit a 2 MiB worker
+/// stack in any build, with room to spare.
+pub const MAX_DEPTH: usize = 32;
 
 #[cfg(feature = "std")]
 std::thread_local! {
