@@ -150,6 +150,11 @@ pub fn memory_concurrent(
   })
 }
 
+// The embedded store's calls that answer several numbers return a JS array, not a Float64Array
+// over a Rust Vec: such an external buffer is freed by a finalizer that Node runs only when the
+// event loop turns, so a loop of synchronous calls that never yields (a batch job) grew by
+// ~400 B per call without bound (issue 15).
+
 /// Sliding-window calls on the embedded store, in the flat encoding of `SlidingBatch`
 /// (`keys` joined by `\n`; per call `[op, weight, windowCount, then limit, intervalUs per
 /// window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs per window]`.
@@ -159,9 +164,9 @@ pub fn memory_sliding(
   keys: String,
   nums: Float64Array,
   now_us: f64,
-) -> Result<Float64Array> {
+) -> Result<Vec<f64>> {
   let batch = SlidingBatch::decode(&keys, &nums).map_err(js_error)?;
-  Ok(Float64Array::new(encode_sliding(&handle.store.sliding_batch(&batch, memory_now(now_us)?))))
+  Ok(encode_sliding(&handle.store.sliding_batch(&batch, memory_now(now_us)?)))
 }
 
 /// A quota call on the embedded store (mode 1 check, 2 checkAndUse, 3 use), in the flat
@@ -175,12 +180,12 @@ pub fn memory_quota(
   mode: f64,
   timestamp: f64,
   now_us: f64,
-) -> Result<Float64Array> {
+) -> Result<Vec<f64>> {
   let call = QuotaCall::decode(&keys, &nums).map_err(js_error)?;
   let mode = QuotaMode::from_code(mode).map_err(js_error)?;
   let now = memory_now(now_us)?;
   let t = quota_timestamp(timestamp).map_err(js_error)?.unwrap_or((now / 1e6).floor());
-  Ok(Float64Array::new(encode_grants(t, &handle.store.quota(&call, mode, t, now))))
+  Ok(encode_grants(t, &handle.store.quota(&call, mode, t, now)))
 }
 
 /// A pacer block: `nums` = `[qps, maxBurst, factor, durationUs]`, validated.
@@ -231,9 +236,9 @@ pub fn memory_fair(
   ids: String,
   nums: Float64Array,
   now_us: f64,
-) -> Result<Float64Array> {
+) -> Result<Vec<f64>> {
   let calls = decode_fair(&keys, &ids, &nums).map_err(js_error)?;
-  Ok(Float64Array::new(handle.store.fair_batch(&calls, memory_now(now_us)?).concat()))
+  Ok(handle.store.fair_batch(&calls, memory_now(now_us)?).concat())
 }
 
 /// Drops expired keys of the embedded store once enough have accumulated; true = ids were
@@ -254,9 +259,9 @@ pub fn memory_pacer_batch(
   keys: String,
   args: Float64Array,
   now_us: f64,
-) -> Result<Float64Array> {
+) -> Result<Vec<f64>> {
   let batch = PacerBatch::decode(&keys, &args).map_err(js_error)?;
-  Ok(Float64Array::new(encode_decisions(&handle.store.pacer_batch(&batch, memory_now(now_us)?))))
+  Ok(encode_decisions(&handle.store.pacer_batch(&batch, memory_now(now_us)?)))
 }
 
 /// Options of `connectRedis`; numbers arrive as doubles and are checked here (a napi `u32`
