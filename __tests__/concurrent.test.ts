@@ -56,6 +56,31 @@ describe.each(STORE_KINDS)('ConcurrentLimiter on %s', (kind) => {
     expect(await c.stats()).toMatchObject({ held: 2, immediate: 1, waited: 1, current: 1, waiting: 0 })
   })
 
+  it('maxWaiters: beyond the bound, an acquire is refused at once with a code; the queue then moves', async () => {
+    const c = new ConcurrentLimiter(store, { name: `c${n++}`, limit: 1, maxWaiters: 2 })
+    const held = (await c.acquire())!
+    const first = c.acquire()
+    const second = c.acquire()
+    await eventually(async () => (await c.stats()).waiting === 2)
+    // the third neither waits nor queues: refused on the spot, the clock not moved
+    const third = await c.acquire().catch((e) => e)
+    expect(third).toBeInstanceOf(OverLimitError)
+    expect(third.code).toBe('ERR_OVER_LIMIT')
+    expect((await c.stats()).waiting).toBe(2)
+    // a slot free at once is still granted when the queue is full (tryAcquire is unaffected)
+    await held.release()
+    const a = await first
+    expect(a.token).toBe(2)
+    const queued = c.acquire() // room again: it queues behind the second
+    await eventually(async () => (await c.stats()).waiting === 2)
+    await a.release()
+    await (await second).release()
+    expect((await queued).token).toBe(4)
+    expect(() => new ConcurrentLimiter(store, { name: 'x', limit: 1, maxWaiters: -1 })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_CONFIG' }),
+    )
+  })
+
   it('serves waiters first come, first served, and a newcomer never overtakes them', async () => {
     const c = limiter({ limit: 1 })
     let lease: Lease = await c.acquire()

@@ -13,6 +13,13 @@ import {
 } from '../lib/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient, redisUrl } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
+import { QuotaLimiter } from '../lib/index.js'
+import { createRequire } from 'node:module'
+
+// the HTTP doors' counter names (lib/http.js has no public types)
+const { counterName } = createRequire(__filename)('../lib/http.js') as {
+  counterName: (identifier: string, key: string) => string
+}
 
 const BAD_NUMBERS: unknown[] = [NaN, Infinity, -Infinity, '10', null, {}, 1e12, -1]
 
@@ -265,5 +272,49 @@ describe('a polluted Object.prototype', () => {
     } finally {
       for (const k of Object.keys(polluted)) delete proto[k]
     }
+  })
+})
+
+describe('keys with lone surrogates', () => {
+  // "u\uD800", "u\uDC00" and "u\uFFFD" all became U+FFFD at the native boundary and shared one
+  // counter: a key is refused with a code where it goes to the store as text, and kept
+  // distinct where sluice names the counter itself (the HTTP doors' keys)
+  const lone = ['u\uD800', 'u\uDC00', 'x\uDBFF\uDBFF', '\uDFFFy']
+
+  it('pacer keys, key prefixes and quota prefixes are refused with ERR_INVALID_CONFIG', async () => {
+    const store = new MemoryStore()
+    for (const key of lone) {
+      expect(codeOf(() => new DistributedPacer(store, { key, qps: 1 }))).toBe('ERR_INVALID_CONFIG')
+      expect(codeOf(() => new MemoryStore({ keyPrefix: key }))).toBe('ERR_INVALID_CONFIG')
+      const quotas = [{ windowSeconds: 10, granularitySeconds: 1, limit: 1 }]
+      const err = await new QuotaLimiter(store)
+        .checkAndUseQuotas([{ prefix: key, requested: 1, quotas }])
+        .catch((e) => e)
+      expect(err.code).toBe('ERR_INVALID_CONFIG')
+      const over = [{ windowSeconds: 10, granularitySeconds: 1, limit: 1, prefixOverride: key }]
+      expect(
+        (
+          await new QuotaLimiter(store)
+            .checkAndUseQuotas([{ prefix: 'ok', requested: 1, quotas: over }])
+            .catch((e) => e)
+        ).code,
+      ).toBe('ERR_INVALID_CONFIG')
+    }
+    // well-formed text, astral characters included, is a key like any other
+    expect(new DistributedPacer(store, { key: 'u\uFFFD-😀', qps: 1 }).key).toBe('u\uFFFD-😀')
+    await store.close()
+  })
+
+  it('HTTP door keys stay distinct: one counter per key, never merged', () => {
+    const names = ['u\uD800', 'u\uDC00', 'u\uFFFD', 'u\uD800\uDC00', 'u-ud800', 'u\uD800x', 'u\uDBFF'].map((k) =>
+      counterName('api', k),
+    )
+    expect(new Set(names).size).toBe(names.length)
+    for (const n of names) expect(n).toMatch(/^[A-Za-z0-9_-]+$/)
+    // a well-formed key is named as before
+    expect(counterName('api', 'u\uFFFD')).toBe('api_u-ef-bf-bd')
+    // a key too long for a name is hashed from its code units: still distinct
+    const long = 'k'.repeat(400)
+    expect(counterName('api', `${long}\uD800`)).not.toBe(counterName('api', `${long}\uDC00`))
   })
 })

@@ -68,7 +68,7 @@ class Lease {
  */
 class ConcurrentLimiter {
   constructor(store, options) {
-    const common = limiterOptions(store, options, ['limit', 'lockTimeoutMs'])
+    const common = limiterOptions(store, options, ['limit', 'lockTimeoutMs', 'maxWaiters'])
     this._store = store
     this._name = common.name
     this._waitTimeoutMs = common.waitTimeoutMs
@@ -77,6 +77,12 @@ class ConcurrentLimiter {
     this._limit = checkInteger('limit', common.options.limit, 1, MAX_LIMIT)
     const lockTimeoutMs = common.options.lockTimeoutMs === undefined ? 30_000 : common.options.lockTimeoutMs
     this._lockTimeoutMs = checkInteger('lockTimeoutMs', lockTimeoutMs, 1, MAX_MS)
+    // waiters this process queues on this name at most (each costs a few KB); beyond it an
+    // acquire that cannot be granted at once is refused at once (OverLimitError)
+    this._maxWaiters =
+      common.options.maxWaiters === undefined
+        ? Infinity
+        : checkInteger('maxWaiters', common.options.maxWaiters, 0, MAX_LIMIT)
     if (this._ttlMs < 2 * (this._lockTimeoutMs + this._waitTimeoutMs)) {
       // the keys must outlive every lease and waiter they hold; their TTL is refreshed at
       // most every ttlMs / 2
@@ -139,13 +145,14 @@ class ConcurrentLimiter {
   /** @internal a Lease, or the retry hint (ms) when the wait timed out */
   async _acquire(signal) {
     const store = this._store
-    if (store.status === 'down' || !(store._channels && store._channels.has(this._channel))) {
+    const full = store._waiters.count(this._channel) >= this._maxWaiters
+    if (full || store.status === 'down' || !(store._channels && store._channels.has(this._channel))) {
       // fast path: a free slot needs no subscription. While Redis is down, the store's
       // policy answers at once; only under 'local' do waiters queue (on the embedded store).
       const id = nextId()
       const values = await this._op(ACQUIRE, id, 0)
       if (values[0] === 1) return lease(this, id, values)
-      if (this._waitTimeoutMs === 0 || (values.degraded && store.whenDown !== 'local')) {
+      if (full || this._waitTimeoutMs === 0 || (values.degraded && store.whenDown !== 'local')) {
         return hintMs(values[2], values[3])
       }
     }
@@ -186,12 +193,16 @@ class ConcurrentLimiter {
     const onAbort = () => settle({ aborted: true })
     // listen before anything is sent: an abort during the round trips is kept in `outcome`
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
-    store._waiters.add(id, {
-      grant: (token) => settle({ token }),
-      resync: poll,
-      // the store is closing: give up at once with ERR_CLOSED
-      closed: (error) => settle({ error }),
-    })
+    store._waiters.add(
+      id,
+      {
+        grant: (token) => settle({ token }),
+        resync: poll,
+        // the store is closing: give up at once with ERR_CLOSED
+        closed: (error) => settle({ error }),
+      },
+      this._channel,
+    )
     try {
       await store._listen(this._channel)
       try {

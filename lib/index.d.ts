@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'ERR_OVER_LIMIT'
   | 'ERR_STORE_UNAVAILABLE'
   | 'ERR_TIMEOUT'
+  | 'ERR_STORE_OOM'
   | 'ERR_SCRIPT'
   | 'ERR_CLOSED'
   | 'ERR_ABORTED'
@@ -396,7 +397,19 @@ export interface ConcurrentStats extends LimiterStats {
  * blocked connection); a holder that crashed loses its slot after lockTimeoutMs.
  */
 export declare class ConcurrentLimiter {
-  constructor(store: Store, options: LimiterOptions & { limit: number; lockTimeoutMs?: number })
+  constructor(
+    store: Store,
+    options: LimiterOptions & {
+      limit: number
+      lockTimeoutMs?: number
+      /**
+       * Waiters this process queues on this name at most (default: no bound; each costs a few
+       * KB). Beyond it, an acquire that cannot be granted at once is refused at once
+       * (OverLimitError, ERR_OVER_LIMIT; `withinLimit` under policy 'skip' skips).
+       */
+      maxWaiters?: number
+    },
+  )
   readonly name: string
   readonly limit: number
   /** A lease, waiting up to waitTimeoutMs; then OverLimitError. */

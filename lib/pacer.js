@@ -56,8 +56,12 @@ class DistributedPacer {
       if (!OPTIONS.includes(name)) throw invalidConfig(`unknown pacer option ${JSON.stringify(name)}`)
     }
     const { key, qps, maxBurst = 0, burstAllowanceFactor } = ownProps(options)
-    if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
-      throw invalidConfig(`key must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`)
+    if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || !key.isWellFormed()) {
+      // a lone surrogate cannot cross to the store as UTF-8: it would become U+FFFD and share
+      // a pacer with every other key that holds one
+      throw invalidConfig(
+        `key must be a non-empty string of at most ${MAX_KEY_LENGTH} characters, with no lone surrogate`,
+      )
     }
     checkNumber('qps', qps, { min: 0, minExclusive: true, max: MAX_NUMBER })
     checkNumber('maxBurst', maxBurst, { min: 0, max: MAX_NUMBER })

@@ -54,8 +54,14 @@ function storeOptions(options, allowed) {
   }
   options = ownProps(options)
   const keyPrefix = options.keyPrefix === undefined ? 'sluice' : options.keyPrefix
-  if (typeof keyPrefix !== 'string' || keyPrefix.length === 0 || keyPrefix.length > 128 || /[{}\n]/.test(keyPrefix)) {
-    throw invalidConfig('keyPrefix must be a string of 1..128 characters without braces or newlines')
+  if (
+    typeof keyPrefix !== 'string' ||
+    keyPrefix.length === 0 ||
+    keyPrefix.length > 128 ||
+    /[{}\n]/.test(keyPrefix) ||
+    !keyPrefix.isWellFormed()
+  ) {
+    throw invalidConfig('keyPrefix must be a string of 1..128 characters without braces, newlines or lone surrogates')
   }
   const clock = options.clock === undefined ? null : options.clock
   if (clock !== null && !(clock instanceof ManualClock)) throw invalidConfig('clock must be a ManualClock')
@@ -102,15 +108,32 @@ const closedError = () => new SluiceError('ERR_CLOSED', 'the store is closed')
 class Waiters {
   constructor() {
     this._map = new Map()
+    /** waiters per group (a concurrent limiter's channel), for maxWaiters */
+    this._groups = new Map()
   }
   get size() {
     return this._map.size
   }
-  add(id, waiter) {
+  /** Waiters of `group` queued in this process. */
+  count(group) {
+    return this._groups.get(group) || 0
+  }
+  add(id, waiter, group) {
     this._map.set(id, waiter)
+    if (group !== undefined) {
+      waiter.group = group
+      this._groups.set(group, this.count(group) + 1)
+    }
   }
   delete(id) {
+    const waiter = this._map.get(id)
+    if (waiter === undefined) return
     this._map.delete(id)
+    if (waiter.group !== undefined) {
+      const left = this.count(waiter.group) - 1
+      if (left > 0) this._groups.set(waiter.group, left)
+      else this._groups.delete(waiter.group)
+    }
   }
   /** The store is closing: every waiter settles now with `error` (ERR_CLOSED). */
   closeAll(error) {

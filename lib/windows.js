@@ -192,8 +192,14 @@ const MAX_TIMESTAMP = 1e11
 const MODE = { check: 1, checkAndUse: 2, use: 3 }
 
 function checkPrefix(what, prefix) {
-  if (typeof prefix !== 'string' || prefix.length === 0 || Buffer.byteLength(prefix) > 1024 || /[{}\n]/.test(prefix)) {
-    throw invalidConfig(`${what} must be a string of 1..1024 bytes without braces or newlines`)
+  if (
+    typeof prefix !== 'string' ||
+    prefix.length === 0 ||
+    Buffer.byteLength(prefix) > 1024 ||
+    /[{}\n]/.test(prefix) ||
+    !prefix.isWellFormed()
+  ) {
+    throw invalidConfig(`${what} must be a string of 1..1024 bytes without braces, newlines or lone surrogates`)
   }
 }
 

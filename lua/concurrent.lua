@@ -191,6 +191,19 @@ local function reply(a, b, c, d)
   n = n + 4
 end
 
+-- Grants are published on each limiter's channel. A script's writes are not rolled back when
+-- it fails, so a user who may not publish there (Redis 7's default for a new ACL user) must be
+-- refused before anything is written: otherwise a release would hand its slot to a waiter that
+-- is never told. (redis.acl_check_cmd exists from Redis 7.0.)
+if redis.acl_check_cmd then
+  for g = 1, G do
+    if not redis.acl_check_cmd('PUBLISH', ARGV[2 + g], '') then
+      return redis.error_reply('NOPERM this user has no permissions to publish on the concurrent limiter channel '
+        .. ARGV[2 + g] .. ': allow it (&<keyPrefix>:*); nothing was changed')
+    end
+  end
+end
+
 for i = 4 + G + 4 * P, nargs, 2 do
   local code, id = tonumber(ARGV[i]), ARGV[i + 1]
   local op = code % 8
