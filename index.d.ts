@@ -143,6 +143,16 @@ export interface NativeRedisOptions {
   connectTimeoutMs?: number
   /** Return the store even when Redis cannot be reached yet (it keeps dialling). */
   startDown?: boolean
+  /** TLS settings for rediss:// URLs. */
+  tls?: NativeTlsOptions
+}
+
+/** `RedisStore.connect`'s `tls` option, PEM text (Buffers are decoded in JS). */
+export interface NativeTlsOptions {
+  ca?: string
+  cert?: string
+  key?: string
+  rejectUnauthorized?: boolean
 }
 
 /**

@@ -101,6 +101,18 @@ export interface RedisStoreOptions extends StoreOptions {
   url?: string
   /** Seed node URLs of a Redis Cluster (cluster mode). */
   cluster?: string[]
+  /**
+   * TLS for `rediss://` URLs: PEM text (strings or Buffers). `ca`: the CAs to trust instead of
+   * the system's; `cert` + `key`: a client certificate (`tls-auth-clients`);
+   * `rejectUnauthorized: false` accepts any server certificate (default true). The key is kept
+   * in no property and shown in no error.
+   */
+  tls?: {
+    ca?: string | Buffer | (string | Buffer)[]
+    cert?: string | Buffer
+    key?: string | Buffer
+    rejectUnauthorized?: boolean
+  }
   /** Connections in the pool, 1..64, default 2. */
   poolSize?: number
   /** Deadline of every call, ms, default 2000: ERR_TIMEOUT past it. */

@@ -105,6 +105,46 @@ const closedError = () => new SluiceError('ERR_CLOSED', 'the store is closed')
  * (`"<id> <token>"`) resolves its waiter; `"*"` asks every waiter to re-poll (a grant may
  * have been missed while the listener reconnected).
  */
+/**
+ * The `tls` option of RedisStore.connect, for rediss:// URLs: `{ ca, cert, key,
+ * rejectUnauthorized }` (PEM strings or Buffers; `ca` may be a list). Kept in no property of
+ * the store, and named, never shown, in errors.
+ */
+function tlsOption(tls) {
+  if (tls === undefined) return undefined
+  if (tls === null || typeof tls !== 'object' || Array.isArray(tls)) {
+    throw invalidConfig('tls must be an object: { ca?, cert?, key?, rejectUnauthorized? }')
+  }
+  const t = ownProps(tls)
+  for (const k of Object.keys(t)) {
+    if (!['ca', 'cert', 'key', 'rejectUnauthorized'].includes(k)) {
+      throw invalidConfig(`unknown tls option ${JSON.stringify(k)}`)
+    }
+  }
+  const pem = (name, value, list) => {
+    if (value === undefined) return undefined
+    const items = list && Array.isArray(value) ? value : [value]
+    if (items.length === 0) throw invalidConfig(`tls.${name} must not be empty`)
+    return items
+      .map((v) => {
+        if (typeof v === 'string') return v
+        if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString('utf8')
+        throw invalidConfig(`tls.${name} must be PEM text: a string or a Buffer${list ? ', or a list of them' : ''}`)
+      })
+      .join('\n')
+  }
+  if (t.rejectUnauthorized !== undefined && typeof t.rejectUnauthorized !== 'boolean') {
+    throw invalidConfig('tls.rejectUnauthorized must be a boolean')
+  }
+  if ((t.cert === undefined) !== (t.key === undefined)) throw invalidConfig('tls.cert and tls.key go together')
+  return {
+    ca: pem('ca', t.ca, true),
+    cert: pem('cert', t.cert, false),
+    key: pem('key', t.key, false),
+    rejectUnauthorized: t.rejectUnauthorized,
+  }
+}
+
 class Waiters {
   constructor() {
     this._map = new Map()
@@ -424,6 +464,7 @@ class RedisStore extends EventEmitter {
       'stats',
       'statsFlushMs',
       'statsTtlMs',
+      'tls',
     ]
     const { keyPrefix, clock } = storeOptions(options, names)
     const o = ownProps(options || {})
@@ -455,6 +496,7 @@ class RedisStore extends EventEmitter {
     if (!Number.isInteger(statsTtlMs) || statsTtlMs < 60_000 || statsTtlMs > 315_360_000_000) {
       throw invalidConfig('statsTtlMs must be an integer in [60000, 315360000000]')
     }
+    const tls = tlsOption(o.tls)
     let nativeStore
     try {
       nativeStore = await native.connectRedis({
@@ -465,6 +507,7 @@ class RedisStore extends EventEmitter {
         connectTimeoutMs: o.connectTimeoutMs,
         // under a policy other than 'error', a store can start while Redis is down
         startDown: whenDown !== 'error',
+        tls,
       })
     } catch (err) {
       throw fromNative(err)

@@ -275,6 +275,17 @@ pub struct NativeRedisOptions {
   pub connect_timeout_ms: Option<f64>,
   /// Return the store even when Redis cannot be reached yet (it keeps dialling).
   pub start_down: Option<bool>,
+  /// TLS settings for rediss:// URLs.
+  pub tls: Option<NativeTlsOptions>,
+}
+
+/// `RedisStore.connect`'s `tls` option, PEM text (Buffers are decoded in JS).
+#[napi(object)]
+pub struct NativeTlsOptions {
+  pub ca: Option<String>,
+  pub cert: Option<String>,
+  pub key: Option<String>,
+  pub reject_unauthorized: Option<bool>,
 }
 
 fn millis(name: &str, value: Option<f64>, default: Duration) -> std::result::Result<Duration, Error> {
@@ -307,6 +318,12 @@ fn redis_options(o: NativeRedisOptions) -> std::result::Result<RedisOptions, Err
     command_timeout: millis("commandTimeoutMs", o.command_timeout_ms, defaults.command_timeout)?,
     connect_timeout: millis("connectTimeoutMs", o.connect_timeout_ms, defaults.connect_timeout)?,
     start_down: o.start_down.unwrap_or(false),
+    tls: o.tls.map(|t| crate::store::redis::TlsOptions {
+      ca: t.ca,
+      cert: t.cert,
+      key: t.key,
+      reject_unauthorized: t.reject_unauthorized.unwrap_or(true),
+    }),
   })
 }
 

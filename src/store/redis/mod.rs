@@ -13,11 +13,13 @@ mod direct;
 mod fair;
 mod script;
 mod stats;
+mod tls;
 mod windows;
 
 pub use direct::{reply_end, DirectTask, Lane, Outcome, Step};
 
 pub use stats::{decode_stats, StatsOp};
+pub use tls::TlsOptions;
 pub use windows::QUOTA_MARGIN_MS;
 
 use super::limits::{Action, LimitBatch, ADJUST, BLOCK, LIMIT_RESULT_FIELDS, PEEK, RESET};
@@ -47,6 +49,8 @@ pub struct RedisOptions {
   /// When Redis cannot be reached within `connect_timeout`, return the store anyway: its
   /// connections keep dialling in the background (the JS side starts with its circuit open).
   pub start_down: bool,
+  /// TLS settings for `rediss://` URLs (default: the system's CAs, certificates checked).
+  pub tls: Option<TlsOptions>,
 }
 
 impl Default for RedisOptions {
@@ -58,6 +62,7 @@ impl Default for RedisOptions {
       command_timeout: Duration::from_millis(2_000),
       connect_timeout: Duration::from_millis(5_000),
       start_down: false,
+      tls: None,
     }
   }
 }
@@ -243,6 +248,12 @@ impl RedisStore {
       return Err(Error::config("poolSize must be an integer in [1, 64]"));
     }
     let mut config = config_from(&options)?;
+    if let Some(tls) = &options.tls {
+      if config.tls.is_none() {
+        return Err(Error::config("tls options need rediss:// URLs"));
+      }
+      config.tls = Some(fred::types::config::TlsConfig::from(tls::client_config(tls)?));
+    }
     // start_down: a first connection that fails is retried by the reconnect policy
     config.fail_fast = !options.start_down;
     let cluster = config.server.is_clustered();
