@@ -31,6 +31,8 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5000
 const BATCHING = { maxBatch: 64, maxInFlight: Number(process.env.SLUICE_MAX_IN_FLIGHT) || 2 }
 /** Errors that say Redis itself is unreachable or too slow (they open the circuit). */
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
+/** Failures of one call while a cluster changes its topology (see `_opensCircuit`). */
+const TOPOLOGY_CHANGE = /Too many failed write attempts|TRYAGAIN/
 const DEFAULT_STATS_FLUSH_MS = 5000
 const DEFAULT_STATS_TTL_MS = 7 * 86_400_000
 /** How often a limiter's statistics TTL and registry record are refreshed, at most. */
@@ -588,7 +590,7 @@ class RedisStore extends EventEmitter {
   _batch(q, reject, direct, pooled, done, degrade, key) {
     const fail = (err) => {
       const error = fromNative(err)
-      if (STORE_FAILURES.has(error.code) && !this._closed) {
+      if (this._opensCircuit(error)) {
         this._trip(error, key)
         if (this._policy.mode !== 'error') return degrade()
       }
@@ -615,6 +617,15 @@ class RedisStore extends EventEmitter {
    * @internal opens the circuit: Redis was found down by `error`, on a call for `key`. The
    * probes read a key of the same hash slot, so on a cluster they ask the node that failed.
    */
+  /**
+   * @internal whether a failure opens the circuit: a store failure, but not one of a cluster
+   * changing its topology under a call (a command redirected too often during a failover, a
+   * slot being migrated): that call fails with ERR_STORE_UNAVAILABLE, the others go on.
+   */
+  _opensCircuit(error) {
+    return STORE_FAILURES.has(error.code) && !this._closed && !TOPOLOGY_CHANGE.test(error.message)
+  }
+
   _trip(error, key) {
     if (this._status === 'down') return
     this._status = 'down'
@@ -912,7 +923,7 @@ class RedisStore extends EventEmitter {
       return out[0]
     } catch (err) {
       const error = fromNative(err)
-      if (STORE_FAILURES.has(error.code) && !this._closed) this._trip(error, key)
+      if (this._opensCircuit(error)) this._trip(error, key)
       throw error
     }
   }
@@ -1115,7 +1126,7 @@ class RedisStore extends EventEmitter {
         },
         (err) => {
           const error = fromNative(err)
-          if (STORE_FAILURES.has(error.code) && !this._closed) this._trip(error, zset)
+          if (this._opensCircuit(error)) this._trip(error, zset)
           this._stats.giveBack(taken)
           throw error
         },

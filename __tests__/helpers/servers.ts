@@ -145,3 +145,96 @@ export async function startCluster() {
     stopAll: () => Promise.all(nodes.map((n) => stop(n))),
   }
 }
+
+/**
+ * A private Redis Cluster of 3 masters with one replica each (6 nodes), a short node timeout so
+ * that a killed master's replica is promoted within a few seconds. Returns the seed URLs, the
+ * masters' and replicas' ports and a way to kill one node.
+ */
+export async function startReplicatedCluster() {
+  const ports: number[] = []
+  for (let i = 0; i < 6; i++) ports.push(await clusterPort())
+  const nodes: ChildProcess[] = []
+  const args = [
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    'nodes.conf',
+    '--cluster-node-timeout',
+    '1000',
+    '--cluster-replica-validity-factor',
+    '0',
+  ]
+  for (const p of ports) {
+    const d = mkdtempSync(join(tmpdir(), 'sluice-rcluster-'))
+    dirsToRemove.push(d)
+    nodes.push(await startRedisIn(p, d, args))
+  }
+  await new Promise<void>((resolve, reject) => {
+    const create = spawn(
+      'redis-cli',
+      ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+      { stdio: 'ignore' },
+    )
+    create.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cluster create exited with ${code}`))))
+  })
+  const cli = (port: number, ...args: string[]) =>
+    new Promise<string>((resolve) => {
+      const c = spawn('redis-cli', ['-p', String(port), ...args])
+      let out = ''
+      c.stdout.on('data', (chunk) => (out += chunk))
+      c.once('exit', () => resolve(out))
+    })
+  const alive = () => ports.filter((_, i) => nodes[i].exitCode === null && nodes[i].signalCode === null)
+  /** Waits until every live node says cluster_state:ok and every slot has a live master. */
+  const ready = async () => {
+    for (let i = 0; i < 600; i++) {
+      const states = await Promise.all(alive().map((p) => cli(p, 'CLUSTER', 'INFO')))
+      if (states.every((s) => s.includes('cluster_state:ok') && s.includes('cluster_slots_ok:16384'))) {
+        // replicas attached: every master has one
+        const roles = await Promise.all(alive().map((p) => cli(p, 'ROLE')))
+        // and every replica in sync with its master (a replica still loading its first copy
+        // could be promoted empty: cluster-replica-validity-factor 0 lets any replica win)
+        const repl = await Promise.all(alive().map((p) => cli(p, 'INFO', 'replication')))
+        const synced = repl.every(
+          (r) =>
+            !r.includes('role:slave') ||
+            (r.includes('master_link_status:up') && r.includes('master_sync_in_progress:0')),
+        )
+        if (
+          roles.filter((r) => r.startsWith('master')).length === 3 &&
+          roles.length - 3 === alive().length - 3 &&
+          synced
+        ) {
+          if (alive().length === 6 && roles.filter((r) => r.startsWith('slave')).length !== 3) continue
+          return
+        }
+      }
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    throw new Error('the cluster never became ok')
+  }
+  await ready()
+  const masters = async () => {
+    const out: number[] = []
+    for (const p of alive()) if ((await cli(p, 'ROLE')).startsWith('master')) out.push(p)
+    return out
+  }
+  return {
+    urls: ports.map((p) => `redis://127.0.0.1:${p}`),
+    ports,
+    cli,
+    ready,
+    masters,
+    /** The replica of master `port`. */
+    replicaOf: async (port: number) => {
+      for (const p of alive()) {
+        const role = await cli(p, 'ROLE')
+        if (role.startsWith('slave') && role.includes(`\n${port}\n`)) return p
+      }
+      throw new Error(`no replica of ${port}`)
+    },
+    kill: (port: number) => stop(nodes[ports.indexOf(port)]),
+    stopAll: () => Promise.all(nodes.map((n) => stop(n))),
+  }
+}

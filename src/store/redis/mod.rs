@@ -229,9 +229,19 @@ fn store_error(e: fred::error::Error) -> Error {
     // maxmemory reached under noeviction: the write was refused, nothing changed
     _ if details.starts_with("OOM") => ErrorKind::StoreOom,
     // fred answers a command it cannot route while reconnecting with an `Unknown` error
-    _ if ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "Failed to route command"]
-      .iter()
-      .any(|p| details.starts_with(p)) =>
+    // (and gives up on a command redirected too often while the cluster changes its topology)
+    _ if [
+      "LOADING",
+      "BUSY",
+      "MASTERDOWN",
+      "READONLY",
+      "TRYAGAIN",
+      "CLUSTERDOWN",
+      "Failed to route command",
+      "Too many failed write attempts",
+    ]
+    .iter()
+    .any(|p| details.starts_with(p)) =>
     {
       ErrorKind::StoreUnavailable
     }

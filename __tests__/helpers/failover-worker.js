@@ -1,0 +1,52 @@
+'use strict'
+// One process of the failover tests: checks WindowLimiters (names spread over the slots, each
+// limit per a long window) as fast as it can until told to stop, recording every decision:
+// admitted, refused, or a store code, and how long it took. argv[2] = JSON { cluster, prefix,
+// names, limit, commandTimeoutMs }.
+const { RedisStore, WindowLimiter } = require('../../lib/index.js')
+
+async function main() {
+  const cfg = JSON.parse(process.argv[2])
+  const store = await RedisStore.connect({
+    cluster: cfg.cluster,
+    keyPrefix: cfg.prefix,
+    commandTimeoutMs: cfg.commandTimeoutMs,
+    connectTimeoutMs: 5000,
+    statsFlushMs: 600_000,
+  })
+  const limiters = cfg.names.map((name) => new WindowLimiter(store, { name, limit: cfg.limit, interval: 3_600_000 }))
+  const admitted = Object.fromEntries(cfg.names.map((n) => [n, 0]))
+  const codes = {}
+  const messages = {}
+  let decisions = 0
+  let slowest = 0
+  let stopping = false
+  process.on('message', (m) => {
+    if (m === 'stop') stopping = true
+  })
+  process.send('ready')
+  const loop = async (k) => {
+    for (let i = k; !stopping; i++) {
+      const l = limiters[i % limiters.length]
+      const t0 = performance.now()
+      try {
+        const d = await l.check()
+        if (d.allowed) admitted[l.name]++
+      } catch (err) {
+        codes[err.code || 'uncoded'] = (codes[err.code || 'uncoded'] || 0) + 1
+        messages[err.code || 'uncoded'] = String(err.message).slice(0, 200)
+      }
+      decisions++
+      slowest = Math.max(slowest, performance.now() - t0)
+      // a few ms between calls: about 1,000 decisions/s per process
+      await new Promise((r) => setTimeout(r, 4))
+    }
+  }
+  await Promise.all([0, 1, 2, 3].map(loop))
+  await store.close()
+  process.send({ admitted, codes, messages, decisions, slowest })
+}
+
+main().catch((err) => {
+  process.send({ crashed: String(err && err.stack) })
+})
