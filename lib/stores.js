@@ -32,7 +32,7 @@ const BATCHING = { maxBatch: 64, maxInFlight: Number(process.env.SLUICE_MAX_IN_F
 /** Errors that say Redis itself is unreachable or too slow (they open the circuit). */
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
 /** Failures of one call while a cluster changes its topology (see `_opensCircuit`). */
-const TOPOLOGY_CHANGE = /Too many failed write attempts|TRYAGAIN/
+const TOPOLOGY_CHANGE = /Too many failed write attempts|Max attempts reached|TRYAGAIN/
 const DEFAULT_STATS_FLUSH_MS = 5000
 const DEFAULT_STATS_TTL_MS = 7 * 86_400_000
 /** How often a limiter's statistics TTL and registry record are refreshed, at most. */
