@@ -47,6 +47,9 @@ cargo test --no-default-features --lib --tests 2>&1 | tee "$logs/rust"
 echo "== JS suite"
 NO_COLOR=1 npx vitest run 2>&1 | tee "$logs/js"
 
+echo "== keyspace: every key sluice wrote during the suites has a TTL"
+node scripts/ttl-scan.js
+
 rust=$(grep -oE 'test result: ok\. [0-9]+ passed' "$logs/rust" | awk '{ s += $4 } END { print s + 0 }')
 js=$(sed 's/\x1b\[[0-9;]*m//g' "$logs/js" | grep -E '^ +Tests +[0-9]+ passed' | grep -oE '[0-9]+ passed' | head -1 | grep -oE '[0-9]+')
 echo "== summary: Rust $rust, JS ${js:-0}"
