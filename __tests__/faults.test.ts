@@ -130,6 +130,44 @@ describe('store failures', () => {
     }
   })
 
+  it('50,000 calls in flight on a hung Redis all settle with store codes in time, memory bounded; SIGCONT recovers', async () => {
+    const port = await freePort()
+    const server = await startRedis(port)
+    const store = await RedisStore.connect({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 500 })
+    try {
+      const bucket = (i: number) => new BucketLimiter(store, { name: `h${i % 1000}`, limit: 1e6, interval: 'hour' })
+      await bucket(0).check()
+      const rss0 = process.memoryUsage().rss
+      server.kill('SIGSTOP')
+      const t0 = performance.now()
+      const calls = Array.from({ length: 50_000 }, (_, i) =>
+        bucket(i)
+          .check()
+          .then(
+            () => 'answered',
+            (e: SluiceError) => e.code,
+          ),
+      )
+      const settled = await Promise.all(calls)
+      const ms = performance.now() - t0
+      const codes = new Map<string, number>()
+      for (const c of settled) codes.set(c, (codes.get(c) ?? 0) + 1)
+      // the first batches time out; then the store's circuit is open and the rest are answered
+      // at once with the store-down error: every call settles, with a store code
+      expect([...codes.keys()].sort()).toEqual(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'].filter((c) => codes.has(c)))
+      expect((codes.get('ERR_TIMEOUT') ?? 0) + (codes.get('ERR_STORE_UNAVAILABLE') ?? 0)).toBe(50_000)
+      expect(codes.get('ERR_TIMEOUT')).toBeGreaterThan(0)
+      expect(ms).toBeLessThan(500 + 1500) // every deadline, with the batches queued behind each other
+      expect((process.memoryUsage().rss - rss0) / 1e6).toBeLessThan(300)
+      server.kill('SIGCONT')
+      await eventually(() => bucket(1).check(), 10_000)
+    } finally {
+      server.kill('SIGCONT')
+      await store.close()
+      await stop(server)
+    }
+  }, 30_000)
+
   it('rediss:// speaks TLS: against a plain-TCP server it fails instead of connecting in clear', async () => {
     const { error } = await timed(
       RedisStore.connect({ url: redisUrl().replace('redis://', 'rediss://'), connectTimeoutMs: 1000 }),
