@@ -3,14 +3,14 @@
 // the TLS subscriber connection); a wrong CA or a missing client certificate fails fast with a
 // code; rejectUnauthorized: false accepts the server; the key never shows in an error. On a TLS
 // cluster too.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import util from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BucketLimiter, ConcurrentLimiter, RedisStore, SlidingWindowLimiter, type Store } from '../lib/index.js'
-import { freePort, stop, timed } from './helpers/servers.js'
+import { freePort, startRedisIn, stop, timed } from './helpers/servers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-'))
 const file = (name: string) => join(dir, name)
@@ -75,36 +75,9 @@ const TLS_ARGS = () => [
   file('ca.crt'),
 ]
 
-async function startTlsRedis(port: number, extra: string[]): Promise<ChildProcess> {
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      '0',
-      '--tls-port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      ...TLS_ARGS(),
-      ...extra,
-    ],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
-  )
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (c) => {
-      out += c
-      if (out.includes('Ready to accept connections')) resolve()
-    })
-    child.once('exit', (code) => reject(new Error(`redis-server (TLS) exited with ${code}`)))
-  })
-  return child
+/** A redis-server that speaks TLS only, on `port` (`--port 0`: no plain TCP). */
+function startTlsRedis(port: number, extra: string[]): Promise<ChildProcess> {
+  return startRedisIn(port, dir, ['--port', '0', '--tls-port', String(port), ...TLS_ARGS(), ...extra])
 }
 
 /** A bucket check and a semaphore hand-over (a release wakes a waiter over the TLS subscriber). */

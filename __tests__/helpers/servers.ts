@@ -27,8 +27,8 @@ export async function startRedis(port: number, extra: string[] = []): Promise<Ch
   return startRedisIn(port, dir, extra)
 }
 
-/** A redis-server on `port` keeping its files in `dir`. */
-async function startRedisIn(port: number, dir: string, extra: string[]): Promise<ChildProcess> {
+/** A redis-server on `port` keeping its files in `dir` (`extra` may override `--port`). */
+export async function startRedisIn(port: number, dir: string, extra: string[]): Promise<ChildProcess> {
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra],
