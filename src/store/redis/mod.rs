@@ -3,9 +3,10 @@
 //! - Every call has a deadline (`command_timeout`): a Redis that is down answers
 //!   `StoreUnavailable` at once when no connection is up, `Timeout` when a command is stuck.
 //!   Reconnection runs in the background forever, so the store recovers by itself.
-//! - Commands are never re-sent by fred (`max_command_attempts = 1`): a lost reply is an
-//!   error, never a double charge. The only retry is NOSCRIPT: the script is sent again with
-//!   EVAL to the node that answered (EVAL also caches it there).
+//! - Commands are never replayed after a lost connection (`fail_fast`): a lost reply is an
+//!   error, never a double charge. fred writes a command again only after a `MOVED` or `ASK`
+//!   (it was not run) and after a write that failed (it was not sent); and we resend with EVAL
+//!   after NOSCRIPT (EVAL also caches the script there).
 //! - On a cluster, a batch is split per hash slot: each slot's entries are script calls (one
 //!   per 64) on the node that owns it, all slots in flight at once.
 
@@ -215,6 +216,20 @@ fn config_from(options: &RedisOptions) -> Result<FredConfig> {
   Ok(config)
 }
 
+/// Options of every script call on the pool. fred counts each write of a command as an attempt,
+/// the one after a `MOVED` or `ASK` reply too; such a command was not run by the node that
+/// redirected it, so it may be written again (a slot moving, a replica just promoted). A
+/// command whose connection was lost may have been run: `fail_fast` makes fred fail it (and any
+/// command while it reconnects) instead of replaying it, so nothing is ever charged twice.
+fn redirectable() -> fred::types::config::Options {
+  fred::types::config::Options {
+    max_attempts: Some(4),
+    max_redirections: Some(8),
+    fail_fast: true,
+    ..Default::default()
+  }
+}
+
 /// Maps a fred error onto our kinds.
 fn store_error(e: fred::error::Error) -> Error {
   use fred::error::ErrorKind as K;
@@ -411,7 +426,7 @@ impl RedisStore {
         };
       }
     };
-    let client = self.client(lane)?;
+    let client = self.client(lane)?.with_options(&redirectable());
     let (sha, lua) = script.pick(legacy);
     let result = match client.evalsha::<Vec<Value>, _, _, _>(sha, keys.to_vec(), args.to_vec()).await {
       Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(lua, keys.to_vec(), args.to_vec()).await,
