@@ -5,11 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian's packages the suite drives: redis-server (standalone and cluster) and chromium (the
-# dashboard's browser test, through puppeteer-core)
+# Debian's packages the suite drives: redis-server (standalone and cluster), chromium (the
+# dashboard's browser test, through puppeteer-core) and openssl (the TLS suite's certificates)
 need=()
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then need+=(redis-server); fi
 if [ -z "${SLUICE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then need+=(chromium); fi
+if ! command -v openssl >/dev/null 2>&1; then need+=(openssl); fi # the TLS suite makes its CA
 if [ ${#need[@]} -gt 0 ]; then
   echo "== installing ${need[*]} (apt-get)"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
