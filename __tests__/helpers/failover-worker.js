@@ -16,6 +16,8 @@ async function main() {
   })
   const limiters = cfg.names.map((name) => new WindowLimiter(store, { name, limit: cfg.limit, interval: 3_600_000 }))
   const admitted = Object.fromEntries(cfg.names.map((n) => [n, 0]))
+  // when each name last got an answer from Redis (admitted or refused), ms since the epoch
+  const answeredAt = Object.fromEntries(cfg.names.map((n) => [n, 0]))
   const codes = {}
   const messages = {}
   let decisions = 0
@@ -32,6 +34,7 @@ async function main() {
       try {
         const d = await l.check()
         if (d.allowed) admitted[l.name]++
+        answeredAt[l.name] = Date.now()
       } catch (err) {
         codes[err.code || 'uncoded'] = (codes[err.code || 'uncoded'] || 0) + 1
         messages[err.code || 'uncoded'] = String(err.message).slice(0, 200)
@@ -44,7 +47,7 @@ async function main() {
   }
   await Promise.all([0, 1, 2, 3].map(loop))
   await store.close()
-  process.send({ admitted, codes, messages, decisions, slowest })
+  process.send({ admitted, answeredAt, codes, messages, decisions, slowest })
 }
 
 main().catch((err) => {
