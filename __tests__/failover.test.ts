@@ -3,7 +3,8 @@
 // SIGKILLed: its replica is promoted, every decision settles within the deadline with an answer
 // or a store code, the store follows the new topology by itself, and over-admission is counted
 // (asynchronous replication can lose the last writes of the dead master). A manual CLUSTER
-// FAILOVER loses nothing.
+// FAILOVER loses nothing. Moving slots between masters under the same load (ASK and MOVED
+// redirections) fails no decision and loses nothing.
 import { fork, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -143,5 +144,63 @@ describe('cluster failover under load (3 masters, 3 replicas, 4 processes)', () 
       expect(r.answeredAt[n], n).toBeGreaterThan(failedOverAt + 1000)
     }
     expect((await cluster.cli(replica, 'ROLE')).startsWith('master')).toBe(true)
+  }, 90_000)
+
+  it('moving slots under load (MOVED, ASK) fails no decision and loses nothing', async () => {
+    const prefix = freshPrefix()
+    const [, from, to] = await cluster.masters()
+    const id = async (port: number) => (await cluster.cli(port, 'CLUSTER', 'MYID')).trim()
+    const [fromId, toId] = [await id(from), await id(to)]
+    let moving: string[] = []
+    let slots: number[] = []
+    let movedAt = 0
+    const r = await load(
+      cluster,
+      prefix,
+      async () => {
+        moving = await namesOn(cluster, from, prefix)
+        const keys = (await cluster.cli(from, '--no-raw', 'KEYS', `${prefix}:window:*`))
+          .split('\n')
+          .map((line) => line.replace(/^\d+\) "|"$/g, ''))
+          .filter(Boolean)
+        for (const k of keys) slots.push(Number(await cluster.cli(from, 'CLUSTER', 'KEYSLOT', k)))
+        slots = [...new Set(slots)]
+        // each slot as redis-cli --cluster reshard moves it, with a pause while the keys are on
+        // the target and the source still owns the slot: every call for them is answered ASK
+        for (const slot of slots) {
+          expect(await cluster.cli(to, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId)).toMatch(/OK/)
+          expect(await cluster.cli(from, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId)).toMatch(/OK/)
+          const inSlot = (await cluster.cli(from, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100'))
+            .split('\n')
+            .filter(Boolean)
+          if (inSlot.length > 0) {
+            const out = await cluster.cli(from, 'MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...inSlot)
+            expect(out).toMatch(/OK/)
+          }
+          await new Promise((res) => setTimeout(res, 60))
+          // the new owner told to every master, as redis-cli --cluster reshard does
+          for (const port of [to, from, ...(await cluster.masters()).filter((m) => m !== to && m !== from)]) {
+            expect(await cluster.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId)).toMatch(/OK/)
+          }
+        }
+        movedAt = Date.now()
+      },
+      8000,
+    )
+    console.log(
+      `slot migration: ${slots.length} slots (${moving.length} names) moved under ${r.decisions} decisions, ` +
+        `codes ${JSON.stringify(r.codes)} ${JSON.stringify(r.messages)}, slowest ${r.slowest.toFixed(0)} ms`,
+    )
+    expect(moving.length).toBeGreaterThan(5)
+    // the keys are on the target now
+    expect(await namesOn(cluster, to, prefix)).toEqual(expect.arrayContaining(moving))
+    expect(await namesOn(cluster, from, prefix)).toEqual([])
+    // no decision failed, none over its limit, and every name was still answered afterwards
+    expect(r.codes).toEqual({})
+    expect(r.slowest).toBeLessThan(TIMEOUT_MS)
+    for (const n of NAMES) {
+      expect(r.admitted[n], n).toBe(LIMIT)
+      expect(r.answeredAt[n], n).toBeGreaterThan(movedAt + 1000)
+    }
   }, 90_000)
 })

@@ -223,7 +223,7 @@ fn config_from(options: &RedisOptions) -> Result<FredConfig> {
 /// command while it reconnects) instead of replaying it, so nothing is ever charged twice.
 fn redirectable() -> fred::types::config::Options {
   fred::types::config::Options {
-    max_attempts: Some(4),
+    max_attempts: Some(8),
     max_redirections: Some(8),
     fail_fast: true,
     ..Default::default()
@@ -428,11 +428,23 @@ impl RedisStore {
     };
     let client = self.client(lane)?.with_options(&redirectable());
     let (sha, lua) = script.pick(legacy);
-    let result = match client.evalsha::<Vec<Value>, _, _, _>(sha, keys.to_vec(), args.to_vec()).await {
-      Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(lua, keys.to_vec(), args.to_vec()).await,
-      other => other,
-    };
-    result.map_err(store_error)
+    // While a slot moves, a script whose keys are split between the two nodes is refused with
+    // TRYAGAIN (not run): it is sent again after a short pause, within the call's deadline.
+    let deadline = tokio::time::Instant::now() + self.command_timeout;
+    let mut pause = Duration::from_millis(2);
+    loop {
+      let result = match client.evalsha::<Vec<Value>, _, _, _>(sha, keys.to_vec(), args.to_vec()).await {
+        Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(lua, keys.to_vec(), args.to_vec()).await,
+        other => other,
+      };
+      match result {
+        Err(e) if e.details().starts_with("TRYAGAIN") && tokio::time::Instant::now() + pause < deadline => {
+          tokio::time::sleep(pause).await;
+          pause = (pause * 2).min(Duration::from_millis(50));
+        }
+        other => return other.map_err(store_error),
+      }
+    }
   }
 
   /// Blocks the pacer of `key` for `duration_us` (`lua/pacer_block.lua`); µs until it ends.

@@ -1,0 +1,1 @@
+// `impl Trait` doesn't work inside traits, so we just put these functions directly on the RedisClient
