@@ -10,7 +10,7 @@
 // when calls arrive. Every command has a deadline (ERR_TIMEOUT); a lost connection fails the
 // calls under way with ERR_STORE_UNAVAILABLE, as the pool does.
 const net = require('node:net')
-const native = require('../index.js')
+const native = require('./native')
 const { SluiceError, fromNative } = require('./errors')
 
 const CR = 13

@@ -1,6 +1,6 @@
 'use strict'
 
-const native = require('../index.js')
+const native = require('./native')
 const { SluiceError, fromNative, invalidConfig, ownProps } = require('./errors')
 const { ManualClock } = require('./clock')
 const { Batcher } = require('./batcher')

@@ -20,7 +20,7 @@ fi
 
 bash scripts/setup.sh
 if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- index.js index.d.ts 2>/dev/null)" ]; then
-  echo "generated index.js / index.d.ts differ from the committed ones: run npm run build:debug and commit" >&2
+  echo "generated index.js / index.d.ts differ from the committed ones: run npm run build and commit" >&2
   git --no-pager diff --stat -- index.js index.d.ts >&2
   exit 1
 fi
