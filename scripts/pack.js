@@ -150,6 +150,14 @@ function npmPack(dir) {
   }
 }
 
+/** The files `npm publish` would upload from `dir` (a dry run: nothing is sent). */
+function publishListing(dir) {
+  const out = run('npm', ['publish', '--dry-run', '--json', '--ignore-scripts'], { cwd: dir, capture: true })
+  const parsed = JSON.parse(out.slice(out.indexOf('{')))
+  const info = parsed.files ? parsed : Object.values(parsed)[0]
+  return info.files.map((f) => f.path).sort()
+}
+
 /** What the main package must and must not ship. */
 function checkMainListing(files) {
   for (const must of [
@@ -371,6 +379,9 @@ async function main() {
   log('npm pack')
   const main = npmPack(ROOT)
   checkMainListing(main.files)
+  // `npm publish` uploads exactly what was packed
+  const same = (a, b) => JSON.stringify([...a].sort()) === JSON.stringify([...b].sort())
+  if (!same(publishListing(ROOT), main.files)) throw new Error('npm publish --dry-run lists other files than npm pack')
   report.main = {
     tgz: path.relative(ROOT, main.tgz),
     size: main.size,
@@ -383,6 +394,9 @@ async function main() {
     const expected = ['README.md', 'package.json', `sluice.${platform}.node`].sort()
     if (JSON.stringify([...p.files].sort()) !== JSON.stringify(expected)) {
       throw new Error(`sluice-${platform} packs ${p.files.join(', ')}, expected ${expected.join(', ')}`)
+    }
+    if (!same(publishListing(path.join(ROOT, 'npm', platform)), expected)) {
+      throw new Error(`npm publish --dry-run of sluice-${platform} lists other files than ${expected.join(', ')}`)
     }
     Object.assign(report.targets[target], { tgz: path.relative(ROOT, p.tgz), tgzBytes: p.size })
   }
