@@ -18,6 +18,7 @@ const NAMES = Array.from({ length: 60 }, (_, i) => `n${i}`)
 
 interface Result {
   admitted: Record<string, number>
+  failed: Record<string, number>
   answeredAt: Record<string, number>
   codes: Record<string, number>
   messages: Record<string, string>
@@ -52,12 +53,15 @@ async function load(cluster: Cluster, prefix: string, during: () => Promise<void
   for (const n of NAMES) admitted[n] = all.reduce((s, r) => s + r.admitted[n], 0)
   const answeredAt: Record<string, number> = {}
   for (const n of NAMES) answeredAt[n] = Math.max(...all.map((r) => r.answeredAt[n]))
+  const failed: Record<string, number> = {}
+  for (const n of NAMES) failed[n] = all.reduce((s, r) => s + r.failed[n], 0)
   const codes: Record<string, number> = {}
   for (const r of all) for (const [c, k] of Object.entries(r.codes)) codes[c] = (codes[c] || 0) + k
   const messages = Object.assign({}, ...all.map((r) => r.messages))
   return {
     admitted,
     answeredAt,
+    failed,
     codes,
     messages,
     decisions: all.reduce((s, r) => s + r.decisions, 0),
@@ -99,9 +103,12 @@ describe('cluster failover under load (3 masters, 3 replicas, 4 processes)', () 
       (s, n) => s + Math.max(0, r.admitted[n] - LIMIT),
       0,
     )
+    const failedOn = (names: string[]) => names.reduce((s, n) => s + r.failed[n], 0)
+    const others = NAMES.filter((n) => !onVictim.includes(n))
     console.log(
       `SIGKILL failover: ${r.decisions} decisions, codes ${JSON.stringify(r.codes)}, slowest ${r.slowest.toFixed(0)} ms, ` +
-        `${onVictim.length} names on the killed master, over-admitted ${overVictim} (limit ${LIMIT} each)`,
+        `${onVictim.length} names on the killed master, over-admitted ${overVictim} (limit ${LIMIT} each); ` +
+        `failed: ${failedOn(onVictim)} on the killed master's names, ${failedOn(others)} on the others'`,
     )
     expect(onVictim.length).toBeGreaterThan(5)
     // every decision settled in time, with an answer or a store code

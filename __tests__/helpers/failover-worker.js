@@ -18,6 +18,8 @@ async function main() {
   const admitted = Object.fromEntries(cfg.names.map((n) => [n, 0]))
   // when each name last got an answer from Redis (admitted or refused), ms since the epoch
   const answeredAt = Object.fromEntries(cfg.names.map((n) => [n, 0]))
+  // decisions that failed with a code, per name
+  const failed = Object.fromEntries(cfg.names.map((n) => [n, 0]))
   const codes = {}
   const messages = {}
   let decisions = 0
@@ -37,6 +39,7 @@ async function main() {
         answeredAt[l.name] = Date.now()
       } catch (err) {
         codes[err.code || 'uncoded'] = (codes[err.code || 'uncoded'] || 0) + 1
+        failed[l.name]++
         messages[err.code || 'uncoded'] = String(err.message).slice(0, 200)
       }
       decisions++
@@ -47,7 +50,7 @@ async function main() {
   }
   await Promise.all([0, 1, 2, 3].map(loop))
   await store.close()
-  process.send({ admitted, answeredAt, codes, messages, decisions, slowest })
+  process.send({ admitted, answeredAt, failed, codes, messages, decisions, slowest })
 }
 
 main().catch((err) => {
