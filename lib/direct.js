@@ -247,6 +247,9 @@ class DirectConnection {
       if (entry.task !== null) this._step(entry.task, buf.subarray(at, end), entry.resolve, entry.reject)
       at = end
     }
+    // bytes with no command waiting for them are not a reply to anything: kept, they would be
+    // framed as the next command's reply and every later reply would go to the wrong caller
+    if (at < buf.length && this._head === this._queue.length) return this._protocolError()
     this._buf = at === buf.length ? null : buf.subarray(at)
     if (this._head === this._queue.length) {
       this._queue = []
@@ -263,7 +266,8 @@ class DirectConnection {
    * ERR_STORE_UNAVAILABLE) and redialled when calls arrive; meanwhile calls use the pool.
    */
   _protocolError() {
-    this._lostBecause = 'Redis sent bytes that are not a RESP2 reply (protocol error); the connection was dropped'
+    this._lostBecause =
+      'Redis sent bytes that are not a RESP2 reply to a command sent (protocol error); the connection was dropped'
     const socket = this._socket
     this._lost(socket)
     socket.destroy()

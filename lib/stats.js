@@ -26,6 +26,36 @@ const MINUTE_MS = 60_000
 /** Limiters listed by `store.limiters()` at most; the least recently used go first. */
 const MAX_LIMITERS = 10_000
 
+/**
+ * How long the store may keep the state of a limiter of `kind` with `options` (its
+ * `_statsOptions()`), ms: the longest interval or window its state covers. A statistics hash
+ * lives no longer than this and two flush periods (see RedisStore's flush), so a per-user
+ * limiter's statistics leave Redis soon after its limit does. 0 when unknown.
+ */
+function stateLifetimeMs(kind, o) {
+  if (o === null || typeof o !== 'object') return 0
+  const longest = (list, f) => (Array.isArray(list) ? list.reduce((m, x) => Math.max(m, Number(f(x)) || 0), 0) : 0)
+  switch (kind) {
+    case 'bucket':
+    case 'window':
+    case 'leaky':
+    case 'points':
+      return Number(o.intervalMs) || 0
+    case 'pacer':
+      return o.qps > 0 ? Math.ceil((((Number(o.maxBurst) || 0) + 1) / o.qps) * 1000) : 0
+    case 'concurrent':
+      return Number(o.lockTimeoutMs) || 0
+    case 'sliding':
+      return longest(o.windows, (w) => w.intervalMs)
+    case 'quota':
+      return longest(o.quotas, (q) => q.windowSeconds * 1000)
+    case 'fair':
+      return longest(o.rules, (r) => r.perMs)
+    default:
+      return 0
+  }
+}
+
 /** `key` as a key part that cannot leave a hash tag or split a batch: `%`, braces and newlines %-escaped. */
 function escapeKey(key) {
   return /[%{}\n]/.test(key)
@@ -59,8 +89,10 @@ class Entry {
     /** this process's counts since the book began, never reset (for metrics) */
     this.totals = cumulative ? this.counts : new Float64Array(FIELDS.length)
     this.dirty = false
-    /** when this process last wrote the entry's registry record and TTL (0: never) */
+    /** when this process last wrote the entry's registry record (0: never) */
     this.refreshedAt = 0
+    /** the TTL of the entry's statistics hash on a RedisStore, ms (0: not computed yet) */
+    this.ttlMs = 0
     /** per-minute counts (a MemoryStore's book only): SERIES slots of [minute, admitted, refused] */
     this.series = null
   }
@@ -296,6 +328,7 @@ module.exports = {
   statsFrom,
   historyFrom,
   escapeKey,
+  stateLifetimeMs,
   FIELDS,
   KINDS,
   MAX_LIMITERS,

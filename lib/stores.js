@@ -12,12 +12,14 @@ const {
   statsFrom,
   historyFrom,
   escapeKey,
+  stateLifetimeMs,
   FIELDS: STATS_FIELDS,
   MAX_LIMITERS,
   SERIES,
   MINUTE_MS,
 } = require('./stats')
 const EventEmitter = require('node:events')
+const { encodeParts, appendPart } = require('./codec')
 
 const PRIVATE = Symbol('sluice.private')
 /** How each kind's calls are batched (see lib/batcher.js). `maxBatch`: calls per native call
@@ -35,7 +37,7 @@ const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])
 const TOPOLOGY_CHANGE = /Too many failed write attempts|Max attempts reached|TRYAGAIN/
 const DEFAULT_STATS_FLUSH_MS = 5000
 const DEFAULT_STATS_TTL_MS = 7 * 86_400_000
-/** How often a limiter's statistics TTL and registry record are refreshed, at most. */
+/** How often a limiter's registry record (last use, options) is refreshed, at most. */
 const STATS_REFRESH_MS = 60_000
 const DEFAULT_PROBE_INTERVAL_MS = 1000
 const DEFAULT_DENY_CACHE_KEYS = 100_000
@@ -265,7 +267,7 @@ class MemoryStore {
   _group(keys, args) {
     return this._run((nowUs) => {
       if ((this._untilSweep -= keys.length) <= 0) this._sweep(nowUs)
-      return native.memoryPacerBatch(this._handle, keys.join('\n'), new Float64Array(args), nowUs)
+      return native.memoryPacerBatch(this._handle, encodeParts(keys), new Float64Array(args), nowUs)
     })
   }
 
@@ -291,7 +293,7 @@ class MemoryStore {
 
   /** @internal one sliding-window call, synchronous (see memorySliding) */
   _sliding(key, nums) {
-    return this._run((nowUs) => native.memorySliding(this._handle, key, new Float64Array(nums), nowUs))
+    return this._run((nowUs) => native.memorySliding(this._handle, encodeParts([key]), new Float64Array(nums), nowUs))
   }
 
   /** @internal one quota call, synchronous (see memoryQuota) */
@@ -306,7 +308,7 @@ class MemoryStore {
 
   /** @internal one fair-tenant assignment, synchronous (see memoryFair): a count per rule */
   _fair(key, id, nums) {
-    return this._run((nowUs) => native.memoryFair(this._handle, key, id, nums, nowUs))
+    return this._run((nowUs) => native.memoryFair(this._handle, encodeParts([key]), encodeParts([id]), nums, nowUs))
   }
 
   /** @internal one concurrent-limiter operation; grants go to the waiters of this process */
@@ -409,6 +411,7 @@ class RedisStore extends EventEmitter {
     // statistics: counted here, written every statsFlushMs (one pipeline per slot) and on close
     this._stats = o.stats ? new StatsBook(() => this._nowMsLocal(), false) : null
     this._statsTtlMs = o.statsTtlMs
+    this._statsFlushMs = o.statsFlushMs
     this._statsInFlight = []
     this._statsFlushing = null
     this._statsTimer = null
@@ -645,7 +648,7 @@ class RedisStore extends EventEmitter {
   _probe() {
     if (this._probing || this._closed || this._status === 'up') return
     this._probing = true
-    native.redisLimitBatch(this._native, this._probeKey, PROBE_ARGS, -1, 1).then(
+    native.redisLimitBatch(this._native, encodeParts([this._probeKey]), PROBE_ARGS, -1, 1).then(
       () => {
         this._probing = false
         this._recover()
@@ -733,7 +736,7 @@ class RedisStore extends EventEmitter {
       for (const x of a) args.push(x)
     }
     const nowUs = this._nowUs()
-    const k = keys.join('\n')
+    const k = encodeParts(keys)
     const a = new Float64Array(args)
     return this._batch(
       q,
@@ -785,7 +788,7 @@ class RedisStore extends EventEmitter {
     let keys = ''
     for (let e = 0; e < n; e++) {
       const c = calls[e]
-      keys = e === 0 ? c[1] : `${keys}\n${c[1]}`
+      keys = appendPart(keys, c[1])
       args.set([c[2], c[3], c[4], c[5], c[6]], e * 5)
     }
     const nowUs = this._nowUs()
@@ -840,7 +843,7 @@ class RedisStore extends EventEmitter {
   }
 
   _sendSliding(calls, resolve, reject, q) {
-    const keys = calls.map((c) => c[1]).join('\n')
+    const keys = encodeParts(calls.map((c) => c[1]))
     const nums = new Float64Array(calls.flatMap((c) => c[2]))
     const nowUs = this._nowUs()
     return this._batch(
@@ -935,8 +938,8 @@ class RedisStore extends EventEmitter {
   }
 
   _sendFair(calls, resolve, reject, q) {
-    const keys = calls.map((c) => c[0]).join('\n')
-    const ids = calls.map((c) => c[1]).join('\n')
+    const keys = encodeParts(calls.map((c) => c[0]))
+    const ids = encodeParts(calls.map((c) => c[1]))
     let length = 0
     for (const c of calls) length += c[2].length
     const nums = new Float64Array(length)
@@ -971,8 +974,8 @@ class RedisStore extends EventEmitter {
   }
 
   _sendConcurrent(calls, resolve, reject, q) {
-    const keys = calls.map((c) => c[0]).join('\n')
-    const ids = calls.map((c) => c[1]).join('\n')
+    const keys = encodeParts(calls.map((c) => c[0]))
+    const ids = encodeParts(calls.map((c) => c[1]))
     const nums = new Float64Array(calls.flatMap(([, , op, n]) => [op, n[0], n[1], n[2], n[3]]))
     const nowUs = this._nowUs()
     return this._batch(
@@ -1079,6 +1082,9 @@ class RedisStore extends EventEmitter {
     const ttl = String(this._statsTtlMs)
     const ops = []
     const registry = [ttl, String(MAX_LIMITERS)]
+    // a hash lives as long as its limit's state, and at least two flush periods (so a
+    // limiter in use never loses its hash between two flushes), at most statsTtlMs
+    const minTtlMs = 2 * this._statsFlushMs
     const now = this._nowMsLocal()
     const minute = Math.floor(now / MINUTE_MS)
     const refreshed = []
@@ -1090,7 +1096,10 @@ class RedisStore extends EventEmitter {
       // per-minute counts for charts (counted at the flush: within statsFlushMs of the
       // decisions), then the counts, empty for 0
       const c = t.counts
-      let packed = `${due ? ttl : 0},${c[0] !== 0 || c[1] !== 0 ? minute % SERIES : ''},${minute}`
+      if (e.ttlMs === 0) {
+        e.ttlMs = Math.max(minTtlMs, Math.min(this._statsTtlMs, stateLifetimeMs(t.kind, t.options) || Infinity))
+      }
+      let packed = `${e.ttlMs},${c[0] !== 0 || c[1] !== 0 ? minute % SERIES : ''},${minute}`
       let fields = 0
       for (let i = 0; i < c.length; i++) {
         if (c[i] === 0) packed += ','
@@ -1115,14 +1124,17 @@ class RedisStore extends EventEmitter {
     this._statsInFlight = taken
     let sent
     try {
-      sent = native.redisStats(this._native, ops.join('\n'), 5)
+      sent = native.redisStats(this._native, encodeParts(ops), 5)
     } catch (err) {
       sent = Promise.reject(err)
     }
     this._statsFlushing = sent
       .then(
-        () => {
+        (reply) => {
           for (const e of refreshed) e.refreshedAt = now
+          // the registry's cap dropped these limiters: their statistics go with them
+          const gone = registry.length > 2 && Array.isArray(reply) ? reply[reply.length - 1] : null
+          if (Array.isArray(gone) && gone.length > 0) return this._dropStats(gone).catch(() => undefined) // they expire anyway
         },
         (err) => {
           const error = fromNative(err)
@@ -1136,6 +1148,16 @@ class RedisStore extends EventEmitter {
         this._statsFlushing = null
       })
     return this._statsFlushing
+  }
+
+  /** Deletes the statistics hashes of registry members (`<kind>:<name>`) the registry dropped. */
+  async _dropStats(members) {
+    const ops = []
+    for (const m of members) {
+      const colon = m.indexOf(':')
+      if (colon > 0) ops.push('del', '1', this._statsKey(m.slice(0, colon), m.slice(colon + 1)), '0')
+    }
+    if (ops.length > 0) await native.redisStats(this._native, encodeParts(ops), 5)
   }
 
   /** This process's counts of `kind:name` not yet in Redis (unwritten or being written). */
@@ -1166,7 +1188,7 @@ class RedisStore extends EventEmitter {
     let reply = []
     if (ops.length > 0) {
       try {
-        reply = await native.redisStats(this._native, ops.join('\n'), 5)
+        reply = await native.redisStats(this._native, encodeParts(ops), 5)
       } catch (err) {
         throw fromNative(err)
       }
@@ -1193,7 +1215,7 @@ class RedisStore extends EventEmitter {
     const since = String(Math.floor(this._nowMsLocal() - this._statsTtlMs))
     let reply
     try {
-      reply = await native.redisStats(this._native, ['since', '2', zset, options, '1', since].join('\n'), 5)
+      reply = await native.redisStats(this._native, encodeParts(['since', '2', zset, options, '1', since]), 5)
     } catch (err) {
       throw fromNative(err)
     }

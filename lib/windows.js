@@ -3,6 +3,7 @@
 const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { checkInteger, checkBlockMs, MAX_LIMIT, MAX_MS } = require('./limiters')
 const { MemoryStore, RedisStore } = require('./stores')
+const { encodeParts } = require('./codec')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_WINDOWS = 16
@@ -277,7 +278,7 @@ class QuotaLimiter {
         body.push(c, q.limit)
       }
     }
-    return { keys: keys.join('\n'), nums: new Float64Array([keys.length, ...shapes, ...body]) }
+    return { keys: encodeParts(keys), nums: new Float64Array([keys.length, ...shapes, ...body]) }
   }
 
   /** @internal runs a call; resolves with the flat result */

@@ -2,9 +2,10 @@
 --
 -- ARGV      per operation: <op> <key count> <key index (1-based)>... <arg count> <arg>...
 --   incr    KEYS[a] (a hash): one argument, comma-separated: <ttl_ms>,<slot>,<minute>, then the
---           counts in FIELDS order (empty for 0): HINCRBY each (HINCRBYFLOAT for a fraction),
---           then PEXPIRE unless ttl_ms is 0 (the writer refreshes the TTL with the key's first
---           write and then at most once a minute). <slot> (unless empty) keeps per-minute
+--           counts in FIELDS order (empty for 0; every part a number the writer made, never a
+--           name): HINCRBY each (HINCRBYFLOAT for a fraction), then PEXPIRE unless ttl_ms is 0
+--           (the writer gives the lifetime of the limiter's state, at least two flush
+--           periods, so statistics leave with the limit they describe). <slot> (unless empty) keeps per-minute
 --           admitted/refused counts for charts in a ring: fields t<slot> (the minute held),
 --           a<slot>, r<slot>; a slot holding an older minute starts over with these counts.
 --           (One packed argument per limiter: a flush of 10,000 limiters sends 50,000 parts,
@@ -12,7 +13,10 @@
 --   registry KEYS[a] (a sorted set: member = '<kind>:<name>', score = last use, ms) and KEYS[b]
 --           (a hash: member -> options JSON): <ttl_ms> <cap> then <member> <last use> <json>
 --           triples (json '' keeps the options stored); a score only moves forward (GT); beyond
---           <cap> members the least recently used go, with their options; both keys PEXPIRE
+--           <cap> members the least recently used go, with their options; both keys PEXPIRE;
+--           replies with the members that went (the writer deletes their statistics hashes,
+--           which live in other slots)
+--   del     KEYS[a]: DEL (a statistics hash whose registry member went)
 --   hgetall KEYS[a]: its fields and values
 --   since   KEYS[a] (the sorted set) and KEYS[b] (the hash): <min score>: the members used at or
 --           after it, each as <member> <score> <options json>
@@ -74,9 +78,12 @@ while i <= n do
         redis.call('ZREM', keys[1], unpack(gone, from, to))
         redis.call('HDEL', keys[2], unpack(gone, from, to))
       end
+      reply = gone
     end
     redis.call('PEXPIRE', keys[1], ttl)
     redis.call('PEXPIRE', keys[2], ttl)
+  elseif op == 'del' then
+    redis.call('DEL', keys[1])
   elseif op == 'hgetall' then
     reply = redis.call('HGETALL', keys[1])
   elseif op == 'since' then

@@ -4,6 +4,7 @@
 //! Redis) -> `core` (pure step functions). See DESIGN.md.
 #![deny(clippy::all)]
 
+pub mod codec;
 pub mod core;
 pub mod error;
 pub mod store;

@@ -58,6 +58,23 @@ export class HostileProxy {
     this.trap = null
   }
 
+  /** Connections to clients, open now, whose first command had this name (upper case). */
+  private clients = new Map<net.Socket, string>()
+
+  /**
+   * Writes `payload` now to every client connection whose first command was one of `firstCommands`
+   * (all when empty), between replies: bytes no command asked for. Resolves with how many got it.
+   */
+  inject(payload: Buffer, firstCommands: string[] = []): number {
+    let sent = 0
+    for (const [client, first] of this.clients) {
+      if (client.destroyed || (firstCommands.length > 0 && !firstCommands.includes(first))) continue
+      client.write(payload)
+      sent++
+    }
+    return sent
+  }
+
   private accept(client: net.Socket) {
     this.connections++
     const server = net.connect(this.upstream)
@@ -69,6 +86,7 @@ export class HostileProxy {
     let fromClient = Buffer.alloc(0)
     let fromServer = Buffer.alloc(0)
     const drop = () => {
+      this.clients.delete(client)
       client.destroy()
       server.destroy()
     }
@@ -83,6 +101,7 @@ export class HostileProxy {
         if (end < 0) break
         const name = commandName(fromClient.subarray(0, end))
         names.push(name)
+        if (!this.clients.has(client)) this.clients.set(client, name)
         if (/SUBSCRIBE$/.test(name)) raw = true
         fromClient = fromClient.subarray(end)
       }

@@ -399,11 +399,12 @@ impl StoreCall {
 
   fn concurrent(keys: &str, ids: &str, nums: &[f64], now_us: f64) -> Result<StoreCall> {
     let mut ops = vec![];
-    let (mut keys, mut ids) = (keys.split('\n'), ids.split('\n'));
+    let (mut keys, mut ids) = (crate::codec::parts(keys), crate::codec::parts(ids));
     for f in nums.chunks(5) {
       let (Some(key), Some(id), [op, limit, lock_us, wait_us, ttl_ms]) = (keys.next(), ids.next(), f) else {
         return Err(js_error(Error::argument("malformed concurrent batch")));
       };
+      let (key, id) = (key.map_err(js_error)?, id.map_err(js_error)?);
       validate_key(key).map_err(js_error)?;
       let nums = [*limit, *lock_us, *wait_us, *ttl_ms];
       decode_concurrent(*op, id, &nums).map_err(js_error)?;

@@ -49,16 +49,17 @@ fn whole(x: f64, lo: f64, hi: f64) -> bool {
 /// Decodes a batch of assignments.
 pub fn decode_fair(keys: &str, ids: &str, nums: &[f64]) -> Result<Vec<FairCall>> {
   let malformed = || Error::argument("malformed fair batch");
-  let (mut keys, mut ids) = (keys.split('\n'), ids.split('\n'));
+  let (mut keys, mut ids) = (crate::codec::parts(keys), crate::codec::parts(ids));
   let mut calls = vec![];
   let mut at = 0;
   while at < nums.len() {
     let (Some(key), Some(id), [mode, count, ..]) = (keys.next(), ids.next(), &nums[at..]) else {
       return Err(malformed());
     };
+    let (key, id) = (key?, id?);
     validate_key(key)?;
-    if id.is_empty() || id.len() > MAX_ID_LEN || id.contains('\n') {
-      return Err(Error::argument(format!("job id must be 1..={MAX_ID_LEN} bytes without newlines")));
+    if id.is_empty() || id.len() > MAX_ID_LEN {
+      return Err(Error::argument(format!("job id must be 1..={MAX_ID_LEN} bytes")));
     }
     let mode = match *mode {
       0.0 => FairMode::Exact,

@@ -67,9 +67,9 @@ impl LimitBatch {
     }
     let mut batch = LimitBatch::default();
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut key_iter = keys.split('\n');
+    let mut key_iter = crate::codec::parts(keys);
     for f in args.chunks(LIMIT_FIELDS) {
-      let key = key_iter.next().ok_or_else(|| Error::argument("malformed limiter batch: missing key"))?;
+      let key = key_iter.next().ok_or_else(|| Error::argument("malformed limiter batch: missing key"))??;
       validate_key(key)?;
       let (kind, params, weight, action) = decode_entry(f)?;
       let next = index.len();

@@ -60,7 +60,7 @@ impl PacerBatch {
   pub fn decode(keys: &str, args: &[f64]) -> Result<PacerBatch> {
     let mut batch = PacerBatch::default();
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut key_iter = keys.split('\n');
+    let mut key_iter = crate::codec::parts(keys);
     let mut i = 0;
     while i < args.len() {
       let count = args[i];
@@ -79,7 +79,7 @@ impl PacerBatch {
       }
       let start = batch.members.len();
       for _ in 0..count {
-        let key = key_iter.next().ok_or_else(|| Error::argument("malformed batch: missing key"))?;
+        let key = key_iter.next().ok_or_else(|| Error::argument("malformed batch: missing key"))??;
         validate_key(key)?;
         let next = index.len();
         let slot = *index.entry(key).or_insert(next);

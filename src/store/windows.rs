@@ -92,10 +92,10 @@ impl SlidingBatch {
   pub fn decode(keys: &str, nums: &[f64]) -> Result<SlidingBatch> {
     let mut batch = SlidingBatch::default();
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut key_iter = keys.split('\n');
+    let mut key_iter = crate::codec::parts(keys);
     let mut at = 0;
     while at < nums.len() {
-      let key = key_iter.next().ok_or_else(|| Error::argument("malformed sliding batch: missing key"))?;
+      let key = key_iter.next().ok_or_else(|| Error::argument("malformed sliding batch: missing key"))??;
       validate_key(key)?;
       let (action, weight, windows, used) = decode_sliding(&nums[at..])?;
       at += used;
@@ -149,7 +149,10 @@ impl QuotaCall {
     let malformed = || Error::argument("malformed quota call");
     let mut it = nums.iter().copied();
     let mut next = || it.next().ok_or_else(malformed);
-    let mut call = QuotaCall { keys: keys.split('\n').map(str::to_owned).collect(), ..Default::default() };
+    let mut call = QuotaCall {
+      keys: crate::codec::parts(keys).map(|k| k.map(str::to_owned)).collect::<Result<_>>()?,
+      ..Default::default()
+    };
     let counters = next()?;
     if counters != call.keys.len() as f64 {
       return Err(malformed());

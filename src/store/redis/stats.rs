@@ -17,12 +17,13 @@ pub struct StatsOp {
   pub args: Vec<String>,
 }
 
-const OPS: [(&str, usize); 4] = [("incr", 1), ("registry", 2), ("hgetall", 1), ("since", 2)];
+const OPS: [(&str, usize); 5] = [("incr", 1), ("registry", 2), ("del", 1), ("hgetall", 1), ("since", 2)];
 
-/// Decodes the flat encoding, its parts joined by newlines (one string crosses from Node, not
-/// one per part): per operation `<op> <key count> <key>... <arg count> <arg>...`.
+/// Decodes the flat list (one string crosses from Node, not one per part, in the encoding of
+/// [`crate::codec`], so no byte of a name is read as structure): per operation
+/// `<op> <key count> <key>... <arg count> <arg>...`.
 pub fn decode_stats(text: &str) -> Result<Vec<StatsOp>> {
-  let flat: Vec<&str> = if text.is_empty() { vec![] } else { text.split('\n').collect() };
+  let flat: Vec<&str> = crate::codec::decode(text)?;
   let malformed = || Error::argument("malformed statistics call");
   let mut ops = vec![];
   let mut i = 0;
@@ -120,7 +121,7 @@ mod tests {
   }
 
   fn text(xs: &[&str]) -> String {
-    xs.join("\n")
+    crate::codec::encode(xs)
   }
 
   #[test]
@@ -140,5 +141,14 @@ mod tests {
     ] {
       assert!(decode_stats(&text(&bad)).is_err(), "{bad:?}");
     }
+  }
+
+  #[test]
+  fn issue_24_a_name_holding_the_old_separators_stays_one_argument() {
+    let member = "pacer:x\n1\n\nincr\n1\nvictim\n3\n1,,0";
+    let ops = decode_stats(&text(&["registry", "2", "z", "h", "5", "60000", "10000", member, "1", ""])).unwrap();
+    assert_eq!(ops.len(), 1);
+    assert_eq!(ops[0].args, strings(&["60000", "10000", member, "1", ""]));
+    assert!(decode_stats("registry\n2\nz\nh\n0").is_err(), "the old newline encoding is refused");
   }
 }
