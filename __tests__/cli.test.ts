@@ -3,10 +3,19 @@ import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { BucketLimiter, ConcurrentLimiter, DistributedPacer, RedisStore, SlidingWindowLimiter } from '../lib/index.js'
+import { createRequire } from 'node:module'
 import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 import { freePort } from './helpers/servers.js'
 
 const BIN = join(__dirname, '..', 'bin', 'sluice.js')
+
+// lib/inspect.js is internal (no .d.ts): the helpers the CLI shows names and URLs with
+const { jsonText, maskUrl, quoted, termText } = createRequire(__filename)('../lib/inspect.js') as {
+  jsonText: (value: unknown, indent?: number) => string
+  maskUrl: (url: string) => string
+  quoted: (s: string) => string
+  termText: (s: string) => string
+}
 
 function sluice(args: string[], input?: string) {
   const r = spawnSync(process.execPath, [BIN, ...args], {
@@ -98,7 +107,7 @@ describe('npx sluice', () => {
     const port = await freePort()
     const down = sluice(['list', '--redis', `redis://user:hunter2@127.0.0.1:${port}`])
     expect(down.code).toBe(1)
-    expect(down.err).toMatch(/cannot reach Redis at redis:\/\/user:\*\*\*@127\.0\.0\.1/)
+    expect(down.err).toMatch(/cannot reach Redis at redis:\/\/\*\*\*@127\.0\.0\.1/)
     expect(down.err).not.toContain('hunter2')
     for (const args of [
       [],
@@ -120,3 +129,113 @@ describe('npx sluice', () => {
     expect(help.out).toMatch(/^usage: sluice/)
   })
 })
+
+/** A character a terminal acts on: C0 but LF, DEL, C1, bidi controls, line separators. */
+const RAW = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
+
+describe('issue 24: what the CLI prints is safe for a terminal', () => {
+  it('issue-24-term-text: control characters, DEL, C1, bidi controls and backslashes are shown escaped', () => {
+    expect(termText('a\x1b[2J\x1b]52;c;aGk=\x07\r\nb\u009b31m\x7f\u202e\u2066\u2069\u2028\\ 李')).toBe(
+      'a\\x1b[2J\\x1b]52;c;aGk=\\x07\\r\\nb\\x9b31m\\x7f\\u202e\\u2066\\u2069\\u2028\\\\ 李',
+    )
+    expect(termText('\x00\t\u0085\ud800x\ud83d\ude00')).toBe('\\x00\\t\\x85\\ud800x\ud83d\ude00')
+    expect(termText('plain user_42 ключ')).toBe('plain user_42 ключ')
+    expect(quoted('say "hi"\n')).toBe('"say \\"hi\\"\\n"')
+    // JSON keeps its value and loses the raw characters
+    const value = { name: 'x\x1b\u009b\u202e\x7f\n\u2028' }
+    const text = jsonText(value, 2)
+    expect(text).not.toMatch(RAW)
+    expect(JSON.parse(text)).toEqual(value)
+  })
+
+  it('issue-24-mask-url: the whole userinfo is masked, up to the last @', () => {
+    expect(maskUrl('redis://:S3cr@tP4ss@host:6379/0')).toBe('redis://***@host:6379/0')
+    expect(maskUrl('redis://user:pw@host')).toBe('redis://***@host')
+    expect(maskUrl('rediss://onlyuser@host')).toBe('rediss://***@host')
+    expect(maskUrl('redis://u:pa/ss?x#y@host:1')).toBe('redis://***@host:1')
+    expect(maskUrl('redis://host:6379')).toBe('redis://host:6379')
+    expect(maskUrl('u:pw@host')).toBe('***@host')
+  })
+
+  it('issue-24-mask-url-cli: a password holding @ is masked whole when Redis cannot be reached', async () => {
+    const port = await freePort()
+    for (const args of [
+      ['list', '--redis', `redis://default:S3cr@tP4ss@127.0.0.1:${port}`],
+      ['list', '--cluster', `redis://default:S3cr@tP4ss@127.0.0.1:${port}`],
+      ['dashboard', '--port', '0', '--redis', `redis://:S3cr@tP4ss@127.0.0.1:${port}`],
+    ]) {
+      const r = sluice(args)
+      expect(r.code, args.join(' ')).toBe(1)
+      expect(r.err).toContain(`cannot reach Redis at redis://***@127.0.0.1:${port}`)
+      expect(r.out + r.err).not.toMatch(/S3cr|tP4ss/)
+    }
+  })
+
+  describe('names from the store', () => {
+    const prefix = freshPrefix()
+    const at = ['--redis', redisUrl(), '--prefix', prefix]
+    // pacer keys are any string; each shown as the terminal must show it
+    const KEYS: [string, string][] = [
+      ['clear\x1b[2J\x1b[H', 'clear\\x1b[2J\\x1b[H'],
+      ['clip\x1b]52;c;aGVsbG8=\x07', 'clip\\x1b]52;c;aGVsbG8=\\x07'],
+      ['rows\r\nbucket  admin  1s ago  {}', 'rows\\r\\nbucket  admin  1s ago  {}'],
+      ['csi\u009b31m', 'csi\\x9b31m'],
+      ['bidi\u202etxt.exe\u2066x\u2069', 'bidi\\u202etxt.exe\\u2066x\\u2069'],
+      ['del\x7f\tq', 'del\\x7f\\tq'],
+    ]
+
+    beforeAll(async () => {
+      const store = await RedisStore.connect({ url: redisUrl(), keyPrefix: prefix })
+      for (const [key] of KEYS) await new DistributedPacer(store, { key, qps: 5, maxBurst: 2 }).rateLimit()
+      await store.close() // writes the registry and the statistics
+    })
+
+    it('issue-24-cli-escapes: list, stats, inspect, reset and their errors print every name escaped', () => {
+      const list = sluice(['list', ...at])
+      expect(list.code).toBe(0)
+      expect(list.out).not.toMatch(RAW)
+      expect(list.out.trimEnd().split('\n')).toHaveLength(1 + KEYS.length) // no fake row
+      for (const [, shown] of KEYS)
+        expect(list.out).toMatch(new RegExp(`^pacer +${escapeRegExp(shown)} +\\d+s ago`, 'm'))
+      const json = sluice(['list', ...at, '--json'])
+      expect(json.out).not.toMatch(RAW)
+      expect(
+        JSON.parse(json.out)
+          .map((l: { name: string }) => l.name)
+          .sort(),
+      ).toEqual(KEYS.map(([k]) => k).sort())
+      for (const [key, shown] of KEYS) {
+        const stats = sluice(['stats', key, ...at])
+        expect(stats.code, shown).toBe(0)
+        expect(stats.out).not.toMatch(RAW)
+        const statsJson = sluice(['stats', key, ...at, '--json'])
+        expect(statsJson.out).not.toMatch(RAW)
+        expect(JSON.parse(statsJson.out).name).toBe(key)
+        const inspect = sluice(['inspect', key, ...at])
+        expect(inspect.code, shown).toBe(0)
+        expect(inspect.out).not.toMatch(RAW)
+        expect(inspect.out.split('\n')[0]).toMatch(new RegExp(`^pacer ${escapeRegExp(shown)}  \\(last use`))
+        const inspectJson = sluice(['inspect', key, ...at, '--json'])
+        expect(inspectJson.out).not.toMatch(RAW)
+        expect(JSON.parse(inspectJson.out).name).toBe(key)
+        // a pacer cannot be reset: the error names the kind only
+        const reset = sluice(['reset', key, ...at, '--yes'])
+        expect(reset.code).toBe(2)
+        expect(reset.err).not.toMatch(RAW)
+        // no such name (another kind): the error quotes it escaped
+        const missing = sluice(['stats', key, '--kind', 'bucket', ...at])
+        expect(missing.code).toBe(2)
+        expect(missing.err).not.toMatch(RAW)
+        expect(missing.err).toContain(`no limiter named "${shown}" of kind bucket`)
+      }
+      const usage = sluice(['stats', 'a', 'b\x1b[2J', ...at])
+      expect(usage.code).toBe(2)
+      expect(usage.err).toContain('unexpected argument "b\\x1b[2J"')
+      expect(usage.err).not.toMatch(RAW)
+    })
+  })
+})
+
+function escapeRegExp(s: string) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}

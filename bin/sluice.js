@@ -4,12 +4,38 @@
 // npx sluice: look at the limiters a Redis holds, from a shell.
 //   sluice list | inspect <name> | stats <name> | reset <name> [--yes]
 //     --redis URL | --cluster URL [--cluster URL...]  [--prefix P] [--kind K] [--json]
-//   sluice dashboard --redis URL [--port N] [--host H] [--allow-reset]: serves sluice/dashboard
+//   sluice dashboard --redis URL [--port N] [--host H] [--allowed-host H...] [--allow-reset]
 // Exit codes: 0 done, 1 Redis unreachable or a store error, 2 bad usage or nothing to do.
+//
+// Nothing from the store reaches the terminal raw: every name goes through termText (control
+// characters, bidi controls and `\` as escapes), JSON through jsonText, a URL through maskUrl
+// (the whole userinfo masked).
 
+const net = require('node:net')
 const readline = require('node:readline')
 const sluice = require('../lib/index.js')
-const { KINDS, RESETTABLE, limiterOf, statsOf, stateOf } = require('../lib/inspect.js')
+const { checkAllowedHosts } = require('../lib/dashboard.js')
+
+/** Whether `h` is an entry `dashboard({ allowedHosts })` takes. */
+function isHostName(h) {
+  try {
+    checkAllowedHosts([h], '')
+    return true
+  } catch {
+    return false
+  }
+}
+const {
+  KINDS,
+  RESETTABLE,
+  limiterOf,
+  statsOf,
+  stateOf,
+  termText,
+  quoted,
+  jsonText,
+  maskUrl,
+} = require('../lib/inspect.js')
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -29,6 +55,9 @@ options:
   --yes                reset without asking
   --port N             dashboard: the port (default 7031; 0 picks a free one)
   --host H             dashboard: the address to listen on (default 127.0.0.1)
+  --allowed-host H     dashboard: a Host name the page answers to, besides localhost, IP
+                       literals and --host (repeat for more; ".example.com" for it and its
+                       subdomains; "all" turns the check off: open to DNS rebinding)
   --allow-reset        dashboard: allow resets from the page`
 
 class UsageError extends Error {}
@@ -45,13 +74,14 @@ function parseArgs(argv) {
     yes: false,
     port: 7031,
     host: '127.0.0.1',
+    allowedHosts: [],
     allowReset: false,
   }
   const rest = []
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const value = () => {
-      if (i + 1 >= argv.length) throw new UsageError(`${a} needs a value`)
+      if (i + 1 >= argv.length) throw new UsageError(`${termText(a)} needs a value`)
       return argv[++i]
     }
     if (a === '--redis') o.redis = value()
@@ -65,42 +95,54 @@ function parseArgs(argv) {
       o.port = /^\d{1,5}$/.test(v) ? Number(v) : NaN
       if (!(o.port >= 0 && o.port <= 65535)) throw new UsageError('--port must be a port number, 0 to 65535')
     } else if (a === '--host') o.host = value()
+    else if (a === '--allowed-host') o.allowedHosts.push(value())
     else if (a === '--allow-reset') o.allowReset = true
     else if (a === '--help' || a === '-h') o.command = 'help'
-    else if (a.startsWith('-')) throw new UsageError(`unknown option ${a}`)
+    else if (a.startsWith('-')) throw new UsageError(`unknown option ${quoted(a)}`)
     else rest.push(a)
   }
   if (o.command === 'help') return o
   o.command = rest[0] || null
   o.name = rest[1] || null
   if (!['list', 'inspect', 'stats', 'reset', 'dashboard'].includes(o.command)) {
-    throw new UsageError(o.command ? `unknown command ${o.command}` : 'a command is needed')
+    throw new UsageError(o.command ? `unknown command ${quoted(o.command)}` : 'a command is needed')
   }
   const named = o.command !== 'list' && o.command !== 'dashboard'
   if (named && !o.name) throw new UsageError(`${o.command} needs a limiter name`)
-  if (rest.length > (named ? 2 : 1)) throw new UsageError(`unexpected argument ${rest.at(-1)}`)
+  if (rest.length > (named ? 2 : 1)) throw new UsageError(`unexpected argument ${quoted(rest.at(-1))}`)
+  if (o.allowedHosts.length > 0) {
+    if (o.command !== 'dashboard') throw new UsageError('--allowed-host is for the dashboard command')
+    if (o.allowedHosts.includes('all')) {
+      if (o.allowedHosts.length > 1) throw new UsageError('--allowed-host all cannot be combined with names')
+      o.allowedHosts = 'all'
+    } else {
+      for (const h of o.allowedHosts) {
+        if (!isHostName(h)) {
+          throw new UsageError(
+            `--allowed-host ${quoted(h)} is not a host name: a name without port ("admin.example.com"), ".example.com" for it and its subdomains, or "all"`,
+          )
+        }
+      }
+    }
+  }
   if (o.kind !== null && !KINDS.includes(o.kind)) throw new UsageError(`--kind must be one of ${KINDS.join(', ')}`)
   if (!o.redis && o.cluster.length === 0) o.redis = process.env.SLUICE_REDIS_URL || null
   if (!o.redis && o.cluster.length === 0) throw new UsageError('say where Redis is: --redis URL or --cluster URL')
   return o
 }
 
-/** `redis://user:***@host:port`: never print a password. */
-function shown(url) {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@').replace(/\/\/([^:@/]+)@/, '//***@')
-}
+/** `redis://***@host:port`: never print a password (nor a user name), nor a control character. */
+const shown = (url) => termText(maskUrl(url))
 
 async function find(store, o) {
   const all = await store.limiters()
   const matches = all.filter((l) => l.name === o.name && (o.kind === null || l.kind === o.kind))
   if (matches.length === 0) {
-    throw new UsageError(
-      `no limiter named ${JSON.stringify(o.name)}${o.kind ? ` of kind ${o.kind}` : ''} was used recently`,
-    )
+    throw new UsageError(`no limiter named ${quoted(o.name)}${o.kind ? ` of kind ${o.kind}` : ''} was used recently`)
   }
   if (matches.length > 1) {
     throw new UsageError(
-      `${JSON.stringify(o.name)} is used by ${matches.map((m) => m.kind).join(' and ')}: say which with --kind`,
+      `${quoted(o.name)} is used by ${matches.map((m) => m.kind).join(' and ')}: say which with --kind`,
     )
   }
   return matches[0]
@@ -114,7 +156,9 @@ function ago(ms) {
   return `${Math.round(s / 86400)}d ago`
 }
 
-function table(rows) {
+/** Rows of cells as aligned text; every cell escaped for the terminal (one cell, one line). */
+function table(cells) {
+  const rows = cells.map((r) => r.map((c) => termText(c)))
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)))
   return rows
     .map((r) =>
@@ -136,7 +180,7 @@ function ask(question) {
   })
 }
 
-async function run(o, out) {
+async function run(o, out, warn) {
   const where = o.cluster.length ? o.cluster.map(shown).join(', ') : shown(o.redis)
   let store
   try {
@@ -148,34 +192,36 @@ async function run(o, out) {
       statsFlushMs: 600_000,
     })
   } catch (err) {
-    const e = new Error(`cannot reach Redis at ${where}: ${err.code || ''} ${err.message}`.replace(/\s+/g, ' '))
+    const why = termText(`${err.code || ''} ${err.message}`.replace(/\s+/g, ' ').trim())
+    const e = new Error(`cannot reach Redis at ${where}: ${why}`)
     e.exitCode = 1
+    e.escaped = true
     throw e
   }
-  if (o.command === 'dashboard') return serveDashboard(o, store, where, out)
+  if (o.command === 'dashboard') return serveDashboard(o, store, where, out, warn)
   try {
     if (o.command === 'list') {
       const all = await store.limiters()
-      if (o.json) return out(JSON.stringify(all, null, 2))
-      if (all.length === 0) return out(`no limiters used recently under prefix ${o.prefix}`)
+      if (o.json) return out(jsonText(all, 2))
+      if (all.length === 0) return out(`no limiters used recently under prefix ${quoted(o.prefix)}`)
       const rows = [['KIND', 'NAME', 'LAST USE', 'OPTIONS']]
-      for (const l of all) rows.push([l.kind, l.name, ago(l.lastUse), JSON.stringify(l.options)])
+      for (const l of all) rows.push([l.kind, l.name, ago(l.lastUse), jsonText(l.options)])
       return out(table(rows))
     }
     const info = await find(store, o)
     if (o.command === 'stats') {
       const s = await statsOf(store, info)
-      if (o.json) return out(JSON.stringify({ kind: info.kind, name: info.name, stats: s }, null, 2))
+      if (o.json) return out(jsonText({ kind: info.kind, name: info.name, stats: s }, 2))
       return out(table([['FIELD', 'VALUE'], ...Object.entries(s).map(([k, v]) => [k, v])]))
     }
     if (o.command === 'inspect') {
       const [stats, state] = await Promise.all([statsOf(store, info), stateOf(store, info)])
       const all = { ...info, lastUseAgo: ago(info.lastUse), state, stats }
-      if (o.json) return out(JSON.stringify(all, null, 2))
+      if (o.json) return out(jsonText(all, 2))
       const lines = [
-        `${info.kind} ${info.name}  (last use ${ago(info.lastUse)})`,
-        `options: ${JSON.stringify(info.options)}`,
-        `now:     ${JSON.stringify(state)}`,
+        `${info.kind} ${termText(info.name)}  (last use ${ago(info.lastUse)})`,
+        `options: ${jsonText(info.options)}`,
+        `now:     ${jsonText(state)}`,
         table([['STAT', 'VALUE'], ...Object.entries(stats).map(([k, v]) => [k, v])]),
       ]
       return out(lines.join('\n'))
@@ -186,23 +232,34 @@ async function run(o, out) {
     }
     if (!o.yes) {
       if (!process.stdin.isTTY) throw new UsageError('refusing to reset without --yes when stdin is not a terminal')
-      if (!(await ask(`Reset ${info.kind} ${JSON.stringify(info.name)} at ${where}? [y/N] `))) {
+      if (!(await ask(`Reset ${info.kind} ${quoted(info.name)} at ${where}? [y/N] `))) {
         return out('not reset')
       }
     }
     await limiterOf(store, info).reset()
-    if (o.json) return out(JSON.stringify({ reset: true, kind: info.kind, name: info.name }))
-    return out(`reset ${info.kind} ${info.name}`)
+    if (o.json) return out(jsonText({ reset: true, kind: info.kind, name: info.name }))
+    return out(`reset ${info.kind} ${termText(info.name)}`)
   } finally {
     await store.close().catch(() => undefined)
   }
 }
 
 /** Serves the dashboard until SIGINT or SIGTERM, then closes the server and the store. */
-async function serveDashboard(o, store, where, out) {
+async function serveDashboard(o, store, where, out, warn) {
   const http = require('node:http')
-  const { dashboard } = require('../lib/dashboard.js')
-  const handler = dashboard({ store, allowReset: o.allowReset, title: `sluice · ${where}` })
+  const { createDashboard } = require('../lib/dashboard.js')
+  // the Host names the page answers to besides loopback names and IP literals: --host when it
+  // is a name, and each --allowed-host (a page elsewhere rebinding its name to this address
+  // is refused: DNS rebinding)
+  const bound = net.isIP(o.host) || !isHostName(o.host) ? [] : [o.host]
+  const allowedHosts = o.allowedHosts === 'all' ? 'all' : [...bound, ...o.allowedHosts]
+  const handler = createDashboard(
+    { store, allowReset: o.allowReset, title: `sluice · ${where}`, allowedHosts },
+    {
+      reset: 'start npx sluice dashboard with --allow-reset',
+      host: (name) => `start npx sluice dashboard with --allowed-host ${name}`,
+    },
+  )
   const server = http.createServer((req, res) => handler(req, res))
   try {
     await new Promise((resolve, reject) => {
@@ -211,11 +268,22 @@ async function serveDashboard(o, store, where, out) {
     })
   } catch (err) {
     await store.close().catch(() => undefined)
-    throw new Error(`cannot listen on ${o.host}:${o.port}: ${err.code || err.message}`)
+    const e = new Error(`cannot listen on ${termText(o.host)}:${o.port}: ${termText(err.code || err.message)}`)
+    e.escaped = true
+    throw e
   }
   const { port } = server.address()
   const host = o.host.includes(':') ? `[${o.host}]` : o.host
-  out(`sluice dashboard on http://${host}:${port}/ (Redis at ${where}${o.allowReset ? ', resets allowed' : ''})`)
+  out(
+    `sluice dashboard on http://${termText(host)}:${port}/ (Redis at ${where}${o.allowReset ? ', resets allowed' : ''})`,
+  )
+  if (allowedHosts === 'all') {
+    warn(
+      'sluice: WARNING: --allowed-host all: the dashboard answers requests for any Host name. A web page ' +
+        'on any site can rebind its name to this address (DNS rebinding) and then read every limiter' +
+        `${o.allowReset ? ' and reset them' : ''}. Use it only behind a proxy that checks Host itself.`,
+    )
+  }
   await new Promise((resolve) => {
     const stop = () => {
       process.off('SIGINT', stop)
@@ -242,14 +310,15 @@ async function main(argv, out = (s) => process.stdout.write(`${s}\n`), err = (s)
     return 0
   }
   try {
-    await run(o, out)
+    await run(o, out, err)
     return 0
   } catch (e) {
+    // our own messages escape what they quote; anyone else's (a store error) is escaped whole
     if (e instanceof UsageError) {
       err(`sluice: ${e.message}`)
       return 2
     }
-    err(`sluice: ${e.message}`)
+    err(`sluice: ${e.escaped === true ? e.message : termText(e.message)}`)
     return e.exitCode || 1
   }
 }

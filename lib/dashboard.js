@@ -5,15 +5,26 @@
 //
 //   GET  <mount>/                                   the page (assets under <mount>/assets/)
 //   GET  <mount>/api/limiters                       every limiter group, busiest and fullest first
-//   GET  <mount>/api/groups/<kind>/<group>          one group's limiters (its keys)
-//   GET  <mount>/api/limiters/<kind>/<name>         one limiter: options, statistics, history, state
-//   POST <mount>/api/limiters/<kind>/<name>/reset   only with allowReset and the page's CSRF token
+//   GET  <mount>/api/group?kind=<kind>&group=<g>    one group's limiters (its keys)
+//   GET  <mount>/api/limiter?kind=<kind>&name=<n>   one limiter: options, statistics, history, state
+//   POST <mount>/api/reset?kind=<kind>&name=<n>     only with allowReset and the page's CSRF token
+//
+// Every value is its own query parameter or JSON field: nothing is joined with a separator a
+// name could hold, and no name is a path segment (a name `..` or `.` would be removed by URL
+// normalisation, `%2F` is decoded by some proxies). The older path forms
+// (`groups/<kind>/<group>`, `limiters/<kind>/<name>[/reset]`, each segment percent-encoded)
+// are still answered, for scripts written against them.
+//
+// Every request is refused with 403 unless its Host is allowed (`allowedHosts`): loopback
+// names and IP literals by default, so that a page on another site whose name is rebound to
+// 127.0.0.1 (DNS rebinding) cannot read the page, its CSRF token or the API.
 //
 // Everything is read from the store: the registry (`store.limiters()`), the statistics of
 // every process, and live state read without charging. No asset comes from elsewhere.
 
 const crypto = require('node:crypto')
 const fs = require('node:fs')
+const net = require('node:net')
 const path = require('node:path')
 const { invalidConfig, ownProps } = require('./errors')
 const { KINDS, RESETTABLE, limiterOf, stateOf, limitText } = require('./inspect')
@@ -50,6 +61,70 @@ function defaultGroup(name) {
   return m === null ? name : m[1]
 }
 
+/** A Host name as compared: lower case, without one trailing dot. */
+const hostKey = (h) => h.toLowerCase().replace(/\.$/, '')
+
+/**
+ * The host name of a `Host` header value (`name[:port]`, `[v6][:port]`, an IPv4 literal):
+ * `{ name, ip }`, or null when it is none of these.
+ */
+function parseHost(value) {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 300) return null
+  let name
+  let rest
+  if (value[0] === '[') {
+    const close = value.indexOf(']')
+    if (close < 0) return null
+    name = value.slice(1, close)
+    rest = value.slice(close + 1)
+    if (!net.isIPv6(name)) return null
+  } else {
+    const colon = value.indexOf(':')
+    name = colon < 0 ? value : value.slice(0, colon)
+    rest = colon < 0 ? '' : value.slice(colon)
+  }
+  if (rest !== '' && !/^:\d{1,5}$/.test(rest)) return null
+  if (net.isIP(name)) return { name: name.toLowerCase(), ip: true }
+  if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/i.test(name)) return null
+  return { name: hostKey(name), ip: false }
+}
+
+/** Host names allowed by default: `localhost` and `*.localhost` (they resolve to loopback only). */
+const isLocalName = (name) => name === 'localhost' || name.endsWith('.localhost')
+
+/** The `allowedHosts` check: `(hostHeader) => boolean`. */
+function hostCheck(allowedHosts) {
+  if (allowedHosts === 'all') return () => true
+  const exact = new Set()
+  const suffixes = []
+  for (const h of allowedHosts) {
+    if (h.startsWith('.')) {
+      exact.add(hostKey(h.slice(1)))
+      suffixes.push(hostKey(h))
+    } else exact.add(hostKey(h))
+  }
+  return (value) => {
+    const host = parseHost(value)
+    if (host === null) return false
+    if (host.ip || isLocalName(host.name) || exact.has(host.name)) return true
+    return suffixes.some((s) => host.name.endsWith(s))
+  }
+}
+
+/** Checks an `allowedHosts` value; returns it as given. */
+function checkAllowedHosts(v, what) {
+  if (v === 'all') return v
+  const bad = () =>
+    invalidConfig(
+      `${what} must be 'all' or an array of host names ("admin.example.com", ".example.com" for it and its subdomains), without port`,
+    )
+  if (!Array.isArray(v)) throw bad()
+  for (const h of v) {
+    if (typeof h !== 'string' || !/^\.?[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/i.test(h)) throw bad()
+  }
+  return v
+}
+
 const escapeHtml = (s) =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
 
@@ -63,7 +138,7 @@ class HttpError extends Error {
 
 function checkOptions(o) {
   if (o === null || typeof o !== 'object') throw invalidConfig('dashboard() needs options: { store }')
-  const known = ['store', 'allowReset', 'title', 'basePath', 'groupOf', 'refreshMs']
+  const known = ['store', 'allowReset', 'title', 'basePath', 'groupOf', 'refreshMs', 'allowedHosts']
   for (const key of Object.keys(o)) {
     if (!known.includes(key)) throw invalidConfig(`unknown dashboard option ${JSON.stringify(key)}`)
   }
@@ -89,6 +164,13 @@ function checkOptions(o) {
   ) {
     throw invalidConfig('dashboard: refreshMs must be 0 (off) or whole ms >= 500')
   }
+  if (o.allowedHosts !== undefined) checkAllowedHosts(o.allowedHosts, 'dashboard: allowedHosts')
+}
+
+/** What the errors tell the user to change: the library's options (the CLI names its flags). */
+const LIBRARY_HINTS = {
+  reset: 'dashboard({ allowReset: true })',
+  host: (name) => `dashboard({ allowedHosts: [${JSON.stringify(name)}] })`,
 }
 
 /**
@@ -96,8 +178,14 @@ function checkOptions(o) {
  * `next()` when given, else gets a 404.
  */
 function dashboard(options) {
+  return createDashboard(options, LIBRARY_HINTS)
+}
+
+/** `dashboard(options)` whose errors name `hints` (the CLI's flags) instead of the options. */
+function createDashboard(options, hints) {
   checkOptions(options)
   const o = ownProps(options)
+  const hostAllowed = hostCheck(o.allowedHosts === undefined ? [] : o.allowedHosts.slice())
   const store = o.store
   const allowReset = o.allowReset === true
   const title = o.title === undefined ? 'sluice' : o.title
@@ -227,29 +315,33 @@ function dashboard(options) {
   async function list() {
     const all = await store.limiters()
     const infos = all.slice(0, MAX_READ)
-    const groups = new Map()
+    // kind, then group: two keys, never one string joined from both
+    const groups = []
+    const byKind = new Map()
     infos.forEach((info, i) => {
-      const id = `${info.kind}\u0000${group(info)}`
-      if (!groups.has(id)) groups.set(id, [])
-      groups.get(id).push(i)
+      const name = group(info)
+      if (!byKind.has(info.kind)) byKind.set(info.kind, new Map())
+      const ofKind = byKind.get(info.kind)
+      if (!ofKind.has(name)) {
+        const g = { kind: info.kind, name, members: [] }
+        ofKind.set(name, g)
+        groups.push(g)
+      }
+      ofKind.get(name).members.push(i)
     })
     // live state: each group's most recent few, up to MAX_STATES in all
     const want = new Set()
-    for (const members of groups.values()) {
+    for (const { members } of groups) {
       for (const i of members.slice(0, STATES_PER_GROUP)) if (want.size < MAX_STATES) want.add(i)
     }
     const rows = await detail(infos, (_, i) => want.has(i))
-    const out = []
-    for (const [id, members] of groups) {
-      const [kind, name] = id.split('\u0000')
-      out.push(
-        summary(
-          kind,
-          name,
-          members.map((i) => rows[i]),
-        ),
-      )
-    }
+    const out = groups.map(({ kind, name, members }) =>
+      summary(
+        kind,
+        name,
+        members.map((i) => rows[i]),
+      ),
+    )
     out.sort(byHeat)
     return { limiters: all.length, read: infos.length, groups: out }
   }
@@ -289,7 +381,7 @@ function dashboard(options) {
   }
 
   async function reset(req, kind, name) {
-    if (!allowReset) throw new HttpError(403, 'ERR_RESET_DISABLED', 'reset is off: dashboard({ allowReset: true })')
+    if (!allowReset) throw new HttpError(403, 'ERR_RESET_DISABLED', `reset is off: ${hints.reset}`)
     const given = req.headers['x-sluice-csrf']
     const a = Buffer.from(typeof given === 'string' ? given : '')
     const b = Buffer.from(token)
@@ -332,7 +424,46 @@ function dashboard(options) {
     return p
   }
 
+  /** The request's query parameters. */
+  function queryOf(req) {
+    const url = typeof req.url === 'string' ? req.url : ''
+    const q = url.indexOf('?')
+    return new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
+  }
+
+  /** The query parameters `names`, each given exactly once (else 400). */
+  function params(req, ...names) {
+    const query = queryOf(req)
+    return names.map((n) => {
+      const all = query.getAll(n)
+      if (all.length !== 1) {
+        throw new HttpError(400, 'ERR_INVALID_ARGUMENT', `the query parameter ${n} is needed, once`)
+      }
+      return all[0]
+    })
+  }
+
+  /** A kind from the API: one of KINDS (else 404). */
+  function kindOf(kind) {
+    if (!KINDS.includes(kind)) throw new HttpError(404, 'ERR_NOT_FOUND', `no limiter kind ${kind}`)
+    return kind
+  }
+
+  /** The Host header (HTTP/2: :authority) when it is allowed, else a 403. */
+  function checkHost(req) {
+    const value = req.headers.host ?? req.headers[':authority']
+    if (hostAllowed(value)) return
+    const host = parseHost(value)
+    const hint = host === null ? '' : `; to allow it: ${hints.host(host.name)}`
+    throw new HttpError(
+      403,
+      'ERR_HOST_NOT_ALLOWED',
+      `Host ${value === undefined ? '(none)' : JSON.stringify(String(value))} is not allowed${hint}`,
+    )
+  }
+
   async function serve(req, res, p) {
+    checkHost(req)
     const method = req.method
     if (p === '' || p === '/') {
       // the page's links are relative: it must be served at `<mount>/`
@@ -370,6 +501,20 @@ function dashboard(options) {
       const [info, body] = await Promise.all([storeInfo(), list()])
       return sendJson(res, 200, { title, now: nowMs(), minuteMs: MINUTE_MS, allowReset, store: info, ...body })
     }
+    if (seg.length === 1 && seg[0] === 'group' && get) {
+      const [kind, name] = params(req, 'kind', 'group')
+      return sendJson(res, 200, { now: nowMs(), ...(await groupPage(kindOf(kind), name)) })
+    }
+    if (seg.length === 1 && seg[0] === 'limiter' && get) {
+      const [kind, name] = params(req, 'kind', 'name')
+      return sendJson(res, 200, { now: nowMs(), ...(await limiterPage(kindOf(kind), name)) })
+    }
+    if (seg.length === 1 && seg[0] === 'reset') {
+      if (method !== 'POST') throw new HttpError(405, 'ERR_METHOD', 'reset is a POST')
+      const [kind, name] = params(req, 'kind', 'name')
+      return sendJson(res, 200, await reset(req, kindOf(kind), name))
+    }
+    // the older path forms: one percent-encoded segment per value
     if (seg.length === 3 && seg[0] === 'groups' && get) {
       return sendJson(res, 200, { now: nowMs(), ...(await groupPage(seg[1], seg[2])) })
     }
@@ -406,4 +551,5 @@ function dashboard(options) {
   }
 }
 
-module.exports = { dashboard, defaultGroup }
+// createDashboard and checkAllowedHosts are for bin/sluice.js (not part of the typed API)
+module.exports = { dashboard, defaultGroup, createDashboard, checkAllowedHosts }

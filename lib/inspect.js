@@ -121,4 +121,64 @@ function limitText(info) {
   }
 }
 
-module.exports = { KINDS, RESETTABLE, limiterOf, statsOf, stateOf, limitText }
+// --- showing names to people --------------------------------------------------------------
+
+/**
+ * Characters a terminal (or a page) must not be handed raw in a name: C0 controls (ESC starts
+ * screen clearing, cursor moves and OSC 52 clipboard writes; CR and LF make fake rows), DEL,
+ * C1 controls (U+009B is a one-character CSI on terminals that read C1), the bidirectional
+ * overrides, embeddings, isolates and marks (they reorder what follows on the line), the line
+ * and paragraph separators, lone surrogates, and the backslash itself (so that an escaped name
+ * reads back one way only).
+ */
+const UNSAFE =
+  /[\\\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+const SHORT = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+
+/** One unsafe character as an escape: `\n`, `\x1b`, `\x9b`, `\u202e`, `\\`. */
+function escapeChar(c) {
+  if (SHORT[c] !== undefined) return SHORT[c]
+  const n = c.charCodeAt(0)
+  return n < 0x100 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`
+}
+
+/**
+ * `s` safe to print on a terminal: every control character (C0, DEL, C1), bidi control, line
+ * separator and lone surrogate shown as an escape, and `\` as `\\`. Any other text is kept.
+ */
+function termText(s) {
+  return String(s).replace(UNSAFE, escapeChar)
+}
+
+/** `s` in double quotes, escaped for a terminal (`"` inside as `\"`). */
+function quoted(s) {
+  return `"${termText(s).replaceAll('"', '\\"')}"`
+}
+
+/**
+ * JSON text made safe for a terminal without changing what it parses to: JSON.stringify
+ * already escapes C0 controls and lone surrogates; this escapes DEL, C1 controls, bidi
+ * controls and line separators as `\uXXXX` too.
+ */
+function jsonText(value, indent) {
+  return JSON.stringify(value, null, indent).replace(
+    /[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
+}
+
+/**
+ * A Redis URL with its whole userinfo masked: `redis://***@host:6379/0`. The userinfo is taken
+ * to end at the LAST `@` after `//` (a password may hold `@`, `/`, `?` or `#`): a URL with an
+ * `@` in its path or query is masked up to there too, never less. No `@`: the URL as given.
+ */
+function maskUrl(url) {
+  const s = String(url)
+  const slashes = s.indexOf('//')
+  const start = slashes < 0 ? 0 : slashes + 2
+  const at = s.lastIndexOf('@')
+  if (at < start) return s
+  return `${s.slice(0, start)}***${s.slice(at)}`
+}
+
+module.exports = { KINDS, RESETTABLE, limiterOf, statsOf, stateOf, limitText, termText, quoted, jsonText, maskUrl }

@@ -1,6 +1,8 @@
 // The sluice dashboard page: reads <mount>/api/ and draws it. No framework, no CDN, no inline
 // script or style (the page's Content-Security-Policy forbids them); every name from the store
-// goes into the DOM as text, never as HTML.
+// goes into the DOM as text, never as HTML, with its control characters shown as escapes (as
+// the CLI shows them). Every value sent to the API is its own query parameter, and every view
+// its own hash parameter: a name is never a path segment nor joined with another value.
 'use strict'
 ;(() => {
   const meta = (name) => document.querySelector(`meta[name="${name}"]`).getAttribute('content')
@@ -53,6 +55,26 @@
   }
   const interval = (x) => (x % 3_600_000 === 0 ? `${x / 3_600_000}h` : x % 1000 === 0 ? `${x / 1000}s` : `${x}ms`)
   const pct = (f) => `${Math.round(f * 100)}%`
+
+  // --- names -------------------------------------------------------------------------------
+  /** Control characters, bidi controls, line separators, lone surrogates and `\` (lib/inspect.js). */
+  const UNSAFE =
+    /[\\\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+  const SHORT = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+  /** A name as shown: what a terminal would show for it (`\x1b`, `\n`, `\u202e`, `\\`). */
+  const shown = (name) =>
+    String(name).replace(UNSAFE, (c) => {
+      if (SHORT[c] !== undefined) return SHORT[c]
+      const n = c.charCodeAt(0)
+      return n < 0x100 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`
+    })
+
+  /** A hash for a view, each value its own parameter: `#/limiter?kind=bucket&name=a%2Fb`. */
+  const view = (what, values) => `#/${what}?${new URLSearchParams(values)}`
+  const limiterHash = (kind, name) => view('limiter', { kind, name })
+  const groupHash = (kind, group) => view('group', { kind, group })
+  /** An API path with its query parameters. */
+  const apiUrl = (what, values) => `api/${what}?${new URLSearchParams(values)}`
 
   // --- charts ------------------------------------------------------------------------------
   /** Stacked bars per minute: admitted below, refused above. */
@@ -140,14 +162,13 @@
 
   const card = (value, label, cls) =>
     h('div', { class: 'card' }, h('div', { class: `value ${cls || ''}` }, value), h('div', { class: 'label' }, label))
-  const enc = encodeURIComponent
   const statsList = (st) =>
     h(
       'dl',
       {},
       Object.entries(st).map(([k, v]) => [
         h('dt', {}, k),
-        h('dd', {}, typeof v === 'number' ? v.toLocaleString() : typeof v === 'string' ? v : JSON.stringify(v)),
+        h('dd', {}, typeof v === 'number' ? v.toLocaleString() : typeof v === 'string' ? shown(v) : JSON.stringify(v)),
       ]),
     )
 
@@ -183,8 +204,8 @@
     const decided = total.admitted + total.refused
     const rows = groups.map((g) => {
       const hot = g.recent.refused > 0 || (g.fill !== null && g.fill >= 0.8)
-      const target = g.keys === 1 ? `#/limiter/${enc(g.kind)}/${enc(g.name)}` : `#/group/${enc(g.kind)}/${enc(g.group)}`
-      const state = g.keys === 1 ? stateText(g.kind, g.state) : g.fullest ? `fullest: ${g.fullest}` : ''
+      const target = g.keys === 1 ? limiterHash(g.kind, g.name) : groupHash(g.kind, g.group)
+      const state = g.keys === 1 ? stateText(g.kind, g.state) : g.fullest !== null ? `fullest: ${shown(g.fullest)}` : ''
       return h(
         'tr',
         {
@@ -197,7 +218,7 @@
         h(
           'td',
           {},
-          h('a', { class: 'name', href: target }, g.keys === 1 ? g.name : g.group),
+          h('a', { class: 'name', href: target }, shown(g.keys === 1 ? g.name : g.group)),
           g.keys > 1 ? h('div', { class: 'sub' }, `${g.keys} keys`) : null,
         ),
         h('td', {}, g.limit),
@@ -314,11 +335,11 @@
   function groupView(d) {
     const g = d.group
     const rows = d.keys.map((k) => {
-      const target = `#/limiter/${enc(g.kind)}/${enc(k.name)}`
+      const target = limiterHash(g.kind, k.name)
       return h(
         'tr',
         { 'data-name': k.name, onclick: () => (location.hash = target) },
-        h('td', {}, h('a', { class: 'name', href: target }, k.name)),
+        h('td', {}, h('a', { class: 'name', href: target }, shown(k.name))),
         h('td', {}, fillCell(k.fill, stateText(g.kind, k.state))),
         h(
           'td',
@@ -342,7 +363,7 @@
         {},
         h('span', { class: 'kind' }, g.kind),
         ' ',
-        g.group,
+        h('span', { class: 'name' }, shown(g.group)),
         h('span', { class: 'muted' }, ` · ${fmt(d.total)} keys · ${g.limit}`),
       ),
       h(
@@ -401,14 +422,16 @@
             {
               id: 'reset',
               onclick: async () => {
-                if (!confirm(`Reset ${d.kind} "${d.name}"? Its counts are forgotten in every process.`)) return
-                const r = await fetch(`api/limiters/${enc(d.kind)}/${enc(d.name)}/reset`, {
+                if (!confirm(`Reset ${d.kind} "${shown(d.name)}"? Its counts are forgotten in every process.`)) return
+                const r = await fetch(apiUrl('reset', { kind: d.kind, name: d.name }), {
                   method: 'POST',
                   headers: { 'x-sluice-csrf': CSRF },
                 })
                 const body = await r.json()
                 banner(
-                  r.ok ? `Reset ${d.kind} ${d.name}.` : `Reset failed: ${body.error.code}: ${body.error.message}`,
+                  r.ok
+                    ? `Reset ${d.kind} ${shown(d.name)}.`
+                    : `Reset failed: ${body.error.code}: ${body.error.message}`,
                   r.ok,
                 )
                 load()
@@ -417,11 +440,17 @@
             'Reset',
           )
         : null
-    const groupLink =
-      d.group !== d.name ? h('a', { href: `#/group/${enc(d.kind)}/${enc(d.group)}` }, `← ${d.group}`) : null
+    const groupLink = d.group !== d.name ? h('a', { href: groupHash(d.kind, d.group) }, `← ${shown(d.group)}`) : null
     return [
       h('div', { class: 'crumbs' }, h('a', { href: '#/' }, '← all limiters'), groupLink ? ' ' : null, groupLink),
-      h('h2', {}, h('span', { class: 'kind' }, d.kind), ' ', d.name, h('span', { class: 'muted' }, ` · ${d.limit}`)),
+      h(
+        'h2',
+        {},
+        h('span', { class: 'kind' }, d.kind),
+        ' ',
+        h('span', { class: 'name' }, shown(d.name)),
+        h('span', { class: 'muted' }, ` · ${d.limit}`),
+      ),
       h(
         'div',
         { class: 'cards' },
@@ -474,12 +503,27 @@
   let timer = null
   let loading = 0
 
+  /** The view the hash names: `#/limiter?kind=&name=`, `#/group?kind=&group=` (or the older `#/limiter/<kind>/<name>`), else the list. */
   function route() {
-    const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent)
+    const hash = location.hash.replace(/^#\/?/, '')
+    const q = hash.indexOf('?')
+    const what = q < 0 ? hash : hash.slice(0, q)
+    const p = new URLSearchParams(q < 0 ? '' : hash.slice(q + 1))
+    const one = (k) => (p.getAll(k).length === 1 ? p.get(k) : null)
+    if (what === 'group' && one('kind') !== null && one('group') !== null)
+      return { api: apiUrl('group', { kind: one('kind'), group: one('group') }), view: groupView }
+    if (what === 'limiter' && one('kind') !== null && one('name') !== null)
+      return { api: apiUrl('limiter', { kind: one('kind'), name: one('name') }), view: limiterView }
+    let parts
+    try {
+      parts = hash.split('/').map(decodeURIComponent)
+    } catch {
+      parts = []
+    }
     if (parts[0] === 'group' && parts.length === 3)
-      return { api: `api/groups/${enc(parts[1])}/${enc(parts[2])}`, view: groupView }
+      return { api: apiUrl('group', { kind: parts[1], group: parts[2] }), view: groupView }
     if (parts[0] === 'limiter' && parts.length === 3)
-      return { api: `api/limiters/${enc(parts[1])}/${enc(parts[2])}`, view: limiterView }
+      return { api: apiUrl('limiter', { kind: parts[1], name: parts[2] }), view: limiterView }
     return { api: 'api/limiters', view: overview }
   }
 
@@ -506,7 +550,7 @@
       if (!res.ok) throw Object.assign(new Error(data.error.message), { code: data.error.code })
       if (data.store) {
         const st = $('store')
-        st.textContent = `${data.store.type} ${data.store.status} · prefix ${data.store.keyPrefix}${data.store.statsDropped ? ` · ${data.store.statsDropped} dropped` : ''}`
+        st.textContent = `${data.store.type} ${data.store.status} · prefix ${shown(data.store.keyPrefix)}${data.store.statsDropped ? ` · ${data.store.statsDropped} dropped` : ''}`
         st.className = `pill ${data.store.status}`
       }
       if ($('banner').className === 'banner') banner('')
