@@ -576,7 +576,14 @@ describe('issue 24: the dashboard answers only the Host names it is meant for (D
 
   it('issue-24-host-check-option: allowedHosts adds names (".name" for subdomains); "all" turns the check off', async () => {
     const named = await serve(dashboard({ store, allowedHosts: ['dash.example.com', '.corp.example'] }))
+    const warnings: Error[] = []
+    const onWarning = (w: Error) => warnings.push(w)
+    process.on('warning', onWarning)
     const all = await serve(dashboard({ store, allowedHosts: 'all' }))
+    await new Promise((r) => setImmediate(r))
+    process.off('warning', onWarning)
+    expect(warnings.map((w) => (w as Error & { code?: string }).code)).toEqual(['SLUICE_DASHBOARD_ALL_HOSTS'])
+    expect(warnings[0].message).toMatch(/any Host name.*DNS rebinding/)
     try {
       for (const host of [
         'dash.example.com',

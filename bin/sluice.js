@@ -142,7 +142,7 @@ async function find(store, o) {
   }
   if (matches.length > 1) {
     throw new UsageError(
-      `${quoted(o.name)} is used by ${matches.map((m) => m.kind).join(' and ')}: say which with --kind`,
+      `${quoted(o.name)} is used by ${matches.map((m) => termText(m.kind)).join(' and ')}: say which with --kind`,
     )
   }
   return matches[0]
@@ -219,7 +219,7 @@ async function run(o, out, warn) {
       const all = { ...info, lastUseAgo: ago(info.lastUse), state, stats }
       if (o.json) return out(jsonText(all, 2))
       const lines = [
-        `${info.kind} ${termText(info.name)}  (last use ${ago(info.lastUse)})`,
+        `${termText(info.kind)} ${termText(info.name)}  (last use ${ago(info.lastUse)})`,
         `options: ${jsonText(info.options)}`,
         `now:     ${jsonText(state)}`,
         table([['STAT', 'VALUE'], ...Object.entries(stats).map(([k, v]) => [k, v])]),
@@ -228,17 +228,17 @@ async function run(o, out, warn) {
     }
     // reset
     if (!RESETTABLE.includes(info.kind)) {
-      throw new UsageError(`a ${info.kind} limiter cannot be reset (resettable: ${RESETTABLE.join(', ')})`)
+      throw new UsageError(`a ${termText(info.kind)} limiter cannot be reset (resettable: ${RESETTABLE.join(', ')})`)
     }
     if (!o.yes) {
       if (!process.stdin.isTTY) throw new UsageError('refusing to reset without --yes when stdin is not a terminal')
-      if (!(await ask(`Reset ${info.kind} ${quoted(info.name)} at ${where}? [y/N] `))) {
+      if (!(await ask(`Reset ${termText(info.kind)} ${quoted(info.name)} at ${where}? [y/N] `))) {
         return out('not reset')
       }
     }
     await limiterOf(store, info).reset()
     if (o.json) return out(jsonText({ reset: true, kind: info.kind, name: info.name }))
-    return out(`reset ${info.kind} ${termText(info.name)}`)
+    return out(`reset ${termText(info.kind)} ${termText(info.name)}`)
   } finally {
     await store.close().catch(() => undefined)
   }
@@ -258,6 +258,7 @@ async function serveDashboard(o, store, where, out, warn) {
     {
       reset: 'start npx sluice dashboard with --allow-reset',
       host: (name) => `start npx sluice dashboard with --allowed-host ${name}`,
+      warnAllHosts: false, // warned below, in the CLI's words
     },
   )
   const server = http.createServer((req, res) => handler(req, res))

@@ -31,7 +31,8 @@ export interface DashboardOptions {
    *
    * Default `[]`: loopback names and IP literals only, so that a dashboard mounted in an app
    * served under a real domain answers 403 (naming this option) until that name is listed.
-   * `'all'` turns the check off: only when a proxy in front checks Host itself.
+   * `'all'` turns the check off (and emits a `SluiceWarning`, code `SLUICE_DASHBOARD_ALL_HOSTS`):
+   * only when a proxy in front checks Host itself.
    */
   allowedHosts?: readonly string[] | 'all'
 }

@@ -171,7 +171,10 @@ function checkOptions(o) {
 const LIBRARY_HINTS = {
   reset: 'dashboard({ allowReset: true })',
   host: (name) => `dashboard({ allowedHosts: [${JSON.stringify(name)}] })`,
+  warnAllHosts: true,
 }
+const ALL_HOSTS_WARNING = 'SLUICE_DASHBOARD_ALL_HOSTS'
+let warnedAllHosts = false
 
 /**
  * The dashboard's request handler: `(req, res, next?)`. A request it does not serve goes to
@@ -186,6 +189,15 @@ function createDashboard(options, hints) {
   checkOptions(options)
   const o = ownProps(options)
   const hostAllowed = hostCheck(o.allowedHosts === undefined ? [] : o.allowedHosts.slice())
+  if (o.allowedHosts === 'all' && hints.warnAllHosts && !warnedAllHosts) {
+    warnedAllHosts = true
+    process.emitWarning(
+      "dashboard({ allowedHosts: 'all' }) answers requests for any Host name: a web page on any site " +
+        'can rebind its name to this server (DNS rebinding) and read every limiter' +
+        `${o.allowReset === true ? ', and reset them' : ''}. Use it only when a proxy in front checks Host.`,
+      { type: 'SluiceWarning', code: ALL_HOSTS_WARNING },
+    )
+  }
   const store = o.store
   const allowReset = o.allowReset === true
   const title = o.title === undefined ? 'sluice' : o.title
