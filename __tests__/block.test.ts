@@ -7,6 +7,7 @@ import {
   DistributedPacer,
   LeakyLimiter,
   ManualClock,
+  PacerComposite,
   PointsLimiter,
   SlidingWindowLimiter,
   WindowLimiter,
@@ -165,5 +166,142 @@ describe.each(STORE_KINDS)('block(ms) on %s', (kind) => {
         await expect(target.block(ms as any)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
       }
     }
+  })
+
+  // issue 24: block() takes what upstreams send, a Retry-After value (DESIGN §7)
+  describe('issue-24-block-retry-after: block({ retryAfter })', () => {
+    // each target, and how to tell whether a call of weight 1 would be admitted now
+    const targets = {
+      bucket: () => makers.bucket(),
+      window: () => makers.window(),
+      leaky: () => makers.leaky(),
+      points: () => makers.points(),
+      sliding: () => new SlidingWindowLimiter(s.store, { name: name(), windows: [{ limit: 5, intervalMs: 60_000 }] }),
+      pacer: () => new DistributedPacer(s.store, { key: name(), qps: 10, maxBurst: 5 }),
+      composite: () =>
+        new PacerComposite([
+          new DistributedPacer(s.store, { key: name(), qps: 10, maxBurst: 5 }),
+          new PacerComposite([new DistributedPacer(s.store, { key: name(), qps: 1, maxBurst: 5 })]),
+        ]),
+    }
+    type Target = ReturnType<(typeof targets)[keyof typeof targets]>
+    /** ms until weight 1 is admitted (0: now), charging nothing */
+    const waitOf = async (t: Target): Promise<number> => {
+      if (t instanceof DistributedPacer || t instanceof PacerComposite) return (await t.rateLimit(0)).delayMs
+      const d = await t.peek()
+      return d.allowed ? 0 : d.retryAfterMs
+    }
+    const names = Object.keys(targets) as (keyof typeof targets)[]
+
+    it.each(names)('%s: delta-seconds (string or number, fractions rounded up) block that long', async (which) => {
+      for (const [retryAfter, ms] of [
+        ['2', 2000],
+        [' 3 ', 3000],
+        [4, 4000],
+        ['1.5', 1500],
+        [0.0001, 1],
+        ['0.0011', 2],
+      ] as const) {
+        clock.set(T0)
+        const t = targets[which]()
+        await t.block({ retryAfter })
+        expect(await waitOf(t)).toBe(ms)
+        clock.advance(ms - 1)
+        expect(await waitOf(t)).toBe(1)
+        clock.advance(1)
+        expect(await waitOf(t)).toBe(0)
+      }
+    })
+
+    it.each(names)('%s: an HTTP-date blocks until then, measured on the store clock', async (which) => {
+      clock.set(T0 + 250)
+      const t = targets[which]()
+      // IMF-fixdate, and the obsolete rfc850 and asctime forms of the same second
+      const at = new Date(T0 + 5000)
+      const imf = at.toUTCString()
+      expect(imf).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/)
+      await t.block({ retryAfter: imf })
+      expect(await waitOf(t)).toBe(4750)
+      const [day, dd, mon, yyyy, time] = imf.replace(',', '').split(' ')
+      const long = new Intl.DateTimeFormat('en-US', { weekday: 'long', timeZone: 'UTC' }).format(at)
+      const t2 = targets[which]()
+      await t2.block({ retryAfter: `${long}, ${dd}-${mon}-${yyyy.slice(2)} ${time} GMT` })
+      expect(await waitOf(t2)).toBe(4750)
+      const t3 = targets[which]()
+      await t3.block({ retryAfter: `${day} ${mon} ${String(Number(dd)).padStart(2, ' ')} ${time} ${yyyy}` })
+      expect(await waitOf(t3)).toBe(4750)
+      clock.set(T0 + 5000)
+      for (const x of [t, t2, t3]) expect(await waitOf(x)).toBe(0)
+    })
+
+    it.each(names)('%s: 0 and a past date block nothing and resolve', async (which) => {
+      clock.set(T0)
+      const t = targets[which]()
+      for (const retryAfter of ['0', 0, '0.000', new Date(T0 - 1000).toUTCString(), new Date(T0).toUTCString()]) {
+        await expect(t.block({ retryAfter })).resolves.toBeUndefined()
+      }
+      expect(await waitOf(t)).toBe(0)
+      // the README's old example: block(Number(header) * 1000) threw on Retry-After: 0
+      await expect(t.block(Number('0') * 1000)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
+    })
+
+    it.each(names)('%s: garbage is ERR_INVALID_ARGUMENT and blocks nothing', async (which) => {
+      clock.set(T0)
+      const t = targets[which]()
+      for (const retryAfter of [
+        '',
+        'soon',
+        '-1',
+        -1,
+        '1e3',
+        '0x10',
+        '1,5',
+        NaN,
+        Infinity,
+        null,
+        undefined,
+        true,
+        ['5'],
+        { seconds: 5 },
+        'Sun, 06 Nov 2094 08:49:37', // no zone
+        'Sun, 06 Nov 2094 08:49:37 CET',
+        'Sun, 30 Feb 2094 08:49:37 GMT',
+        'Sun, 06 Nov 2094 24:00:00 GMT',
+        'Funday, 06-Nov-94 08:49:37 GMT',
+        '2094-11-06T08:49:37Z', // ISO 8601 is not an HTTP-date
+        '315360001', // more than 10 years
+        new Date(T0 + 315_360_001_000).toUTCString(),
+      ]) {
+        await expect(t.block({ retryAfter } as any), String(retryAfter)).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARGUMENT',
+        })
+      }
+      for (const arg of [{}, { retryAfter: '5', ms: 5 }, 'x', [5]]) {
+        await expect(t.block(arg as any)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
+      }
+      expect(await waitOf(t)).toBe(0)
+      // the longest accepted: 10 years
+      await t.block({ retryAfter: '315360000' })
+      expect(await waitOf(t)).toBe(315_360_000_000)
+    })
+
+    it('composite: blocks every member, nested ones included, each seen on its own', async () => {
+      clock.set(T0)
+      const a = new DistributedPacer(s.store, { key: name(), qps: 10, maxBurst: 5 })
+      const b = new DistributedPacer(s.store, { key: name(), qps: 1 })
+      const both = new PacerComposite([a, new PacerComposite([b]), a])
+      await both.block({ retryAfter: '3' })
+      expect((await a.rateLimit()).delayMs).toBe(3000)
+      expect((await b.rateLimit()).delayMs).toBe(3000)
+      await both.block(5000)
+      const o = await both.rateLimit()
+      expect(o.delayMs).toBe(5000)
+      expect(o.pacer).toBe(a)
+      // an empty composite blocks nothing, and still refuses garbage
+      await expect(new PacerComposite([]).block({ retryAfter: '5' })).resolves.toBeUndefined()
+      await expect(new PacerComposite([]).block({ retryAfter: 'x' })).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+      })
+    })
   })
 })

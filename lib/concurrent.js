@@ -2,6 +2,7 @@
 
 const { randomBytes } = require('node:crypto')
 const { invalidArgument, invalidConfig } = require('./errors')
+const { longTimeout } = require('./timers')
 const {
   limiterOptions,
   checkInteger,
@@ -303,11 +304,13 @@ function lease(limiter, id, values) {
   return new Lease(limiter, `${id}|${values[1]}|${values[3]}`, values[1], values.degraded === true)
 }
 
-/** Calls `fn` after `ms` on the store's clock; returns a function that cancels it. */
+/**
+ * Calls `fn` after `ms` on the store's clock, however long (waitTimeoutMs and lockTimeoutMs
+ * go up to 10 years: setTimeout alone would fire after 1 ms); returns a function that cancels
+ * it.
+ */
 function timer(store, ms, fn) {
-  if (store.clock) return store.clock._schedule(ms, fn)
-  const t = setTimeout(fn, ms)
-  return () => clearTimeout(t)
+  return longTimeout(fn, ms, { clock: store.clock })
 }
 
 function hintMs(earliest, nowUs) {

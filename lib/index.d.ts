@@ -215,10 +215,27 @@ export interface PacerOutcome {
   degraded: boolean
 }
 
+/**
+ * How long `block()` blocks: an HTTP `Retry-After` value as the upstream sent it (a header is a
+ * string): delta-seconds (`"120"`; fractions are rounded up to the ms, `"1.5"` is 1500 ms),
+ * or an HTTP-date (`"Sun, 06 Nov 1994 08:49:37 GMT"`, and the obsolete rfc850 and asctime
+ * forms), measured from now on the store's clock. `0`, or a date not in the future, blocks
+ * nothing (block() resolves at once). Anything else, or more than 10 years:
+ * ERR_INVALID_ARGUMENT.
+ */
+export interface BlockOptions {
+  retryAfter: string | number
+}
+
 export interface Pacer {
   readonly key: string
   pace(weight?: number): Promise<PacerOutcome>
   rateLimit(weight?: number): Promise<PacerOutcome>
+  /**
+   * Upstream back-pressure: nobody is admitted on this pacer (every member of a composite)
+   * for the next `ms` (whole ms, 1 to 10 years), or as long as `{ retryAfter }` says.
+   */
+  block(ms: number | BlockOptions): Promise<void>
 }
 
 /** A distributed leaky bucket + queue; cheap to construct (no round trip). */
@@ -230,10 +247,12 @@ export declare class DistributedPacer implements Pacer {
   /** Admits now (`delayMs` 0, charged) or refuses (`delayMs` > 0, nothing charged). */
   rateLimit(weight?: number): Promise<PacerOutcome>
   /**
-   * Upstream back-pressure: nobody is admitted on this key for the next `ms` (whole ms), in
-   * any process; rateLimit refuses and pace schedules after it; calls resume at qps.
+   * Upstream back-pressure: nobody is admitted on this key for the next `ms` (whole ms, 1 to
+   * 10 years), or as long as `{ retryAfter }` (the upstream's `Retry-After` header) says, in
+   * any process; rateLimit refuses and pace schedules after it; calls resume at qps. A
+   * Retry-After of 0 or a past date blocks nothing.
    */
-  block(ms: number): Promise<void>
+  block(ms: number | BlockOptions): Promise<void>
   /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
   stats(): Promise<LimiterStats>
 }
@@ -253,6 +272,11 @@ export declare class PacerComposite implements Pacer {
   readonly pacers: Array<DistributedPacer | PacerComposite>
   pace(weight?: number): Promise<PacerCompositeOutcome>
   rateLimit(weight?: number): Promise<PacerCompositeOutcome>
+  /**
+   * Blocks every member pacer (nested composites included) as `DistributedPacer.block`
+   * does, for one duration.
+   */
+  block(ms: number | BlockOptions): Promise<void>
 }
 
 // ---------------------------------------------------------------------------------------
@@ -277,13 +301,27 @@ export interface Decision {
   degraded: boolean
 }
 
-export interface LimiterOptions {
+/** What withinLimit does over the limit after the wait: 'raise' an OverLimitError, or 'skip' `fn`. */
+export type LimiterPolicy = 'raise' | 'skip'
+
+/**
+ * What `withinLimit` resolves with on a limiter of policy `P`: what `fn` returned, or also
+ * `undefined` (skipped) when the policy may be 'skip'.
+ */
+export type WithinLimitResult<T, P extends LimiterPolicy> = { raise: T; skip: T | undefined }[P]
+
+export interface LimiterOptions<P extends LimiterPolicy = LimiterPolicy> {
   /** 1..256 characters of [A-Za-z0-9_-]; limiters with the same name and kind share one limit. */
   name: string
   /** How long withinLimit / acquire may wait for capacity, ms, default 5000; 0 = fail at once. */
   waitTimeoutMs?: number
-  /** Over the limit after the wait: 'raise' (OverLimitError, default) or 'skip' (resolve undefined). */
-  policy?: 'raise' | 'skip'
+  /**
+   * Over the limit after the wait: 'raise' (OverLimitError, default) or 'skip' (resolve
+   * undefined). A limiter constructed without it, or with 'raise', is typed so that
+   * `withinLimit` resolves with `fn`'s result (`BucketLimiter<'raise'>`); with 'skip', with
+   * that or undefined.
+   */
+  policy?: P
   /**
    * How long a ConcurrentLimiter's keys (fencing counter, statistics) live after its last
    * acquisition, queued wait or extension, ms, default 90 days; at least lockTimeoutMs +
@@ -300,8 +338,11 @@ export interface WithinLimitOptions {
   signal?: AbortSignal
 }
 
-/** What Bucket, Window, Leaky and Points limiters share. One round trip per decision. */
-export interface RateLimiter {
+/**
+ * What Bucket, Window, Leaky and Points limiters share. One round trip per decision. `P`: the
+ * limiter's policy (the type of any of them by default).
+ */
+export interface RateLimiter<P extends LimiterPolicy = LimiterPolicy> {
   readonly name: string
   readonly limit: number
   readonly intervalMs: number
@@ -309,39 +350,63 @@ export interface RateLimiter {
   check(weight?: number): Promise<Decision>
   /** The decision a call of weight 1 would get now, charging nothing. */
   peek(): Promise<Decision>
-  /** Runs `fn` once `weight` is admitted, waiting up to waitTimeoutMs; see `policy`. */
-  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<T | undefined>
+  /**
+   * Runs `fn` once `weight` is admitted, waiting up to waitTimeoutMs; over the limit after
+   * that, OverLimitError (policy 'raise') or resolves undefined without running `fn` ('skip').
+   */
+  withinLimit<T>(fn: () => T | Promise<T>, options?: WithinLimitOptions): Promise<WithinLimitResult<T, P>>
   /** Forgets everything this limiter counted (and ends a block). */
   reset(): Promise<void>
   /**
-   * Upstream back-pressure: nobody is admitted for the next `ms` (whole ms), in any process;
-   * counts are kept and a longer block is never shortened.
+   * Upstream back-pressure: nobody is admitted for the next `ms` (whole ms, 1 to 10 years), or
+   * as long as `{ retryAfter }` (the upstream's `Retry-After` header) says, in any process;
+   * counts are kept and a longer block is never shortened. A Retry-After of 0 or a past date
+   * blocks nothing.
    */
-  block(ms: number): Promise<void>
+  block(ms: number | BlockOptions): Promise<void>
   /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
   stats(): Promise<LimiterStats>
 }
 
-/** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
-export declare class BucketLimiter {
-  constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
+// The limiter classes are generic in their policy `P`. Constructed, `P` is the `policy`
+// option given ('raise' when there is none, as the default); as a type annotation,
+// `BucketLimiter` alone means any policy (`BucketLimiter<'raise'>`: one that raises).
+
+/** Options of Bucket, Window and Leaky limiters. */
+export type CountLimiterOptions<P extends LimiterPolicy = LimiterPolicy> = LimiterOptions<P> & {
+  limit: number
+  interval: Interval
 }
-export interface BucketLimiter extends RateLimiter {}
+
+/** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
+export interface BucketLimiter<P extends LimiterPolicy = LimiterPolicy> extends RateLimiter<P> {}
+/** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
+export declare const BucketLimiter: {
+  new <P extends LimiterPolicy = 'raise'>(store: Store, options: CountLimiterOptions<P>): BucketLimiter<P>
+  readonly prototype: BucketLimiter
+}
 
 /** At most `limit` per interval that starts at the first call after the previous one ended. */
-export declare class WindowLimiter {
-  constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
+export interface WindowLimiter<P extends LimiterPolicy = LimiterPolicy> extends RateLimiter<P> {}
+/** At most `limit` per interval that starts at the first call after the previous one ended. */
+export declare const WindowLimiter: {
+  new <P extends LimiterPolicy = 'raise'>(store: Store, options: CountLimiterOptions<P>): WindowLimiter<P>
+  readonly prototype: WindowLimiter
 }
-export interface WindowLimiter extends RateLimiter {}
 
 /**
  * A burst of `limit`, then one every `interval / limit`, exactly. withinLimit reserves the
  * caller's own future slot (arrival order), so waiters never race for the same drip.
  */
-export declare class LeakyLimiter {
-  constructor(store: Store, options: LimiterOptions & { limit: number; interval: Interval })
+export interface LeakyLimiter<P extends LimiterPolicy = LimiterPolicy> extends RateLimiter<P> {}
+/**
+ * A burst of `limit`, then one every `interval / limit`, exactly. withinLimit reserves the
+ * caller's own future slot (arrival order), so waiters never race for the same drip.
+ */
+export declare const LeakyLimiter: {
+  new <P extends LimiterPolicy = 'raise'>(store: Store, options: CountLimiterOptions<P>): LeakyLimiter<P>
+  readonly prototype: LeakyLimiter
 }
-export interface LeakyLimiter extends RateLimiter {}
 
 /** Handed to PointsLimiter.withinLimit's function: report what the call really cost. */
 export interface PointsHandle {
@@ -350,23 +415,21 @@ export interface PointsHandle {
 }
 
 /** A budget of `points`, refilled continuously at `points` per interval (GraphQL-style costs). */
-export declare class PointsLimiter implements RateLimiter {
-  constructor(store: Store, options: LimiterOptions & { points: number; interval: Interval })
-  readonly name: string
-  readonly limit: number
+export interface PointsLimiter<P extends LimiterPolicy = LimiterPolicy> extends RateLimiter<P> {
   readonly points: number
-  readonly intervalMs: number
-  check(weight?: number): Promise<Decision>
-  peek(): Promise<Decision>
   /** Charges `estimate` (default 1) up front, runs fn(handle), settles the reported actual use. */
   withinLimit<T>(
     fn: (handle: PointsHandle) => T | Promise<T>,
     options?: { estimate?: number; weight?: number; signal?: AbortSignal },
-  ): Promise<T | undefined>
-  reset(): Promise<void>
-  block(ms: number): Promise<void>
-  /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
-  stats(): Promise<LimiterStats>
+  ): Promise<WithinLimitResult<T, P>>
+}
+/** A budget of `points`, refilled continuously at `points` per interval (GraphQL-style costs). */
+export declare const PointsLimiter: {
+  new <P extends LimiterPolicy = 'raise'>(
+    store: Store,
+    options: LimiterOptions<P> & { points: number; interval: Interval },
+  ): PointsLimiter<P>
+  readonly prototype: PointsLimiter
 }
 
 /** A slot of a ConcurrentLimiter. */
@@ -403,34 +466,47 @@ export interface ConcurrentStats extends LimiterStats {
   waiting: number
 }
 
+export type ConcurrentLimiterOptions<P extends LimiterPolicy = LimiterPolicy> = LimiterOptions<P> & {
+  limit: number
+  lockTimeoutMs?: number
+  /**
+   * Waiters this process queues on this name at most (default: no bound; each costs a few
+   * KB). Beyond it, an acquire that cannot be granted at once is refused at once
+   * (OverLimitError, ERR_OVER_LIMIT; `withinLimit` under policy 'skip' skips).
+   */
+  maxWaiters?: number
+}
+
 /**
  * A distributed semaphore of `limit` slots (1 = a distributed mutex). Waiters queue first
  * come, first served across processes and are woken by a release (pushed; no polling, no
  * blocked connection); a holder that crashed loses its slot after lockTimeoutMs.
  */
-export declare class ConcurrentLimiter {
-  constructor(
-    store: Store,
-    options: LimiterOptions & {
-      limit: number
-      lockTimeoutMs?: number
-      /**
-       * Waiters this process queues on this name at most (default: no bound; each costs a few
-       * KB). Beyond it, an acquire that cannot be granted at once is refused at once
-       * (OverLimitError, ERR_OVER_LIMIT; `withinLimit` under policy 'skip' skips).
-       */
-      maxWaiters?: number
-    },
-  )
+export interface ConcurrentLimiter<P extends LimiterPolicy = LimiterPolicy> {
   readonly name: string
   readonly limit: number
-  /** A lease, waiting up to waitTimeoutMs; then OverLimitError. */
+  /** A lease, waiting up to waitTimeoutMs; then OverLimitError (whatever the policy). */
   acquire(options?: { signal?: AbortSignal }): Promise<Lease>
   /** A lease if a slot is free now and nobody waits; otherwise null. */
   tryAcquire(): Promise<Lease | null>
-  /** Runs fn(lease) holding a slot; releases it in every outcome. */
-  withinLimit<T>(fn: (lease: Lease) => T | Promise<T>, options?: { signal?: AbortSignal }): Promise<T | undefined>
+  /**
+   * Runs fn(lease) holding a slot; releases it in every outcome. Over the limit after
+   * waitTimeoutMs: OverLimitError (policy 'raise') or undefined without running fn ('skip').
+   */
+  withinLimit<T>(
+    fn: (lease: Lease) => T | Promise<T>,
+    options?: { signal?: AbortSignal },
+  ): Promise<WithinLimitResult<T, P>>
   stats(): Promise<ConcurrentStats>
+}
+/**
+ * A distributed semaphore of `limit` slots (1 = a distributed mutex). Waiters queue first
+ * come, first served across processes and are woken by a release (pushed; no polling, no
+ * blocked connection); a holder that crashed loses its slot after lockTimeoutMs.
+ */
+export declare const ConcurrentLimiter: {
+  new <P extends LimiterPolicy = 'raise'>(store: Store, options: ConcurrentLimiterOptions<P>): ConcurrentLimiter<P>
+  readonly prototype: ConcurrentLimiter
 }
 
 /** Never limits: accepts any options, always runs the function (tests, switched-off limits). */
@@ -478,8 +554,12 @@ export declare class SlidingWindowLimiter {
   peek(weight?: number): Promise<SlidingDecision>
   /** Forgets every logged call. */
   reset(): Promise<void>
-  /** Upstream back-pressure: nobody is admitted for the next `ms` (whole ms), in any process. */
-  block(ms: number): Promise<void>
+  /**
+   * Upstream back-pressure: nobody is admitted for the next `ms` (whole ms, 1 to 10 years),
+   * or as long as `{ retryAfter }` (the upstream's `Retry-After` header) says, in any
+   * process. A Retry-After of 0 or a past date blocks nothing.
+   */
+  block(ms: number | BlockOptions): Promise<void>
   /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
   stats(): Promise<LimiterStats>
   /** Runs fn if admitted now; otherwise OverLimitError naming the window that refused. */

@@ -2,6 +2,8 @@
 
 const { MemoryStore, RedisStore } = require('./stores')
 const { SluiceError, OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
+const { longTimeout } = require('./timers')
+const { retryAfterMs } = require('./retryafter')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_LIMIT = 1e9
@@ -25,6 +27,23 @@ function checkStore(store) {
 /** A block's duration: whole ms in [1, 10 years] (ERR_INVALID_ARGUMENT). */
 function checkBlockMs(ms) {
   return checkInteger('ms', ms, 1, MAX_MS, invalidArgument)
+}
+
+/**
+ * The duration of `block(arg)` on `store`, whole ms: `arg` is ms (an integer in [1, 10
+ * years]) or `{ retryAfter }`, an HTTP `Retry-After` value (delta-seconds, fractions rounded
+ * up, or an HTTP-date, measured from now on the store's clock), where 0 or a date not in the
+ * future is 0: nothing to block. ERR_INVALID_ARGUMENT otherwise. `store` may be null (an
+ * empty composite): the system clock.
+ */
+function blockMs(store, arg) {
+  if (arg === null || typeof arg !== 'object' || Array.isArray(arg)) return checkBlockMs(arg)
+  for (const key of Object.keys(arg)) {
+    if (key !== 'retryAfter') throw invalidArgument(`unknown block option ${JSON.stringify(key)}`)
+  }
+  const ms = retryAfterMs(ownProps(arg).retryAfter, store ? nowMs(store) : Date.now())
+  if (ms > MAX_MS) throw invalidArgument(`retryAfter must be at most ${MAX_MS / DAY_MS} days away`)
+  return ms
 }
 
 function checkInteger(name, value, min, max, make = invalidConfig) {
@@ -102,12 +121,8 @@ function sleep(store, ms, signal) {
       if (signal) signal.removeEventListener('abort', onAbort)
       resolve()
     }
-    if (store.clock) {
-      cancel = store.clock._schedule(ms, done)
-    } else {
-      const timer = setTimeout(done, Math.max(0, ms))
-      cancel = () => clearTimeout(timer)
-    }
+    // any length: a ManualClock's time, or setTimeout re-armed past its 24.8-day limit
+    cancel = longTimeout(done, ms, { clock: store.clock })
   })
 }
 
@@ -261,13 +276,14 @@ class RateLimiter {
 
   /**
    * Upstream back-pressure (an API answered 429 with Retry-After): nobody is admitted on
-   * this limiter for the next `ms`, in any process; its counts are kept. Takes and peeks are
-   * refused with `remaining: 0` and a `retryAfterMs` no earlier than the block's end; a
-   * longer block already in place is kept. Resolves once the store recorded it.
+   * this limiter for the next `ms`, or as long as `{ retryAfter }` (the header's value) says,
+   * in any process; its counts are kept. Takes and peeks are refused with `remaining: 0` and a
+   * `retryAfterMs` no earlier than the block's end; a longer block already in place is kept.
+   * Resolves once the store recorded it (at once for a Retry-After of 0 or a past date).
    */
-  async block(ms) {
-    checkBlockMs(ms)
-    await this._call(ms * 1000, BLOCK)
+  async block(arg) {
+    const ms = blockMs(this._store, arg)
+    if (ms > 0) await this._call(ms * 1000, BLOCK)
   }
 
   /** @internal whether waiting happens by reserving a future slot (leaky, points) */
@@ -458,6 +474,7 @@ module.exports = {
   limiterOptions,
   checkInteger,
   checkBlockMs,
+  blockMs,
   checkSignal,
   withinOptions,
   sleep,

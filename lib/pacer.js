@@ -2,7 +2,7 @@
 
 const { MemoryStore, RedisStore } = require('./stores')
 const { invalidConfig, invalidArgument, ownProps } = require('./errors')
-const { checkBlockMs } = require('./limiters')
+const { blockMs } = require('./limiters')
 const { escapeKey } = require('./stats')
 
 const MAX_KEY_LENGTH = 512
@@ -104,12 +104,19 @@ class DistributedPacer {
 
   /**
    * Upstream back-pressure (an API answered 429 with Retry-After): nobody is admitted on
-   * this key for the next `ms`, in any process. `rateLimit()` refuses until then and `pace()`
-   * schedules after it; calls resume at `qps` afterwards (the burst is spent). A queue that
-   * already reaches past the block is kept. Resolves once the store recorded it.
+   * this key for the next `ms`, or as long as `{ retryAfter }` (the header's value:
+   * delta-seconds or an HTTP-date) says, in any process. `rateLimit()` refuses until then and
+   * `pace()` schedules after it; calls resume at `qps` afterwards (the burst is spent). A
+   * queue that already reaches past the block is kept. Resolves once the store recorded it (at
+   * once for a Retry-After of 0 or a past date: nothing is blocked).
    */
-  async block(ms) {
-    checkBlockMs(ms)
+  async block(arg) {
+    const ms = blockMs(this._store, arg)
+    if (ms > 0) await this._block(ms)
+  }
+
+  /** @internal blocks this key for `ms` (whole ms, > 0) */
+  async _block(ms) {
     const factor = this._factor === undefined ? 0.5 : this._factor
     const nums = new Float64Array([this._qps, this._maxBurst, factor, ms * 1000])
     await this._store._pacerBlock(this._storeKey, nums)
@@ -210,6 +217,18 @@ class PacerComposite {
 
   rateLimit(weight = 1) {
     return this._call(weight, false)
+  }
+
+  /**
+   * Upstream back-pressure: blocks every member pacer (nested composites included) for the
+   * next `ms`, or as long as `{ retryAfter }` says, as `DistributedPacer.block` does; one
+   * duration for all of them. Resolves once the store recorded every block (at once for a
+   * Retry-After of 0 or a past date, or a composite with no members).
+   */
+  async block(arg) {
+    const ms = blockMs(this._store, arg)
+    if (ms === 0) return
+    await Promise.all([...new Set(this._leaves)].map((leaf) => leaf._block(ms)))
   }
 
   _members(out) {

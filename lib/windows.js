@@ -1,7 +1,7 @@
 'use strict'
 
 const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
-const { checkInteger, checkBlockMs, MAX_LIMIT, MAX_MS } = require('./limiters')
+const { checkInteger, blockMs, MAX_LIMIT, MAX_MS } = require('./limiters')
 const { MemoryStore, RedisStore } = require('./stores')
 const { encodeParts } = require('./codec')
 
@@ -153,13 +153,15 @@ class SlidingWindowLimiter {
   }
 
   /**
-   * Upstream back-pressure: nobody is admitted for the next `ms`, in any process; the log is
-   * kept, a longer block already in place is kept. Checks and peeks are refused with no
-   * window reporting room and `retryAfterMs` no earlier than the block's end.
+   * Upstream back-pressure: nobody is admitted for the next `ms`, or as long as
+   * `{ retryAfter }` (an HTTP Retry-After value) says, in any process; the log is kept, a
+   * longer block already in place is kept. Checks and peeks are refused with no window
+   * reporting room and `retryAfterMs` no earlier than the block's end. A Retry-After of 0 or a
+   * past date blocks nothing.
    */
-  async block(ms) {
-    checkBlockMs(ms)
-    await this._call(OP.block, ms * 1000)
+  async block(arg) {
+    const ms = blockMs(this._store, arg)
+    if (ms > 0) await this._call(OP.block, ms * 1000)
   }
 
   /**
