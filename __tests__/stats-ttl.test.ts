@@ -100,3 +100,45 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
     }
   }, 60_000)
 })
+
+// Issue 24, item 6 (statistics): a key of another type under our names fails only its own
+// operation; a flush never re-sends counts it wrote (one decision used to be counted 8 times).
+describe.each(['redis', 'cluster'] as const)('issue-24-stats-wrongtype on %s', (kind) => {
+  const connect = (keyPrefix: string) =>
+    RedisStore.connect({
+      keyPrefix,
+      statsFlushMs: 600_000,
+      ...(kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
+    })
+  let raw: Redis | Cluster
+  beforeAll(() => {
+    raw = rawClient(kind)
+  })
+  afterAll(() => raw.disconnect())
+
+  it('a wrong-typed statistics hash or registry: the others are written once, the bad counts dropped', async () => {
+    const prefix = freshPrefix()
+    const store = await connect(prefix)
+    try {
+      await raw.set(store._statsKey('pacer', 'bad'), 'not a hash', 'PX', 60_000)
+      const [zset] = store._registryKeys()
+      await raw.set(zset, 'not a sorted set', 'PX', 60_000)
+      const good = new DistributedPacer(store, { key: 'good', qps: 1000, maxBurst: 10 })
+      const bad = new DistributedPacer(store, { key: 'bad', qps: 1000, maxBurst: 10 })
+      await good.rateLimit()
+      await bad.rateLimit()
+      await bad.rateLimit()
+      for (let i = 0; i < 3; i++) await store._flushStats()
+      expect(await raw.hget(store._statsKey('pacer', 'good'), 'admitted')).toBe('1')
+      expect(await raw.get(store._statsKey('pacer', 'bad'))).toBe('not a hash')
+      expect(store.statsDropped).toBe(2)
+      expect((await good.stats()).admitted).toBe(1)
+      await expect(bad.stats()).rejects.toMatchObject({ code: 'ERR_SCRIPT' })
+      await expect(store.limiters()).rejects.toMatchObject({ code: 'ERR_SCRIPT' })
+    } finally {
+      await raw.del(store._statsKey('pacer', 'bad'))
+      await raw.del(store._registryKeys()[0])
+      await store.close()
+    }
+  })
+})

@@ -104,6 +104,14 @@ function denyCacheOption(value) {
 
 const closedError = () => new SluiceError('ERR_CLOSED', 'the store is closed')
 
+/** A statistics operation's reply saying one of its keys holds another type (lua/stats.lua). */
+const wrongType = (r) => Array.isArray(r) && r.length === 1 && r[0] === 'WRONGTYPE'
+const wrongTypeError = (what) =>
+  new SluiceError(
+    'ERR_SCRIPT',
+    `a key of the ${what} holds a value of another type: another writer uses this store's key prefix`,
+  )
+
 /**
  * The concurrent-limiter waiters of this process, by waiter id. A grant message
  * (`"<id> <token>"`) resolves its waiter; `"*"` asks every waiter to re-poll (a grant may
@@ -389,7 +397,14 @@ class RedisStore extends EventEmitter {
     this._native = nativeStore
     this._direct = direct
     this._connectTimeoutMs = o.connectTimeoutMs
+    this._commandTimeoutMs = o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS
     this._closed = false
+    /** batches written and not yet answered; close() waits for them (`_drained`) */
+    this._inFlight = 0
+    this._drained = null
+    this._settled = () => {
+      if (--this._inFlight === 0 && this._drained !== null) this._drained()
+    }
     this._sync = false
     // the circuit breaker and the store-down policy
     this._probeIntervalMs = o.probeIntervalMs
@@ -532,6 +547,7 @@ class RedisStore extends EventEmitter {
       stats,
       statsFlushMs,
       statsTtlMs,
+      commandTimeoutMs: o.commandTimeoutMs,
     })
     if (!nativeStore.startedUp) {
       // Redis could not be reached: the store starts with its circuit open, answering by
@@ -613,7 +629,12 @@ class RedisStore extends EventEmitter {
     } catch (err) {
       return fail(err)
     }
-    return pending.then(undefined, fail)
+    // written: close() waits for its reply (it may have been applied), see _close
+    this._inFlight++
+    return pending.then(this._settled, (err) => {
+      this._settled()
+      return fail(err)
+    })
   }
 
   /**
@@ -1085,6 +1106,7 @@ class RedisStore extends EventEmitter {
     // a hash lives as long as its limit's state, and at least two flush periods (so a
     // limiter in use never loses its hash between two flushes), at most statsTtlMs
     const minTtlMs = 2 * this._statsFlushMs
+    const incrs = [] // the entry of each incr operation, in order
     const now = this._nowMsLocal()
     const minute = Math.floor(now / MINUTE_MS)
     const refreshed = []
@@ -1108,7 +1130,10 @@ class RedisStore extends EventEmitter {
           fields++
         }
       }
-      if (fields > 0) ops.push('incr', '1', this._statsKey(t.kind, t.name), '1', packed)
+      if (fields > 0) {
+        incrs.push(t)
+        ops.push('incr', '1', this._statsKey(t.kind, t.name), '1', packed)
+      }
       if (due) {
         registry.push(
           `${t.kind}:${t.name}`,
@@ -1132,9 +1157,13 @@ class RedisStore extends EventEmitter {
       .then(
         (reply) => {
           for (const e of refreshed) e.refreshedAt = now
+          // a hash of another type under our name (another writer): its counts cannot be
+          // written, now or later; counted as dropped, never sent again
+          for (let i = 0; i < incrs.length; i++) if (wrongType(reply[i])) this._stats.drop([incrs[i]])
           // the registry's cap dropped these limiters: their statistics go with them
           const gone = registry.length > 2 && Array.isArray(reply) ? reply[reply.length - 1] : null
-          if (Array.isArray(gone) && gone.length > 0) return this._dropStats(gone).catch(() => undefined) // they expire anyway
+          if (Array.isArray(gone) && gone.length > 0 && !wrongType(gone))
+            return this._dropStats(gone).catch(() => undefined) // they expire anyway
         },
         (err) => {
           const error = fromNative(err)
@@ -1194,6 +1223,7 @@ class RedisStore extends EventEmitter {
       }
     }
     const now = this._nowMsLocal()
+    if (reply.some(wrongType)) throw wrongTypeError('statistics')
     return list.map((l, i) => ({
       stats: statsFrom(reply[i], locals[i]),
       history: historyFrom(reply[i], locals[i], now),
@@ -1220,6 +1250,7 @@ class RedisStore extends EventEmitter {
       throw fromNative(err)
     }
     const flat = reply[0]
+    if (wrongType(flat)) throw wrongTypeError('limiter registry')
     for (let i = 0; i + 2 < flat.length; i += 3) {
       const member = flat[i]
       const colon = member.indexOf(':')
@@ -1263,6 +1294,19 @@ class RedisStore extends EventEmitter {
       if (left.length > 0) this._stats.drop(left)
     }
     this._closed = true
+    // batches already written settle with their real replies (Redis may have applied them: a
+    // charge, a lease); calls not yet sent were refused with ERR_CLOSED above and never go.
+    // Each batch has its own deadline, so this wait is bounded; the bound here is a backstop.
+    if (this._inFlight > 0) {
+      await new Promise((resolve) => {
+        const backstop = setTimeout(resolve, 2 * this._commandTimeoutMs + 100)
+        this._drained = () => {
+          clearTimeout(backstop)
+          resolve()
+        }
+      })
+    }
+    this._drained = null
     this._waiters.closeAll(closedError())
     if (this._probeTimer !== null) clearInterval(this._probeTimer)
     this._probeTimer = null

@@ -20,13 +20,22 @@
 --   hgetall KEYS[a]: its fields and values
 --   since   KEYS[a] (the sorted set) and KEYS[b] (the hash): <min score>: the members used at or
 --           after it, each as <member> <score> <options json>
--- Returns   one array per operation (empty for writes)
+-- Returns   one array per operation (empty for writes); { 'WRONGTYPE' } for an operation one of
+--           whose keys holds another type (another writer under sluice's prefix): that operation
+--           is skipped, nothing of it written, and the others run (no other reply has length 1:
+--           hgetall's is even, since's a multiple of 3, a registry's members hold a colon)
 -- Notes     every key written gets a TTL; all KEYS share one hash slot (the caller groups).
 
 -- the counters, in lib/stats.js' FIELDS order
 local FIELDS = {
   'admitted', 'refused', 'admittedWeight', 'refusedWeight', 'nearLimit', 'waited', 'waitTimeMs',
   'degraded', 'rescheduled',
+}
+
+-- the type each operation's keys must have (or 'none': not there yet)
+local TYPES = {
+  incr = { 'hash' }, del = { 'hash' }, hgetall = { 'hash' },
+  registry = { 'zset', 'hash' }, since = { 'zset', 'hash' },
 }
 
 local out = {}
@@ -40,7 +49,15 @@ while i <= n do
   local a = i + 3 + nkeys -- first argument
   i = a + nargs
   local reply = {}
-  if op == 'incr' then
+  local want = TYPES[op]
+  if want == nil then error('stats: unknown operation') end
+  for k = 1, #keys do
+    local t = redis.call('TYPE', keys[k]).ok
+    if t ~= 'none' and t ~= want[k] then op = 'wrongtype' end
+  end
+  if op == 'wrongtype' then
+    reply = { 'WRONGTYPE' }
+  elseif op == 'incr' then
     local v = {}
     for x in string.gmatch(ARGV[a] .. ',', '([^,]*),') do v[#v + 1] = x end
     for f = 1, #FIELDS do
