@@ -10,9 +10,10 @@ import { freePort } from './helpers/servers.js'
 const BIN = join(__dirname, '..', 'bin', 'sluice.js')
 
 // lib/inspect.js is internal (no .d.ts): the helpers the CLI shows names and URLs with
-const { jsonText, maskUrl, quoted, termText } = createRequire(__filename)('../lib/inspect.js') as {
+const { jsonText, maskUrl, quoted, redactIn, termText } = createRequire(__filename)('../lib/inspect.js') as {
   jsonText: (value: unknown, indent?: number) => string
   maskUrl: (url: string) => string
+  redactIn: (text: string, url: string) => string
   quoted: (s: string) => string
   termText: (s: string) => string
 }
@@ -155,6 +156,11 @@ describe('issue 24: what the CLI prints is safe for a terminal', () => {
     expect(maskUrl('redis://u:pa/ss?x#y@host:1')).toBe('redis://***@host:1')
     expect(maskUrl('redis://host:6379')).toBe('redis://host:6379')
     expect(maskUrl('u:pw@host')).toBe('***@host')
+    // a message that quotes the URL as given (Rust's Debug quoting escapes " and \ as JSON does)
+    const url = 'redis://us"er:pa/s\\s@host:1'
+    expect(redactIn(`invalid Redis URL ${JSON.stringify(url)}: EmptyHost`, url)).toBe(
+      'invalid Redis URL "redis://***@host:1": EmptyHost',
+    )
   })
 
   it('issue-24-mask-url-cli: a password holding @ is masked whole when Redis cannot be reached', async () => {
@@ -163,11 +169,15 @@ describe('issue 24: what the CLI prints is safe for a terminal', () => {
       ['list', '--redis', `redis://default:S3cr@tP4ss@127.0.0.1:${port}`],
       ['list', '--cluster', `redis://default:S3cr@tP4ss@127.0.0.1:${port}`],
       ['dashboard', '--port', '0', '--redis', `redis://:S3cr@tP4ss@127.0.0.1:${port}`],
+      // a password holding / ? # (the URL parser ends the host there: the store's message quotes it)
+      ['list', '--redis', `redis://:S3cr/tP4ss@127.0.0.1:${port}`],
+      ['list', '--redis', `redis://:S3cr#tP4ss@127.0.0.1:${port}`],
+      ['list', '--redis', `redis://default:S3cr?t"P4ss@127.0.0.1:${port}`],
     ]) {
       const r = sluice(args)
       expect(r.code, args.join(' ')).toBe(1)
       expect(r.err).toContain(`cannot reach Redis at redis://***@127.0.0.1:${port}`)
-      expect(r.out + r.err).not.toMatch(/S3cr|tP4ss/)
+      expect(r.out + r.err, args.join(' ')).not.toMatch(/S3cr|P4ss/)
     }
   })
 

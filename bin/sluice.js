@@ -35,6 +35,7 @@ const {
   quoted,
   jsonText,
   maskUrl,
+  redactIn,
 } = require('../lib/inspect.js')
 
 const USAGE = `usage: sluice <command> [options]
@@ -134,6 +135,13 @@ function parseArgs(argv) {
 /** `redis://***@host:port`: never print a password (nor a user name), nor a control character. */
 const shown = (url) => termText(maskUrl(url))
 
+/** A message from elsewhere (the store) for the terminal: the URLs' secrets out, then escaped. */
+function foreign(o, message) {
+  let text = String(message)
+  for (const url of o.redis ? [o.redis, ...o.cluster] : o.cluster) text = redactIn(text, url)
+  return termText(text)
+}
+
 async function find(store, o) {
   const all = await store.limiters()
   const matches = all.filter((l) => l.name === o.name && (o.kind === null || l.kind === o.kind))
@@ -192,7 +200,7 @@ async function run(o, out, warn) {
       statsFlushMs: 600_000,
     })
   } catch (err) {
-    const why = termText(`${err.code || ''} ${err.message}`.replace(/\s+/g, ' ').trim())
+    const why = foreign(o, `${err.code || ''} ${err.message}`.replace(/\s+/g, ' ').trim())
     const e = new Error(`cannot reach Redis at ${where}: ${why}`)
     e.exitCode = 1
     e.escaped = true
@@ -319,7 +327,7 @@ async function main(argv, out = (s) => process.stdout.write(`${s}\n`), err = (s)
       err(`sluice: ${e.message}`)
       return 2
     }
-    err(`sluice: ${e.escaped === true ? e.message : termText(e.message)}`)
+    err(`sluice: ${e.escaped === true ? e.message : foreign(o, e.message)}`)
     return e.exitCode || 1
   }
 }

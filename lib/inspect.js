@@ -181,4 +181,37 @@ function maskUrl(url) {
   return `${s.slice(0, start)}***${s.slice(at)}`
 }
 
-module.exports = { KINDS, RESETTABLE, limiterOf, statsOf, stateOf, limitText, termText, quoted, jsonText, maskUrl }
+/**
+ * `text` with the secrets of `url` (its whole userinfo, as maskUrl takes it, and the part
+ * after its first `:`) replaced by `***`, also as they appear inside a quoted string: for
+ * messages of dependencies that may quote the URL as given.
+ */
+function redactIn(text, url) {
+  const s = String(url)
+  const slashes = s.indexOf('//')
+  const start = slashes < 0 ? 0 : slashes + 2
+  const at = s.lastIndexOf('@')
+  if (at < start) return String(text)
+  const userinfo = s.slice(start, at)
+  const colon = userinfo.indexOf(':')
+  const secrets = [userinfo, colon < 0 ? '' : userinfo.slice(colon + 1)].filter((x) => x.length > 0)
+  let out = String(text)
+  for (const secret of secrets) {
+    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) out = out.split(form).join('***')
+  }
+  return out
+}
+
+module.exports = {
+  KINDS,
+  RESETTABLE,
+  limiterOf,
+  statsOf,
+  stateOf,
+  limitText,
+  termText,
+  quoted,
+  jsonText,
+  maskUrl,
+  redactIn,
+}
