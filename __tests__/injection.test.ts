@@ -9,10 +9,21 @@
 import type { ChildProcess } from 'node:child_process'
 import { Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DistributedPacer, QuotaLimiter, RedisStore } from '../lib/index.js'
+import {
+  BucketLimiter,
+  ConcurrentLimiter,
+  DistributedPacer,
+  FairTenant,
+  LeakyLimiter,
+  PointsLimiter,
+  QuotaLimiter,
+  RedisStore,
+  SlidingWindowLimiter,
+  WindowLimiter,
+} from '../lib/index.js'
 import { decodeParts, encodeParts } from '../lib/codec.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
-import { clusterNodes, freshPrefix } from './helpers/stores.js'
+import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 
 const REPORTED = (victim: string) => `x\n1\n\nincr\n1\n${victim}\n3\n1,,0`
 
@@ -184,6 +195,67 @@ describe('issue-24-injection: on a server of its own', () => {
       await store.close()
     }
   }, 60_000)
+})
+
+describe('issue-24-injection: every control byte and separator in every name field of every kind', () => {
+  const BYTES = [...Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)), '\x7f', ',', ':', '|', '%', ' ']
+  const code = async (fn: () => unknown) => {
+    try {
+      await fn()
+      return 'ok'
+    } catch (err) {
+      return (err as { code: string }).code
+    }
+  }
+
+  it('limiter names are refused at construction; free-text fields are decided under their own name', async () => {
+    const prefix = freshPrefix()
+    const store = await RedisStore.connect({ url: redisUrl(), keyPrefix: prefix, statsFlushMs: 600_000 })
+    const raw = new Redis(redisUrl())
+    try {
+      const quota = new QuotaLimiter(store)
+      const fair = new FairTenant(store, { name: 'f', rules: [{ queue: 'slow', threshold: 100, perMs: 60_000 }] })
+      for (const b of BYTES) {
+        const name = `a${b}incr${b}1${b}`
+        // names of limiters are [A-Za-z0-9_-]: refused before anything reaches Redis
+        for (const make of [
+          () => new BucketLimiter(store, { name, limit: 1, interval: 'second' }),
+          () => new WindowLimiter(store, { name, limit: 1, interval: 'second' }),
+          () => new LeakyLimiter(store, { name, limit: 1, interval: 'second' }),
+          () => new PointsLimiter(store, { name, limit: 1, interval: 'second' }),
+          () => new ConcurrentLimiter(store, { name, limit: 1 }),
+          () => new SlidingWindowLimiter(store, { name, windows: [{ limit: 1, intervalMs: 1000 }] }),
+          () => new FairTenant(store, { name, rules: [{ queue: 'q', threshold: 1, perMs: 1000 }] }),
+        ]) {
+          expect(await code(make), JSON.stringify(name)).toBe('ERR_INVALID_CONFIG')
+        }
+        // a pacer key takes any text
+        const pacer = new DistributedPacer(store, { key: name, qps: 1000, maxBurst: 5 })
+        expect((await pacer.rateLimit()).delayMs).toBe(0)
+        // a quota prefix: any text but braces and newlines (refused with a code)
+        const q = { windowSeconds: 60, granularitySeconds: 10, limit: 100 }
+        const got = await code(() => quota.checkAndUseQuotas([{ prefix: name, requested: 1, quotas: [q] }]))
+        expect(got, JSON.stringify(name)).toBe(b === '\n' ? 'ERR_INVALID_CONFIG' : 'ok')
+        // a tenant and a job id: any text but newlines (refused with a code)
+        const routed = await code(() => fair.route(name, `job${b}1`, 'default'))
+        expect(routed, JSON.stringify(name)).toBe(b === '\n' ? 'ERR_INVALID_ARGUMENT' : 'ok')
+      }
+      await store._flushStats()
+      for (const b of BYTES) {
+        const name = `a${b}incr${b}1${b}`
+        expect(await raw.hget(store._statsKey('pacer', name), 'admitted'), JSON.stringify(name)).toBe('1')
+        if (b !== '\n') expect(await raw.hget(store._statsKey('quota', name), 'admitted')).toBe('1')
+      }
+      // every key written is under the prefix, and each is one this test caused
+      for (const k of await allKeys(raw, `${prefix}*`)) {
+        expect(k.startsWith(`${prefix}:`), JSON.stringify(k)).toBe(true)
+      }
+      expect(store.statsDropped).toBe(0)
+    } finally {
+      raw.disconnect()
+      await store.close()
+    }
+  })
 })
 
 describe('issue-24-injection: on the cluster', () => {
