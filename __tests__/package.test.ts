@@ -57,6 +57,27 @@ describe('package', () => {
     })
   })
 
+  it('issue-24-nodenext-types: require and import forms of sluice, sluice/express and sluice/fastify type-check', () => {
+    // TypeScript strict with "module": "nodenext": each entry's types match what it exports
+    // (CommonJS: `export =` / exports; ES module: a default export), resolved through the
+    // package's "exports" as a consumer resolves them
+    const project = join('__tests__', 'fixtures', 'nodenext', 'tsconfig.json')
+    try {
+      execFileSync('npx', ['--no-install', 'tsc', '-p', project], { cwd: root, encoding: 'utf8', stdio: 'pipe' })
+    } catch (err: any) {
+      throw new Error(`tsc failed:\n${err.stdout}${err.stderr}`)
+    }
+    // and the same entries load at run time as the types say
+    const cjs = `const f = require('sluice/fastify'); const e = require('sluice/express');
+      console.log(typeof f, f.default === f, f.sluiceRateLimit === f, typeof f.ipKeyGenerator,
+        typeof e.rateLimit, e.default === e.rateLimit)`
+    expect(node(['-e', cjs])).toBe('function true true function function true')
+    const esm = `import plugin, { sluiceRateLimit, ipKeyGenerator } from 'sluice/fastify';
+      import rateLimit, { rateLimit as named } from 'sluice/express';
+      console.log(typeof plugin, sluiceRateLimit === plugin, typeof ipKeyGenerator, typeof rateLimit, rateLimit === named)`
+    expect(node(['--input-type=module', '-e', esm])).toBe('function true function function true')
+  }, 180_000) // tsc checks Express' and Fastify's own types too: 15 s of CPU here
+
   it('native errors from async calls become SluiceError instances', async () => {
     const s = await import('../lib/index.js')
     const err = await s.RedisStore.connect({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 200 }).catch(

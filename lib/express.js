@@ -3,7 +3,7 @@
 // sluice/express: rate-limiting middleware for Express 4 and 5, with express-rate-limit's
 // option names where the meaning is the same. See lib/http.js for what the doors share.
 
-const { Door, doorConfig, ipKey } = require('./http')
+const { Door, doorConfig, ipKey, DOOR } = require('./http')
 
 const DEFAULTS = { limit: 5, windowMs: 60_000, message: 'Too many requests, please try again later.' }
 
@@ -68,6 +68,7 @@ function rateLimit(options) {
   }
   /** Forgets what was counted for `key` (every window), in every process. */
   middleware.resetKey = (key) => door.resetKey(key)
+  Object.defineProperty(middleware, DOOR, { value: door })
   return middleware
 }
 

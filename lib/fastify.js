@@ -5,7 +5,7 @@
 // `timeWindow` as aliases of `limit` and `windowMs`. See lib/http.js for what the doors share.
 
 const { createHash } = require('node:crypto')
-const { Door, doorConfig, ipKey } = require('./http')
+const { Door, doorConfig, ipKey, DOOR } = require('./http')
 const { invalidConfig } = require('./errors')
 
 const DEFAULTS = { limit: 1000, windowMs: 60_000 }
@@ -104,7 +104,7 @@ function hookFor(door, userOptions) {
     done()
   }
 
-  return function sluiceRateLimit(request, reply, done) {
+  const hook = function sluiceRateLimit(request, reply, done) {
     door.decide(request, reply).then(
       (o) => {
         if (o === null) return done()
@@ -117,6 +117,8 @@ function hookFor(door, userOptions) {
       (err) => (door.passes(err) ? done() : done(err)),
     )
   }
+  Object.defineProperty(hook, DOOR, { value: door })
+  return hook
 }
 
 /**

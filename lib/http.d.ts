@@ -50,9 +50,17 @@ export interface DoorOptions<Req, Res> {
   algorithm?: 'fixed' | 'window' | 'sliding' | 'leaky' | 'gcra'
   /** Several windows, all or nothing (instead of limit and windowMs). */
   limits?: { limit: number; windowMs: number }[]
-  /** Any sluice limiter per request, for full control (instead of limit/windowMs/limits/algorithm). */
+  /**
+   * Any sluice limiter per request, for full control (instead of limit/windowMs/limits/algorithm).
+   * Its policies are named by `identifier`, or by their numbers (`10-per-60s`): never by the
+   * limiter's own name or key, which a header does not show.
+   */
   limiter?: (req: Req, res: Res) => DoorLimiter | Promise<DoorLimiter>
-  /** Default: the client IP, IPv6 masked to /ipv6Subnet. */
+  /**
+   * Default: the client IP, IPv6 masked to /ipv6Subnet. A key of more than 64 UTF-8 bytes is
+   * known by its SHA-256 (in the cache and in the store); one of more than 1 MiB fails its
+   * request with ERR_INVALID_ARGUMENT, through the framework's error handler.
+   */
   keyGenerator?: (req: Req, res: Res) => string | Promise<string>
   /** The prefix length IPv6 clients are grouped by (default 56; false: the whole address). */
   ipv6Subnet?: number | false
@@ -72,8 +80,18 @@ export interface DoorOptions<Req, Res> {
   legacyHeaders?: boolean
   /** Where RateLimitInfo goes on the request (default 'rateLimit'). */
   requestPropertyName?: string
-  /** Names the counters (and the policy): the same identifier and key share a counter in every process. */
+  /**
+   * Names the counters (and the policy): the same identifier and key share a counter in every
+   * process and door on the same Redis and keyPrefix. The default comes from the numbers only
+   * (`100-per-60s`): two apps on one Redis must set their own identifier or keyPrefix. Two doors
+   * of one process naming their counters alike with other options warn (SLUICE_IDENTIFIER_REUSED).
+   */
   identifier?: string
+  /**
+   * Bytes of limiters the door keeps, one per key in use (default 4 MiB, about 4,000 keys of
+   * one window; the oldest are dropped first and remade when needed; 0: none kept).
+   */
+  cacheBytes?: number
   /** Give the charge back when the response fails (status >= 400 by default). fixed, window, leaky only. */
   skipFailedRequests?: boolean
   /** Give the charge back when the response succeeds. fixed, window, leaky only. */

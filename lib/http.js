@@ -19,10 +19,27 @@ const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT', 'ERR_STO
 const MAX_LIMIT = 1e9
 const MAX_WINDOW_MS = 315_360_000_000
 const MAX_WINDOWS = 16
-/** Limiters kept per door (one per key and limit); the map starts over when full. */
-const MAX_CACHED_LIMITERS = 50_000
-// a limiter name is at most 256 characters: room for the `-<window>` suffix of several windows
+/** A key's UTF-8 bytes at most: a longer key fails its request with ERR_INVALID_ARGUMENT. */
+const MAX_KEY_BYTES = 1024 * 1024
+/** Keys of more UTF-8 bytes are known by their SHA-256, in the cache and in the store. */
+const MAX_RAW_KEY_BYTES = 64
+/** The default bound of a door's limiter cache, bytes (`cacheBytes`). */
+const DEFAULT_CACHE_BYTES = 4 * 1024 * 1024
+const MAX_CACHE_BYTES = 1024 * 1024 * 1024
+/**
+ * What a cached limiter costs, bytes, beyond its strings (2 bytes a character): the cache
+ * entry, and each limiter object. Measured with --expose-gc (10,000 entries, keys of 12 to
+ * 100 bytes): 360-750 bytes an entry of one window with its strings, 800-1,100 of two; the
+ * estimate is 5-45 % above that, never below.
+ */
+const ENTRY_BYTES = 200
+const LIMITER_BYTES = 600
+// a limiter name is at most 256 characters: room for the `_<window>` suffix of several windows
 const MAX_NAME = 250
+/** The warning of two doors on one store naming their counters alike with different limits. */
+const IDENTIFIER_WARNING = 'SLUICE_IDENTIFIER_REUSED'
+/** @internal where a middleware or hook keeps its Door (for tests and tools) */
+const DOOR = Symbol.for('sluice.door')
 
 const COMMON_OPTIONS = [
   'store',
@@ -47,6 +64,7 @@ const COMMON_OPTIONS = [
   'skipSuccessfulRequests',
   'requestWasSuccessful',
   'passOnStoreError',
+  'cacheBytes',
 ]
 
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
@@ -119,6 +137,7 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
     requestPropertyName: 'rateLimit',
     ipv6Subnet: 56,
     identifier: null,
+    cacheBytes: DEFAULT_CACHE_BYTES,
   }
   if (!ALGORITHMS.includes(config.algorithm)) {
     throw invalidConfig(`algorithm must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}`)
@@ -156,6 +175,14 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
     }
     if (!/^[\x20-\x7e]+$/.test(o.identifier)) throw invalidConfig('identifier must be printable ASCII')
     config.identifier = o.identifier
+  }
+
+  if (o.cacheBytes !== undefined) {
+    const n = o.cacheBytes
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_CACHE_BYTES) {
+      throw invalidConfig(`cacheBytes must be an integer in [0, ${MAX_CACHE_BYTES}], got ${String(n)}`)
+    }
+    config.cacheBytes = n
   }
 
   if (config.limiter) {
@@ -210,13 +237,17 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
   return config
 }
 
+/** What escapeBytes writes for each byte value: the byte's character, or `-xx`. */
+const BYTE_TEXT = Array.from({ length: 256 }, (_, byte) => {
+  const c = String.fromCharCode(byte)
+  return /[A-Za-z0-9]/.test(c) ? c : `-${byte.toString(16).padStart(2, '0')}`
+})
+
 /** `-xx` per UTF-8 byte of `text` but `[A-Za-z0-9]` (well-formed text only). */
 function escapeBytes(text) {
+  if (/^[A-Za-z0-9]*$/.test(text)) return text
   let out = ''
-  for (const byte of Buffer.from(text, 'utf8')) {
-    const c = String.fromCharCode(byte)
-    out += /[A-Za-z0-9]/.test(c) ? c : `-${byte.toString(16).padStart(2, '0')}`
-  }
+  for (const byte of Buffer.from(text, 'utf8')) out += BYTE_TEXT[byte]
   return out
 }
 
@@ -248,16 +279,55 @@ function escapeName(text) {
   return out + escapeBytes(run)
 }
 
-/** The bytes of `key` for hashing: UTF-16 code units when it holds a lone surrogate. */
-const hashable = (key) => {
-  const s = String(key)
-  return s.isWellFormed() ? s : Buffer.from(s, 'utf16le')
+/**
+ * `-h` and the hex SHA-256 of `text`: of its UTF-8 bytes, or, when it holds a lone surrogate
+ * (which UTF-8 cannot hold), of 0xff and its UTF-16 code units (0xff is never UTF-8: the two
+ * inputs never meet). `-h` is no escape of escapeName's: a hashed part never equals an escaped one.
+ */
+function hashName(text) {
+  const hash = createHash('sha256')
+  if (text.isWellFormed()) hash.update(text)
+  else hash.update(Buffer.from([0xff])).update(Buffer.from(text, 'utf16le'))
+  return `-h${hash.digest('hex')}`
 }
 
+/**
+ * What `key` is known by in a door's cache and in the store: the key itself up to 64 UTF-8
+ * bytes, else its hashName (66 characters, more than any key kept as is has: the two forms
+ * never meet). A key of more than 1 MiB is ERR_INVALID_ARGUMENT (it fails its request).
+ * Costs one pass over the key (a hash), never an escape of a long key.
+ */
+function keyId(key) {
+  const units = key.length
+  // a UTF-16 code unit is 1-3 UTF-8 bytes: most keys are decided by their length alone
+  if (units <= MAX_RAW_KEY_BYTES / 3) return key
+  const bytes = units <= MAX_RAW_KEY_BYTES || units > MAX_KEY_BYTES / 3 ? Buffer.byteLength(key) : units
+  if (units > MAX_KEY_BYTES || bytes > MAX_KEY_BYTES) {
+    throw invalidArgument(`a key is at most ${MAX_KEY_BYTES} bytes (UTF-8), got one of ${bytes} bytes`)
+  }
+  return bytes <= MAX_RAW_KEY_BYTES ? key : hashName(key)
+}
+
+/**
+ * The store name of the counter of `identifier` and a key known by `id` (keyId's): the
+ * identifier's escapeName, `_`, and the id's escapeName (a hashed id as it is). Neither part
+ * can hold `_`, so the name is read one way only; a name that would be too long hashes its
+ * key, then its identifier (each part stays readable while it fits). Several windows add
+ * `_<window>` (a second `_`: never the name of one window).
+ */
+function nameOf(identifier, id) {
+  const hashed = id.length > MAX_RAW_KEY_BYTES // a key kept as is has at most 64 code units
+  let idPart = escapeName(identifier)
+  let keyPart = hashed ? id : escapeName(id)
+  if (idPart.length + 1 + keyPart.length <= MAX_NAME) return `${idPart}_${keyPart}`
+  if (!hashed) keyPart = hashName(id)
+  if (idPart.length + 1 + keyPart.length > MAX_NAME) idPart = hashName(identifier)
+  return `${idPart}_${keyPart}`
+}
+
+/** The store name of the counter of `identifier` and `key`. */
 function counterName(identifier, key) {
-  const name = `${escapeName(identifier)}_${escapeName(key)}`
-  if (name.length <= MAX_NAME) return name
-  return `${escapeName(identifier).slice(0, 150)}_-h${createHash('sha256').update(hashable(key)).digest('hex')}`
+  return nameOf(identifier, keyId(String(key)))
 }
 
 /** The 8 16-bit groups of an IPv6 address (which may end in an IPv4 address). */
@@ -324,6 +394,54 @@ function ipKey(ip, subnet = 56) {
   return `${ipv6Text(masked)}/${subnet}`
 }
 
+/** Per store: counter identifier -> { options, warned } of the doors made in this process. */
+const identifiers = new WeakMap()
+
+/** What makes a door's counters what they are, as text for a warning: algorithm and windows. */
+function counterOptions(config) {
+  const windows = config.windows.map((w) => `${w.limit === null ? 'limit(req)' : w.limit} per ${w.windowMs} ms`)
+  return `'${config.algorithm}', ${windows.join(' and ')}`
+}
+
+/**
+ * Warns (once per identifier and store) when a door names its counters as an earlier door
+ * on the same store did, with other limits or another algorithm: they would count on the
+ * same counters and show the same policy name. The default identifier comes from the
+ * numbers only (`100-per-60s`), so two unrelated apps get it alike: they must set their own.
+ */
+function checkIdentifier(config) {
+  if (config.windows === null) return
+  let seen = identifiers.get(config.store)
+  if (seen === undefined) identifiers.set(config.store, (seen = new Map()))
+  const options = counterOptions(config)
+  const first = seen.get(config.counter)
+  if (first === undefined) {
+    seen.set(config.counter, { options, warned: false })
+    return
+  }
+  if (first.options === options || first.warned) return
+  first.warned = true
+  process.emitWarning(
+    `two rate limit doors on one store name their counters ${JSON.stringify(config.counter)}, with different ` +
+      `options (${first.options}; then ${options}): they share counters and policy names. ` +
+      `Give each door its own identifier (and each app its own store keyPrefix).`,
+    { type: 'SluiceWarning', code: IDENTIFIER_WARNING },
+  )
+}
+
+/**
+ * Names the windows of a limiter(req) limiter for the headers: from the door's identifier,
+ * or from the numbers (`10-per-60s`). Never the limiter's own name or key: it may be a
+ * user's key, which a header must not show (and may not be able to hold).
+ */
+function policyNames(windows, identifier) {
+  for (const w of windows) {
+    const named = `${w.limit}-per-${duration(w.windowMs)}`
+    w.name = identifier === null ? named : windows.length === 1 ? identifier : `${identifier}-${named}`
+  }
+  return windows
+}
+
 /**
  * One door: decides a request (`decide`), describes the outcome in headers (`headers`) and
  * refunds it when asked to skip failed or successful requests.
@@ -331,7 +449,15 @@ function ipKey(ip, subnet = 56) {
 class Door {
   constructor(config) {
     this.config = config
+    /** cache key -> { limiter, bytes }, oldest first (see _limiterFor) */
     this._limiters = new Map()
+    this._cacheBytes = 0
+    checkIdentifier(config)
+  }
+
+  /** @internal what the limiter cache holds, bytes (an estimate; at most `cacheBytes`) */
+  get cacheBytes() {
+    return this._cacheBytes
   }
 
   /** Forgets what was counted for `key`. */
@@ -339,7 +465,7 @@ class Door {
     const c = this.config
     if (c.windows === null) throw invalidConfig('resetKey needs the door to make its limiters (not limiter(req))')
     if (c.algorithm === 'gcra') throw invalidConfig("resetKey is not available with algorithm 'gcra'")
-    const limiter = this._limiterFor(String(key), c.limitFn ? 1 : null)
+    const limiter = this._make(keyId(String(key)), c.limitFn ? 1 : null)
     await Promise.all((Array.isArray(limiter) ? limiter : [limiter]).map((l) => l.reset()))
   }
 
@@ -349,51 +475,72 @@ class Door {
     return clock ? clock.now() : Date.now()
   }
 
-  /** @internal the limiter of a key (and limit), made once */
-  _limiterFor(key, limit) {
+  /**
+   * @internal the limiter of a key (known by `id`, keyId's) and limit, made once. The cache
+   * holds at most `cacheBytes` (the oldest entries go first). Its keys are the id, or with
+   * `limit(req)`, `<limit>:<id>`: the limit's digits end at the first `:`, so no key can be
+   * read as another limit's.
+   */
+  _limiterFor(id, limit) {
+    const cached = this._limiters.get(limit === null ? id : `${limit}:${id}`)
+    if (cached !== undefined) return cached.limiter
+    // a copy: a key cut from a larger string (a body, a header) would keep all of it alive
+    id = id.split('').join('')
+    const cacheKey = limit === null ? id : `${limit}:${id}`
+    const limiter = this._make(id, limit)
+    const made = Array.isArray(limiter) ? limiter : limiter instanceof PacerComposite ? limiter._leaves : [limiter]
+    const bytes = ENTRY_BYTES + 2 * cacheKey.length + made.length * (LIMITER_BYTES + 2 * nameLength(made[0]))
+    const max = this.config.cacheBytes
+    if (bytes > max) return limiter
+    while (this._cacheBytes + bytes > max) {
+      const [oldest, entry] = this._limiters.entries().next().value
+      this._limiters.delete(oldest)
+      this._cacheBytes -= entry.bytes
+    }
+    this._limiters.set(cacheKey, { limiter, bytes })
+    this._cacheBytes += bytes
+    return limiter
+  }
+
+  /** @internal the limiter (or limiters, one per window) of a key known by `id` and a limit */
+  _make(id, limit) {
     const c = this.config
-    const cacheKey = limit === null ? key : `${limit}\n${key}`
-    let entry = this._limiters.get(cacheKey)
-    if (entry !== undefined) return entry
-    if (this._limiters.size >= MAX_CACHED_LIMITERS) this._limiters.clear()
     const windows = c.windows.map((w) => ({ ...w, limit: w.limit === null ? limit : w.limit }))
-    const name = counterName(c.counter, key)
+    const name = nameOf(c.counter, id)
     const store = c.store
     switch (c.algorithm) {
       case 'sliding':
-        entry = new SlidingWindowLimiter(store, {
+        return new SlidingWindowLimiter(store, {
           name,
           windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
         })
-        break
       case 'gcra': {
         const pacers = windows.map(
           (w, i) =>
             new DistributedPacer(store, {
+              // a pacer's key may hold any character: `.` is in no counter name
               key: windows.length === 1 ? name : `${name}.${i}`,
               qps: (w.limit * 1000) / w.windowMs,
               maxBurst: w.limit,
             }),
         )
-        entry = pacers.length === 1 ? pacers[0] : new PacerComposite(pacers)
-        break
+        return pacers.length === 1 ? pacers[0] : new PacerComposite(pacers)
       }
       default: {
         const Kind = c.algorithm === 'fixed' ? BucketLimiter : c.algorithm === 'window' ? WindowLimiter : LeakyLimiter
         const made = windows.map(
           (w, i) =>
             new Kind(store, {
-              name: windows.length === 1 ? name : `${name}-${i}`,
+              // `_<window>`: a second `_`, so never the name of one window of another key
+              name: windows.length === 1 ? name : `${name}_${i}`,
               limit: w.limit,
               interval: w.windowMs,
               waitTimeoutMs: 0,
             }),
         )
-        entry = made.length === 1 ? made[0] : made
+        return made.length === 1 ? made[0] : made
       }
     }
-    this._limiters.set(cacheKey, entry)
-    return entry
   }
 
   /**
@@ -401,14 +548,17 @@ class Door {
    * weight, windows: [{ name, limit, windowMs, remaining, resetMs }], main, retryAfterMs,
    * refund }` (`main`: the window the single-window headers describe, the one with fewest
    * remaining; `refund()`: gives the charge back, for skipFailedRequests and the like).
+   * A key of more than 1 MiB rejects with ERR_INVALID_ARGUMENT, before anything is charged.
    */
   async decide(req, res) {
     const c = this.config
     if (c.skip && (await c.skip(req, res))) return null
-    const key = c.keyGenerator ? await c.keyGenerator(req, res) : ipKey(req.ip, c.ipv6Subnet)
-    if ((typeof key !== 'string' && typeof key !== 'number') || key === '') {
-      throw invalidArgument(`keyGenerator must return a non-empty string, got ${describe(key)}`)
+    const raw = c.keyGenerator ? await c.keyGenerator(req, res) : ipKey(req.ip, c.ipv6Subnet)
+    if ((typeof raw !== 'string' && typeof raw !== 'number') || raw === '') {
+      throw invalidArgument(`keyGenerator must return a non-empty string, got ${describe(raw)}`)
     }
+    const key = String(raw)
+    const id = keyId(key)
     let weight = 1
     if (c.cost) {
       weight = await c.cost(req, res)
@@ -417,7 +567,7 @@ class Door {
       }
     }
     const at = this.now()
-    if (c.limiter) return this._custom(await c.limiter(req, res), String(key), weight, at)
+    if (c.limiter) return this._custom(await c.limiter(req, res), key, weight, at)
     let limit = null
     if (c.limitFn) {
       limit = await c.limitFn(req, res)
@@ -425,7 +575,7 @@ class Door {
         throw invalidArgument(`limit(req) must return an integer in [1, ${MAX_LIMIT}], got ${describe(limit)}`)
       }
     }
-    const limiter = this._limiterFor(String(key), limit)
+    const limiter = this._limiterFor(id, limit)
     const windows = c.windows.map((w) => ({
       name: w.name,
       limit: w.limit === null ? limit : w.limit,
@@ -434,9 +584,9 @@ class Door {
     if (weight > Math.min(...windows.map((w) => w.limit))) {
       // never admitted: refused without a store call
       for (const w of windows) Object.assign(w, { remaining: 0, resetMs: w.windowMs })
-      return outcome(String(key), weight, windows, false, false, Math.max(...windows.map((w) => w.windowMs)), null, at)
+      return outcome(key, weight, windows, false, false, Math.max(...windows.map((w) => w.windowMs)), null, at)
     }
-    return this._check(limiter, String(key), weight, windows, at)
+    return this._check(limiter, key, weight, windows, at)
   }
 
   async _check(limiter, key, weight, windows, at) {
@@ -463,8 +613,9 @@ class Door {
       return outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null, at)
     }
     if (!Array.isArray(limiter)) {
-      // one counter: the common case, kept short (the weight is checked: straight to the store)
-      const d = await limiter._call(weight, 0)
+      // one counter: the common case, kept short (the weight is checked: straight to the
+      // store), and counted in the store's statistics as check() counts
+      const d = await limiter._call(weight, 0, true)
       const w = windows[0]
       w.remaining = d.remaining
       w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
@@ -503,33 +654,32 @@ class Door {
     const c = this.config
     if (limiter === null || limiter === undefined) return null
     if (limiter instanceof DistributedPacer || limiter instanceof PacerComposite) {
+      // a window per pacer (a composite's members, nested ones included)
+      const pacers = limiter instanceof DistributedPacer ? [limiter] : limiter._leaves
+      if (pacers.length === 0) return null // a composite of no pacers limits nothing
       const o = await limiter.rateLimit(weight)
       const allowed = o.delayMs === 0
-      const w = {
-        name: limiter.key || 'pacer',
-        limit: null,
-        windowMs: null,
-        remaining: allowed ? 1 : 0,
+      const marks = limiter instanceof DistributedPacer ? [o.watermark] : o.watermarks
+      const windows = pacers.map((p, i) => ({
+        name: '',
+        limit: Math.floor(p._maxBurst),
+        windowMs: Math.ceil((p._maxBurst / p._qps) * 1000) || 1000,
+        remaining: Math.max(0, Math.floor(p._maxBurst - marks[i] - (allowed ? weight : 0))),
         resetMs: o.delayMs,
-      }
-      if (limiter instanceof DistributedPacer) {
-        w.limit = limiter._maxBurst
-        w.windowMs = Math.ceil((limiter._maxBurst / limiter._qps) * 1000) || 1000
-        w.remaining = Math.max(0, Math.floor(limiter._maxBurst - o.watermark - (allowed ? weight : 0)))
-      }
-      return outcome(key, weight, [w], allowed, o.degraded, o.delayMs, null, at)
+      }))
+      return outcome(key, weight, policyNames(windows, c.identifier), allowed, o.degraded, o.delayMs, null, at)
     }
     if (limiter instanceof SlidingWindowLimiter) {
       if (c.skipFailedRequests || c.skipSuccessfulRequests) throw noRefund()
       const d = await limiter.check(weight)
       const windows = limiter.windows.map((w, i) => ({
-        name: limiter.windows.length === 1 ? limiter.name : `${limiter.name}-${i}`,
+        name: '',
         limit: w.limit,
         windowMs: w.intervalMs,
         remaining: d.windows[i].remaining,
         resetMs: d.windows[i].retryAfterMs > 0 ? d.windows[i].retryAfterMs : w.intervalMs,
       }))
-      return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
+      return outcome(key, weight, policyNames(windows, c.identifier), d.allowed, d.degraded, d.retryAfterMs, null, at)
     }
     if (
       limiter instanceof BucketLimiter ||
@@ -539,14 +689,14 @@ class Door {
     ) {
       const d = await limiter.check(weight)
       const w = {
-        name: limiter.name,
+        name: '',
         limit: limiter.limit,
         windowMs: limiter.intervalMs,
         remaining: d.remaining,
         resetMs: d.allowed ? d.resetAfterMs : d.retryAfterMs,
       }
       const refund = d.allowed && weight > 0 && c.refunds ? () => limiter._refund(weight, d, at) : null
-      return outcome(key, weight, [w], d.allowed, d.degraded, d.retryAfterMs, refund, at)
+      return outcome(key, weight, policyNames([w], c.identifier), d.allowed, d.degraded, d.retryAfterMs, refund, at)
     }
     throw invalidConfig(
       'limiter(req) must return a Bucket/Window/Leaky/Points/SlidingWindow limiter, a DistributedPacer, a PacerComposite or null',
@@ -705,4 +855,9 @@ function describe(value) {
   return typeof value
 }
 
-module.exports = { Door, doorConfig, ipKey, counterName, escapeName }
+/** The characters of a made limiter's name (or pacer key): what its strings cost. */
+function nameLength(limiter) {
+  return limiter instanceof DistributedPacer ? limiter.key.length : limiter.name.length
+}
+
+module.exports = { Door, doorConfig, ipKey, counterName, escapeName, keyId, IDENTIFIER_WARNING, DOOR }

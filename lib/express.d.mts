@@ -1,0 +1,7 @@
+// The types of `import ... from 'sluice/express'` (lib/express.mjs): `rateLimit` is also the
+// default export. lib/express.d.ts types `require('sluice/express')`.
+import { rateLimit } from './express.js'
+
+export type { DoorLimiter, RateLimitInfo, Options, RateLimitRequestHandler } from './express.js'
+export { rateLimit, ipKeyGenerator } from './express.js'
+export default rateLimit
