@@ -11,6 +11,7 @@ import {
 } from '../lib/index.js'
 import { limitProcessor, sidekiqBackoff } from '../lib/bullmq.js'
 import { freshPrefix, redisUrl } from './helpers/stores.js'
+import { runScenario } from './helpers/bullmq-pacing.js'
 
 const url = new URL(redisUrl())
 const connection = { host: url.hostname, port: Number(url.port) }
@@ -46,6 +47,19 @@ async function until(cond: () => boolean, withinMs = 20_000) {
     if (Date.now() - start > withinMs) throw new Error('condition not met in time')
     await new Promise((r) => setTimeout(r, 20))
   }
+}
+
+/** When the delayed job `id` is due (its score in the delayed set), once it is delayed. */
+async function delayedUntil(queue: Queue, id: string): Promise<number> {
+  let state = ''
+  for (let i = 0; i < 200 && state !== 'delayed'; i++) {
+    state = await queue.getJobState(id)
+    if (state !== 'delayed') await new Promise((r) => setTimeout(r, 20))
+  }
+  expect(state).toBe('delayed')
+  const client = await queue.getBackend().client
+  const score = Number(await client.zscore(queue.toKey('delayed'), id))
+  return Math.floor(score / 0x1000)
 }
 
 describe('limitProcessor', () => {
@@ -105,7 +119,7 @@ describe('limitProcessor', () => {
     expect(await bucket.stats()).toMatchObject({ admitted: 2, refused: 12, rescheduled: 8 })
   })
 
-  it("the default backoff is Sidekiq's: 300 * overrated + rand(300) + 1 seconds", async () => {
+  it("sidekiqBackoff is Sidekiq's 300 * overrated + rand(300) + 1 seconds, a ConcurrentLimiter's default", async () => {
     for (let i = 0; i < 200; i++) {
       const ms = sidekiqBackoff(1)
       expect(ms).toBeGreaterThanOrEqual(301_000)
@@ -114,25 +128,38 @@ describe('limitProcessor', () => {
     }
     expect(sidekiqBackoff(3)).toBeGreaterThanOrEqual(901_000)
     const { store, name, queue } = await setup()
-    const bucket = new BucketLimiter(store, { name: 'full', limit: 1, interval: 'hour' })
+    const slots = new ConcurrentLimiter(store, { name: 'busy', limit: 1 })
+    const lease = await slots.tryAcquire()
+    expect(lease).not.toBeNull()
+    const w = work(
+      name,
+      limitProcessor(async () => 'never', { limiter: () => slots }),
+      1,
+    )
+    const before = Date.now()
+    await queue.add('call', {}, { jobId: 'late' })
+    const runAt = await delayedUntil(queue, 'late')
+    expect(runAt - before).toBeGreaterThanOrEqual(301_000 - 1000)
+    expect(runAt - before).toBeLessThanOrEqual(600_000 + 5000)
+    expect(w.completed.size + w.failed.size).toBe(0)
+    await lease!.release()
+  })
+
+  it('issue-24: a job refused by an hourly bucket waits for the next hour, not 5-10 minutes', async () => {
+    const { store, name, queue } = await setup()
+    const bucket = new BucketLimiter(store, { name: 'hourly', limit: 1, interval: 'hour' })
     await bucket.check()
+    const reopens = Date.now() + (await bucket.peek()).retryAfterMs
     const w = work(
       name,
       limitProcessor(async () => 'never', { limiter: () => bucket }),
       1,
     )
-    const before = Date.now()
-    await queue.add('call', {}, { jobId: 'late' })
-    let state = ''
-    for (let i = 0; i < 200 && state !== 'delayed'; i++) {
-      state = await queue.getJobState('late')
-      await new Promise((r) => setTimeout(r, 20))
-    }
-    expect(state).toBe('delayed')
-    const job = (await queue.getJob('late'))!
-    const runAt = job.timestamp + job.delay
-    expect(runAt - before).toBeGreaterThanOrEqual(301_000 - 1000)
-    expect(runAt - before).toBeLessThanOrEqual(600_000 + 5000)
+    await queue.add('call', {}, { jobId: 'hourly' })
+    // delivered 400 ms ahead of its slot (the lead), the slot being when the bucket reopens
+    const runAt = await delayedUntil(queue, 'hourly')
+    expect(runAt).toBeGreaterThanOrEqual(reopens - 400 - 50)
+    expect(runAt).toBeLessThanOrEqual(reopens - 400 + 1000)
     expect(w.completed.size + w.failed.size).toBe(0)
   })
 
@@ -225,6 +252,82 @@ describe('limitProcessor', () => {
     expect(ran).toBeLessThanOrEqual(200 - (await tight.peek()).remaining)
     expect([...w.failed.values()].every((e) => e === 'OverLimitError')).toBe(true)
   })
+
+  it('issue-24: with the defaults a pacer job holds its own slot: none fails, data and opts unchanged, charged once', async () => {
+    const { store, name, queue } = await setup()
+    const pacer = new DistributedPacer(store, { key: 'own-slot', qps: 5 })
+    const ranAt: number[] = []
+    const w = work(
+      name,
+      limitProcessor(
+        async () => {
+          ranAt.push(Date.now())
+        },
+        { limiter: () => pacer },
+      ),
+      8,
+    )
+    const jobs = await queue.addBulk(
+      Array.from({ length: 8 }, (_, i) => ({
+        name: 'job',
+        data: { i, deep: { x: [i] } },
+        opts: { jobId: `o${i}`, attempts: 2 },
+      })),
+    )
+    await until(() => w.completed.size + w.failed.size === 8)
+    expect(w.failed.size).toBe(0)
+    ranAt.sort((a, b) => a - b)
+    // one slot per job at 5 per second: 7 gaps of 200 ms (charged twice, it would be 14)
+    const span = ranAt[7] - ranAt[0]
+    expect(span).toBeGreaterThanOrEqual(7 * 200 - 50)
+    expect(span).toBeLessThan(7 * 200 * 1.5)
+    for (const job of jobs) {
+      const stored = (await queue.getJob(job.id!))!
+      expect(stored.data).toEqual(job.data)
+      expect(stored.opts).toEqual(job.opts)
+    }
+  })
+
+  it('issue-24: reschedule 0 reserves nothing: a pacer job over the limit fails at once', async () => {
+    const { store, name, queue } = await setup()
+    const pacer = new DistributedPacer(store, { key: 'strict', qps: 0.01 })
+    const w = work(
+      name,
+      limitProcessor(async () => 'ok', { limiter: () => pacer, reschedule: 0 }),
+      3,
+    )
+    await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'job', data: { i }, opts: { jobId: `s${i}` } })))
+    await until(() => w.completed.size + w.failed.size === 3)
+    expect(w.completed.size).toBe(1)
+    expect([...w.failed.values()]).toEqual(['OverLimitError', 'OverLimitError'])
+  })
+
+  // issue 24: the scenario of scripts/bullmq-pacing.js (200 jobs at 10/s there), smaller: 60
+  // jobs at 20 per second on 3 worker processes, limitProcessor with its defaults
+  for (const kind of ['pacer', 'bucket', 'window', 'leaky', 'sliding'] as const) {
+    it(`issue-24-defaults-${kind}: 60 jobs at 20/s on 3 processes, none failed, at the limit, never over it`, async () => {
+      const limit = 20
+      const r = await runScenario({ url: redisUrl(), kind, jobs: 60, limit, processes: 3, timeoutMs: 25_000 })
+      const summary = JSON.stringify({ ...r, starts: undefined })
+      expect(r.failed, summary).toBe(0)
+      expect(r.completed, summary).toBe(60)
+      expect(r.pids, summary).toBeGreaterThan(1)
+      // at least 90 % of the limit (charged twice, a reservation would halve it)
+      expect(r.rate, summary).toBeGreaterThanOrEqual(0.9 * limit)
+      // per calendar second: the limit, plus a leaky limiter's burst (its limit) in the first.
+      // A start follows its admission (or its slot) by a few ms, more on a loaded machine, so
+      // a second may also hold a job admitted in the last ms of the second before: at most 2
+      // such starts, in at most 2 seconds (the 200-job runs of scripts/bullmq-pacing.js, in
+      // the README, count them exactly)
+      const burst = kind === 'leaky' ? limit : 0
+      expect(r.maxCalendar, summary).toBeLessThanOrEqual(limit + burst + 2)
+      expect(r.overCalendar, summary).toBeLessThanOrEqual(kind === 'leaky' ? 3 : 2)
+      // a pacer's or leaky limiter's job is never refused (it reserves); a counter's job is
+      // refused once, rarely twice: far from the 20 reschedules allowed
+      if (kind === 'pacer' || kind === 'leaky') expect(r.counted, summary).toBe(0)
+      else expect(r.counted, summary).toBeLessThanOrEqual(3)
+    }, 60_000)
+  }
 
   it('bad options throw ERR_INVALID_CONFIG at setup', () => {
     const ok = async () => 1

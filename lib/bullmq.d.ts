@@ -29,11 +29,25 @@ export type JobLimiter =
 export interface LimitProcessorOptions<T = any> {
   /** The limiter of a job (a per-tenant limiter keyed by job.data, a limiter shared by several queues...), or null. */
   limiter: (job: Job<T>) => JobLimiter | Promise<JobLimiter>
-  /** Moves to delayed before the job fails with OverLimitError (default 20; 0: never). */
+  /**
+   * Refusals by the limiter that move the job back to delayed before it fails with
+   * OverLimitError (default 20; 0: the first refusal fails it, and no slot is reserved). A
+   * move that only waits for a slot the job already holds is not counted.
+   */
   reschedule?: number
-  /** ms until the job runs again; default Sidekiq's `300 * overrated + rand(300) + 1` s, or a pacer's own delay. */
+  /**
+   * ms until a refused job runs again, `overrated` counting from 1; each such move counts.
+   * Default: a slot of its own (a pacer's `pace()`, a Leaky/Points reservation, or for a
+   * Bucket, Window or SlidingWindow limiter a slot of its reschedule queue at the limiter's
+   * rate from when it reopens); Sidekiq's `300 * overrated + rand(300) + 1` s for a
+   * ConcurrentLimiter (`sidekiqBackoff`).
+   */
   backoff?: (job: Job<T>, overrated: number, err: OverLimitError) => number | Promise<number>
-  /** Wait this long for capacity before rescheduling (default 0: never hold a worker slot waiting). */
+  /**
+   * Wait this long for capacity before rescheduling (default 0: never hold a worker slot
+   * waiting for capacity). A job waiting for a slot it holds is delivered up to 4 slots'
+   * spacing (at most 400 ms) early and waits for it in the worker, so it starts on time.
+   */
   maxWaitMs?: number
   /**
    * Bucket and Window limiters of 100 or more per window: take admissions ahead, 1 % of the
@@ -44,15 +58,16 @@ export interface LimitProcessorOptions<T = any> {
 
 /**
  * Wraps a BullMQ processor: admitted jobs run (a concurrent lease held and extended for the
- * whole run); over the limit, the job goes back to delayed without spending an attempt, at
- * most `reschedule` times, then fails with OverLimitError.
+ * whole run); over the limit, the job goes back to delayed without spending an attempt, for a
+ * slot of its own (or `backoff` ms), and after `reschedule` refusals fails with
+ * OverLimitError. Its state lives in a field of its BullMQ hash; `data` and `opts` are kept.
  */
 export declare function limitProcessor<T = any, R = any, N extends string = string>(
   processor: Processor<T, R, N>,
   options: LimitProcessorOptions<T>,
 ): Processor<T, R, N>
 
-/** Sidekiq Enterprise's limiter backoff in ms, `overrated` counting from 1. */
+/** Sidekiq Enterprise's limiter backoff in ms, `overrated` counting from 1 (a ConcurrentLimiter's default). */
 export declare function sidekiqBackoff(overrated: number): number
 
 /**

@@ -33,13 +33,27 @@ function loadBullmq() {
 
 /**
  * Sidekiq Enterprise's limiter backoff, in ms: `300 * overrated + rand(300) + 1` seconds,
- * `overrated` counting from 1 at the first reschedule.
+ * `overrated` counting from 1 at the first reschedule. The default for a ConcurrentLimiter
+ * (whose slots free up at no known time); pass it as `backoff` to get it for any limiter.
  */
 function sidekiqBackoff(overrated) {
   return (300 * overrated + Math.floor(Math.random() * 300) + 1) * 1000
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+/** Longest single timer (setTimeout overflows above 2^31 - 1 ms): longer sleeps are chained. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+function sleep(ms) {
+  const end = Date.now() + ms
+  return new Promise((resolve) => {
+    const step = () => {
+      const left = end - Date.now()
+      if (left <= 0) resolve()
+      else setTimeout(step, Math.min(left, MAX_TIMER_MS))
+    }
+    step()
+  })
+}
 
 const isRateLimiter = (l) =>
   l instanceof BucketLimiter ||
@@ -48,6 +62,66 @@ const isRateLimiter = (l) =>
   l instanceof PointsLimiter ||
   l instanceof SlidingWindowLimiter
 const isPacer = (l) => l instanceof DistributedPacer || l instanceof PacerComposite
+/** Limiters that charge a later slot now (`check` with a wait): Leaky and Points. */
+const reservesSlots = (l) => l instanceof LeakyLimiter || l instanceof PointsLimiter
+const nameOf = (l) => l.name || l.key || 'composite'
+
+/** A reservation as far ahead as a wait may be (10 years), µs. */
+const MAX_WAIT_US = MAX_MS * 1000
+/** A pacer's qps is at most this (its own validation). */
+const MAX_QPS = 1e9
+
+/** A rate limiter's sustained rate, per second (the slowest window of a sliding limiter). */
+function rateOf(limiter) {
+  if (limiter instanceof SlidingWindowLimiter) {
+    return Math.min(...limiter.windows.map((w) => (w.limit * 1000) / w.intervalMs))
+  }
+  return (limiter.limit * 1000) / limiter.intervalMs
+}
+
+/** The time between two slots of a rate limiter or pacer at its sustained rate, ms. */
+function spacingMs(limiter) {
+  if (limiter instanceof DistributedPacer) return 1000 / limiter._qps
+  if (limiter instanceof PacerComposite) return Math.max(0, ...limiter._leaves.map((p) => 1000 / p._qps))
+  return 1000 / rateOf(limiter)
+}
+
+/**
+ * A delayed BullMQ job starts up to a few hundred ms after its time (a worker's BZPOPMIN times
+ * out on the Redis clock tick, 100 ms at Redis's default hz 10, and busy workers fetch later),
+ * so jobs that start at reserved slots would bunch (measured: 11-13 starts in a second at
+ * 10/s). A job that waits for a slot is delivered this much early and waits for the slot
+ * itself: four slots' spacing, at most SLOT_LEAD_MS, so that on average about four worker
+ * slots per limiter are held waiting, whatever the rate.
+ */
+const SLOT_LEAD_MS = 400
+const leadOf = (limiter) => Math.min(SLOT_LEAD_MS, 4 * spacingMs(limiter))
+
+/**
+ * The reschedule queue of a rate limiter that cannot reserve a later slot itself (Bucket,
+ * Window, SlidingWindow; Leaky and Points when a block refuses them): a pacer at the
+ * limiter's sustained rate, on its own key in the same store
+ * (`pacer:{sluice/bullmq:<kind>:<name>}`), that hands each refused job a slot of its own,
+ * none before the limiter reopens. Its decisions are not counted in statistics: the limiter
+ * counts its own decisions, and its reschedules.
+ */
+class SlotQueue extends DistributedPacer {
+  _count() {}
+}
+
+/**
+ * A slot for a job the limiter refused with `retryAfterMs`, as ms from now: the queue is
+ * first blocked until the limiter reopens (a queue already reaching past that is kept), so
+ * the slots of jobs refused together follow one another at the limiter's rate from there.
+ */
+async function slotAfter(limiter, retryAfterMs) {
+  const queue = new SlotQueue(limiter._store, {
+    key: `sluice/bullmq:${limiter._statsKind}:${limiter.name}`,
+    qps: Math.min(MAX_QPS, rateOf(limiter)),
+  })
+  await queue.block(Math.min(MAX_MS, Math.max(1, Math.ceil(retryAfterMs))))
+  return (await queue.pace()).delayMs
+}
 
 /**
  * Admissions taken ahead, per Bucket or Window limiter and process: a job that finds one runs
@@ -132,10 +206,11 @@ async function admit(limiter, maxWaitMs, prefetch) {
 }
 
 /**
- * A pacer that may wait: a slot in its queue (FIFO over every process, exactly `qps`) when
- * the queue's tail is within `maxWaitMs`; 0 once the slot has come, or the ms to retry after.
- * The probe (weight 0) charges nothing, so a job that will not wait reserves no slot; a
- * slot pushed past `maxWaitMs` by a concurrent caller in between is given up.
+ * A pacer that may wait but reserves no slot it will not wait for (a job rescheduled by a
+ * user's `backoff`): a slot in its queue (FIFO over every process, exactly `qps`) when the
+ * queue's tail is within `maxWaitMs`; 0 once the slot has come, or the ms to retry after.
+ * The probe (weight 0) charges nothing; a slot pushed past `maxWaitMs` by a concurrent
+ * caller in between is given up.
  */
 async function paced(pacer, maxWaitMs) {
   const probe = await pacer.rateLimit(0)
@@ -144,6 +219,17 @@ async function paced(pacer, maxWaitMs) {
   if (slot.delayMs > maxWaitMs) return slot.delayMs
   if (slot.delayMs > 0) await sleep(slot.delayMs)
   return 0
+}
+
+/**
+ * A slot charged to the job now, for later: `pace()` of a pacer, a reservation of a Leaky or
+ * Points limiter. Resolves with the ms until the slot, or -ms to retry after when refused
+ * (a Leaky or Points limiter under `block()`).
+ */
+async function reserve(limiter) {
+  if (isPacer(limiter)) return (await limiter.pace()).delayMs
+  const d = await limiter._call(1, MAX_WAIT_US, true)
+  return d.allowed ? d.retryAfterMs : -Math.max(1, d.retryAfterMs)
 }
 
 /** Counts a reschedule in the statistics of `limiter` (each member of a composite). */
@@ -180,24 +266,75 @@ async function holding(limiter, held, fn) {
 }
 
 /**
- * How many times the job was moved back to delayed so far: its runs, minus the one under
- * way, its failed attempts and its stalls (BullMQ counts a run in `attemptsStarted` each
- * time the job becomes active, and a delay spends no attempt).
+ * A job's reschedule state lives in its own BullMQ hash, in this field (JSON), so it survives
+ * with the job and is deleted with it; `data` and `opts` are never touched. `c`: moves counted
+ * toward `reschedule` so far; `r`: the run (`attemptsStarted`) the rest is for, so a retry,
+ * a stalled restart or a later run never reuses it; `at`: the slot's time (ms); `h`: the slot
+ * is already charged (a pacer's or a Leaky/Points reservation: the run must not charge again);
+ * `b`: the run already waited once for its limiter to reopen.
  */
-function reschedules(job) {
-  const n = (job.attemptsStarted || 0) - 1 - (job.attemptsMade || 0) - (job.stalledCounter || 0)
-  return Math.max(0, n)
+const MARK = 'sluice:reschedule'
+/** Writes the field only while the job exists (an obliterated job leaves nothing behind). */
+const SET_MARK =
+  "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return -1"
+
+/** The Redis client of the worker running `job` (BullMQ 6: its backend's). */
+function clientOf(job) {
+  const q = job.queue
+  const backend = q && typeof q.getBackend === 'function' ? q.getBackend() : q
+  if (!backend || !backend.client || typeof q.toKey !== 'function') {
+    throw new SluiceError('ERR_INVALID_CONFIG', 'sluice/bullmq needs a Redis-backed BullMQ Worker (bullmq 6)')
+  }
+  return backend.client
+}
+
+const count = (v) => (Number.isSafeInteger(v) && v >= 0 ? v : 0)
+
+/** The job's reschedule state, or null for a job never rescheduled by sluice (no read for a first run). */
+async function readMark(job) {
+  if (!((job.attemptsStarted || 0) > 1)) return null
+  const client = await clientOf(job)
+  const raw = await client.hget(job.queue.toKey(job.id), MARK)
+  if (typeof raw !== 'string') return null
+  let m
+  try {
+    m = JSON.parse(raw)
+  } catch {
+    return null
+  }
+  if (m === null || typeof m !== 'object') return null
+  return { c: count(m.c), r: count(m.r), at: Number.isFinite(m.at) ? m.at : 0, h: m.h === 1, b: m.b === 1 }
+}
+
+/**
+ * Moves `job` back to delayed (no attempt spent) until `at`, or `leadMs` before it to wait
+ * for its slot itself, its state written first for the run that comes back; counts the
+ * reschedule in `chosen`'s statistics.
+ */
+async function moveUntil(job, token, chosen, at, leadMs, mark) {
+  const client = await clientOf(job)
+  const slot = Math.ceil(at)
+  const state = { c: mark.c, r: (job.attemptsStarted || 0) + 1, at: slot, h: mark.h ? 1 : 0, b: mark.b ? 1 : 0 }
+  await client.eval(SET_MARK, 1, job.queue.toKey(job.id), MARK, JSON.stringify(state))
+  await job.moveToDelayed(slot - leadMs, token)
+  countRescheduled(chosen)
 }
 
 /**
  * Wraps a BullMQ processor: `limiter(job)` names the limiter of a job (a Bucket, Window,
  * Leaky, Points or SlidingWindow limiter, a DistributedPacer or PacerComposite, a
  * ConcurrentLimiter), or null for none. Admitted: the job runs (a concurrent lease is held
- * for the whole run, extended while it runs, released in every outcome). Over the limit for
- * longer than `maxWaitMs` (default 0): the job goes back to delayed without spending an
- * attempt, `backoff(job, overrated, err)` ms later (default Sidekiq's, or a pacer's own
- * delay), at most `reschedule` times (default 20; 0: never); then it fails with
- * OverLimitError and BullMQ's attempts take over.
+ * for the whole run, extended while it runs, released in every outcome).
+ *
+ * Not admitted within `maxWaitMs` (default 0), the job goes back to delayed without spending
+ * an attempt, for a slot of its own (unless `backoff` is given or `reschedule` is 0): a
+ * pacer's `pace()` or a Leaky/Points reservation (charged now, run at its time, never charged
+ * twice), or for a Bucket, Window or SlidingWindow limiter a slot from its reschedule queue
+ * (the limiter's rate, from when it reopens). A move that only waits for a slot the job
+ * already holds is not counted; a refusal by the limiter is, and past `reschedule` of them
+ * (default 20; 0: the first refusal fails) the job fails with OverLimitError and BullMQ's
+ * attempts take over. With `backoff(job, overrated, err)`, a refused job runs again that many
+ * ms later instead (each such move counted); a ConcurrentLimiter's default is Sidekiq's.
  */
 function limitProcessor(processor, options) {
   if (typeof processor !== 'function') throw invalidConfig('processor must be a function')
@@ -220,6 +357,8 @@ function limitProcessor(processor, options) {
     throw invalidConfig(`maxWaitMs must be an integer in [0, ${MAX_MS}]`)
   }
   const { DelayedError } = loadBullmq()
+  // refused jobs get a slot of their own, unless the user chose the delay or no reschedules
+  const reserving = reschedule > 0 && backoff === undefined
   // Bucket and Window limiters of 100 or more per window take admissions ahead (see Prefetch)
   const prefetches = new WeakMap()
   const prefetchOf = (l) => {
@@ -229,10 +368,17 @@ function limitProcessor(processor, options) {
     return p
   }
 
-  /** Over the limit: back to delayed (no attempt spent), or OverLimitError past `reschedule`. */
-  async function overLimit(job, token, chosen, retryAfterMs) {
-    const name = chosen.name || chosen.key || 'composite'
-    const overrated = reschedules(job) + 1
+  /** Back to delayed until `at` to wait for a slot the job holds: not counted. */
+  async function waitForSlot(job, token, chosen, at, mark) {
+    await moveUntil(job, token, chosen, at, leadOf(chosen), mark)
+    const ms = Math.max(0, Math.ceil(at - Date.now()))
+    throw new DelayedError(`job ${job.id} waits ${ms} ms for its slot of ${nameOf(chosen)}`)
+  }
+
+  /** Refused by the limiter: back to delayed (counted), or OverLimitError past `reschedule`. */
+  async function overLimit(job, token, chosen, retryAfterMs, counted) {
+    const name = nameOf(chosen)
+    const overrated = counted + 1
     const err = new OverLimitError(`job ${job.id} is over the limit of ${name}`, { limiter: name, retryAfterMs })
     if (overrated > reschedule) {
       err.message = `job ${job.id} is over the limit of ${name} after ${reschedule} reschedules`
@@ -240,29 +386,75 @@ function limitProcessor(processor, options) {
     }
     let delayMs
     if (backoff) delayMs = await backoff(job, overrated, err)
-    else delayMs = isPacer(chosen) ? retryAfterMs : sidekiqBackoff(overrated)
+    else if (chosen instanceof ConcurrentLimiter) delayMs = sidekiqBackoff(overrated)
+    else if (isPacer(chosen)) delayMs = retryAfterMs
+    else delayMs = await slotAfter(chosen, retryAfterMs)
     if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {
       throw invalidConfig(`backoff must return ms >= 0, got ${String(delayMs)}`)
     }
-    await job.moveToDelayed(Date.now() + Math.ceil(delayMs), token)
-    countRescheduled(chosen)
+    // a slot from the reschedule queue is waited for as any slot; a backoff is not a slot
+    const leadMs = backoff || chosen instanceof ConcurrentLimiter ? 0 : Math.min(leadOf(chosen), delayMs)
+    await moveUntil(job, token, chosen, Date.now() + delayMs, leadMs, { c: overrated, h: false, b: false })
     throw new DelayedError(err.message)
+  }
+
+  /**
+   * Runs the job once its slot, `delayMs` away and already charged, has come: waits for it
+   * here when it is within `maxWaitMs` or the lead, else in delayed.
+   */
+  async function atSlot(job, token, chosen, delayMs, counted) {
+    if (delayMs > Math.max(maxWaitMs, leadOf(chosen))) {
+      return waitForSlot(job, token, chosen, Date.now() + delayMs, { c: counted, h: true })
+    }
+    if (delayMs > 0) await sleep(delayMs)
+    return processor(job, token)
   }
 
   return async function limitedProcessor(job, token) {
     const chosen = await limiter(job)
     if (chosen === null || chosen === undefined) return processor(job, token)
-    if (chosen instanceof ConcurrentLimiter) {
-      const held = await lease(chosen, maxWaitMs)
-      if (held === null) return overLimit(job, token, chosen, 0)
-      return holding(chosen, held, () => processor(job, token))
-    }
-    if (!isRateLimiter(chosen) && !isPacer(chosen)) {
+    const concurrent = chosen instanceof ConcurrentLimiter
+    if (!concurrent && !isRateLimiter(chosen) && !isPacer(chosen)) {
       throw invalidConfig('limiter(job) must return a sluice limiter, a pacer, a composite, or null')
     }
-    const retryAfterMs = await admit(chosen, maxWaitMs, prefetchOf(chosen))
-    if (retryAfterMs > 0) return overLimit(job, token, chosen, retryAfterMs)
-    return processor(job, token)
+    const mark = await readMark(job)
+    const counted = mark === null ? 0 : mark.c
+    // the state written for this very run (a slot it holds), if any
+    const held = mark !== null && mark.r === job.attemptsStarted ? mark : null
+    if (concurrent) {
+      const got = await lease(chosen, maxWaitMs)
+      if (got === null) return overLimit(job, token, chosen, 0, counted)
+      return holding(chosen, got, () => processor(job, token))
+    }
+    // a slot charged for this run: it runs at its time, and is never charged twice
+    if (held !== null && held.h) return atSlot(job, token, chosen, Math.max(0, held.at - Date.now()), counted)
+    if (reserving && (isPacer(chosen) || reservesSlots(chosen))) {
+      const delayMs = await reserve(chosen)
+      if (delayMs >= 0) return atSlot(job, token, chosen, delayMs, counted)
+      return overLimit(job, token, chosen, -delayMs, counted)
+    }
+    let bounced = false
+    if (held !== null) {
+      // a slot of the reschedule queue: the job was delivered up to the lead early
+      const early = held.at - Date.now()
+      if (early > Math.max(maxWaitMs, leadOf(chosen))) return waitForSlot(job, token, chosen, held.at, held)
+      if (early > 0) await sleep(early)
+      bounced = held.b
+    }
+    for (;;) {
+      const retryAfterMs = await admit(chosen, maxWaitMs, prefetchOf(chosen))
+      if (retryAfterMs === 0) return processor(job, token)
+      // a job at its slot whose limiter reopens sooner than the next slot (its window began
+      // a little late): it waits for that, once, without losing its turn
+      if (!reserving || held === null || bounced || retryAfterMs > spacingMs(chosen)) {
+        return overLimit(job, token, chosen, retryAfterMs, counted)
+      }
+      bounced = true
+      if (retryAfterMs > leadOf(chosen)) {
+        return waitForSlot(job, token, chosen, Date.now() + retryAfterMs, { c: counted, h: false, b: true })
+      }
+      await sleep(retryAfterMs)
+    }
   }
 }
 
