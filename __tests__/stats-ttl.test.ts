@@ -8,6 +8,14 @@ import { DistributedPacer, RedisStore, WindowLimiter, ConcurrentLimiter } from '
 import { clusterNodes, freshPrefix, keysUnder, rawClient, redisUrl } from './helpers/stores.js'
 import type { Cluster, Redis } from 'ioredis'
 
+/** The store's internals these tests look at. */
+interface Internals {
+  _flushStats(): Promise<void>
+  _statsKey(kind: string, name: string): string
+  _registryKeys(): string[]
+}
+const internal = (store: RedisStore) => store as unknown as Internals
+
 describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) => {
   const connect = (keyPrefix: string, statsFlushMs: number) =>
     RedisStore.connect({
@@ -31,7 +39,7 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
       await hour.check()
       const lease = await new ConcurrentLimiter(store, { name: 'c', limit: 2, lockTimeoutMs: 30_000 }).acquire()
       await lease.release()
-      await store._flushStats()
+      await internal(store)._flushStats()
       const statsKeys = (await keysUnder(raw, prefix)).filter((k) => k.startsWith(`${prefix}:stats:`))
       expect(statsKeys.length).toBe(502)
       for (const k of statsKeys) {
@@ -60,10 +68,10 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
     const store = await connect(prefix, 100)
     try {
       const l = new WindowLimiter(store, { name: 'busy', limit: 1000, interval: 'second' })
-      const key = store._statsKey('window', 'busy')
+      const key = internal(store)._statsKey('window', 'busy')
       for (let i = 0; i < 4; i++) {
         await l.check()
-        await store._flushStats()
+        await internal(store)._flushStats()
         const ttl = await raw.pttl(key)
         expect(ttl).toBeGreaterThan(500)
         await new Promise((r) => setTimeout(r, 300)) // past a third of its TTL
@@ -80,21 +88,21 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
     try {
       const first = new DistributedPacer(store, { key: 'the-oldest', qps: 1000 })
       await first.rateLimit()
-      await store._flushStats()
-      expect(await raw.exists(store._statsKey('pacer', 'the-oldest'))).toBe(1)
+      await internal(store)._flushStats()
+      expect(await raw.exists(internal(store)._statsKey('pacer', 'the-oldest'))).toBe(1)
       for (let from = 0; from < 10_000; from += 1000) {
         await Promise.all(
           Array.from({ length: 1000 }, (_, i) =>
             new DistributedPacer(store, { key: `p${from + i}`, qps: 1000, maxBurst: 1 }).rateLimit(),
           ),
         )
-        await store._flushStats() // (the process's own book forgets its oldest tenth when full)
+        await internal(store)._flushStats() // (the process's own book forgets its oldest tenth when full)
       }
-      const [zset] = store._registryKeys()
+      const [zset] = internal(store)._registryKeys()
       expect(await raw.zcard(zset)).toBe(10_000)
       expect(await raw.zscore(zset, 'pacer:the-oldest')).toBeNull()
-      expect(await raw.exists(store._statsKey('pacer', 'the-oldest'))).toBe(0)
-      expect(await raw.exists(store._statsKey('pacer', 'p9999'))).toBe(1)
+      expect(await raw.exists(internal(store)._statsKey('pacer', 'the-oldest'))).toBe(0)
+      expect(await raw.exists(internal(store)._statsKey('pacer', 'p9999'))).toBe(1)
     } finally {
       await store.close()
     }
@@ -120,24 +128,24 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-wrongtype on %s', (
     const prefix = freshPrefix()
     const store = await connect(prefix)
     try {
-      await raw.set(store._statsKey('pacer', 'bad'), 'not a hash', 'PX', 60_000)
-      const [zset] = store._registryKeys()
+      await raw.set(internal(store)._statsKey('pacer', 'bad'), 'not a hash', 'PX', 60_000)
+      const [zset] = internal(store)._registryKeys()
       await raw.set(zset, 'not a sorted set', 'PX', 60_000)
       const good = new DistributedPacer(store, { key: 'good', qps: 1000, maxBurst: 10 })
       const bad = new DistributedPacer(store, { key: 'bad', qps: 1000, maxBurst: 10 })
       await good.rateLimit()
       await bad.rateLimit()
       await bad.rateLimit()
-      for (let i = 0; i < 3; i++) await store._flushStats()
-      expect(await raw.hget(store._statsKey('pacer', 'good'), 'admitted')).toBe('1')
-      expect(await raw.get(store._statsKey('pacer', 'bad'))).toBe('not a hash')
+      for (let i = 0; i < 3; i++) await internal(store)._flushStats()
+      expect(await raw.hget(internal(store)._statsKey('pacer', 'good'), 'admitted')).toBe('1')
+      expect(await raw.get(internal(store)._statsKey('pacer', 'bad'))).toBe('not a hash')
       expect(store.statsDropped).toBe(2)
       expect((await good.stats()).admitted).toBe(1)
       await expect(bad.stats()).rejects.toMatchObject({ code: 'ERR_SCRIPT' })
       await expect(store.limiters()).rejects.toMatchObject({ code: 'ERR_SCRIPT' })
     } finally {
-      await raw.del(store._statsKey('pacer', 'bad'))
-      await raw.del(store._registryKeys()[0])
+      await raw.del(internal(store)._statsKey('pacer', 'bad'))
+      await raw.del(internal(store)._registryKeys()[0])
       await store.close()
     }
   })

@@ -214,7 +214,7 @@ describe('secrets in errors', () => {
     seen.push(util.inspect(down, { depth: Infinity }), JSON.stringify(Object.keys(down)))
     await down.close()
     for (const text of seen) expect(text).not.toContain(secret)
-    expect(seen.join(' ')).toContain('user:***@')
+    expect(seen.join(' ')).toContain('//***@')
   })
 })
 

@@ -161,24 +161,20 @@ pub const CONCURRENT_RESULT_FIELDS: usize = 9;
 /// behind, so a grant may have been missed.
 pub const WAKE_RESYNC: &str = "*";
 
-/// `url` with its password (or a lone userinfo, which Redis URLs read as a password) shown
-/// as `***`: `redis://user:***@host:port`. Every message that quotes a URL goes through it.
+/// `url` with its whole userinfo (user and password, or a lone password) shown as `***`:
+/// `redis://***@host:port`. Every message that quotes a URL goes through it.
 pub fn redact_url(url: &str) -> String {
   let Some(scheme_end) = url.find("://") else {
     return if url.contains('@') { "***".into() } else { url.to_owned() };
   };
   let rest = &url[scheme_end + 3..];
-  let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-  let authority = &rest[..authority_end];
-  let Some(at) = authority.rfind('@') else {
+  // the whole userinfo, up to the last '@' anywhere: a user name may carry a secret too, and a
+  // password written unescaped may hold '@', ':', '/', '?' or '#' (a Redis URL has no '@' after
+  // its host, so nothing of the host or path is hidden)
+  let Some(at) = rest.rfind('@') else {
     return url.to_owned();
   };
-  let userinfo = &authority[..at];
-  let shown = match userinfo.find(':') {
-    Some(colon) => format!("{}:***", &userinfo[..colon]),
-    None => "***".to_owned(),
-  };
-  format!("{}{}@{}", &url[..scheme_end + 3], shown, &rest[at + 1..])
+  format!("{}***@{}", &url[..scheme_end + 3], &rest[at + 1..])
 }
 
 /// `text` with every occurrence of `url`'s secret replaced by `***` (for messages of
@@ -187,11 +183,11 @@ fn redact_in(text: &str, url: &str) -> String {
   let secret = url
     .split("://")
     .nth(1)
-    .and_then(|rest| rest.split(['/', '?', '#']).next())
-    .and_then(|authority| authority.rfind('@').map(|at| &authority[..at]))
-    .map(|userinfo| userinfo.split_once(':').map_or(userinfo, |(_, password)| password));
+    .and_then(|rest| rest.rfind('@').map(|at| &rest[..at]))
+    .map(|userinfo| (userinfo, userinfo.split_once(':').map_or(userinfo, |(_, password)| password)));
   match secret {
-    Some(secret) if !secret.is_empty() => text.replace(secret, "***"),
+    Some((userinfo, password)) if !password.is_empty() => text.replace(userinfo, "***").replace(password, "***"),
+    Some((userinfo, _)) if !userinfo.is_empty() => text.replace(userinfo, "***"),
     _ => text.to_owned(),
   }
 }
@@ -231,9 +227,44 @@ fn redirectable() -> fred::types::config::Options {
 }
 
 /// Maps a fred error onto our kinds.
+/// fred's text for an I/O failure is Rust debug output (`Os { code: 111, kind:
+/// ConnectionRefused, message: "Connection refused" }`): the sentence inside it, when there is
+/// one, with the OS code (`Connection refused (os error 111)`); any other text as it is.
+pub fn readable(details: &str) -> String {
+  let Some(start) = details.find("Os { code: ") else {
+    return details.to_owned();
+  };
+  let rest = &details[start + "Os { code: ".len()..];
+  let code: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+  let message = rest.find("message: \"").map(|m| &rest[m + "message: \"".len()..]).and_then(|m| m.split('"').next());
+  let end = details[start..].find('}').map_or(details.len(), |e| start + e + 1);
+  match message {
+    Some(message) if !message.is_empty() => {
+      format!("{}{message} (os error {code}){}", &details[..start], &details[end..])
+    }
+    _ => details.to_owned(),
+  }
+}
+
+/// Whether nothing listens at any of `servers` (every connection attempt refused at once),
+/// within `within`: a store that may start down need not wait out its connect timeout then.
+async fn all_refused(servers: &[(String, u16)], within: Duration) -> bool {
+  if servers.is_empty() {
+    return false;
+  }
+  for (host, port) in servers {
+    match tokio::time::timeout(within, tokio::net::TcpStream::connect((host.as_str(), *port))).await {
+      Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+      _ => return false,
+    }
+  }
+  true
+}
+
 fn store_error(e: fred::error::Error) -> Error {
   use fred::error::ErrorKind as K;
-  let details = e.details();
+  let details = readable(e.details());
+  let details = details.as_str();
   let kind = match e.kind() {
     K::Timeout => ErrorKind::Timeout,
     K::Config | K::Url => ErrorKind::InvalidConfig,
@@ -282,6 +313,7 @@ impl RedisStore {
     // start_down: a first connection that fails is retried by the reconnect policy
     config.fail_fast = !options.start_down;
     let cluster = config.server.is_clustered();
+    let servers: Vec<(String, u16)> = config.server.hosts().iter().map(|s| (s.host.to_string(), s.port)).collect();
     let mut builder = Builder::from_config(config);
     builder
       .with_connection_config(|c| {
@@ -303,13 +335,32 @@ impl RedisStore {
     let pool = builder.build_pool(options.pool_size).map_err(store_error)?;
     let subscriber = builder.build_subscriber_client().map_err(store_error)?;
     let mut started_up = true;
-    match tokio::time::timeout(options.connect_timeout, pool.init()).await {
-      Ok(Ok(_)) => {}
+    let init = tokio::time::timeout(options.connect_timeout, pool.init());
+    let outcome = if options.start_down {
+      // a store that may start down answers as soon as every server refuses the connection,
+      // not after its connect timeout (the pool goes on dialling in the background)
+      tokio::pin!(init);
+      let refused = async {
+        if all_refused(&servers, options.connect_timeout).await {
+          return;
+        }
+        std::future::pending::<()>().await
+      };
+      tokio::select! {
+        outcome = &mut init => Some(outcome),
+        _ = refused => None,
+      }
+    } else {
+      Some(init.await)
+    };
+    match outcome {
+      Some(Ok(Ok(_))) => {}
       // the connection tasks go on dialling in the background (fail_fast is off)
       _ if options.start_down => started_up = false,
-      outcome => {
+      None => started_up = false,
+      Some(outcome) => {
         let message = match outcome {
-          Ok(Err(e)) => format!("cannot connect to Redis: {}", e.details()),
+          Ok(Err(e)) => format!("cannot connect to Redis: {}", readable(e.details())),
           _ => format!("cannot connect to Redis within {} ms", options.connect_timeout.as_millis()),
         };
         // Stop the reconnection tasks; quitting a client that never connected may not
@@ -949,19 +1000,40 @@ impl RedisStore {
 }
 
 #[cfg(test)]
+mod readable_tests {
+  use super::readable;
+
+  #[test]
+  fn issue_24_io_errors_read_as_sentences() {
+    assert_eq!(
+      readable(r#"IO Error: Os { code: 111, kind: ConnectionRefused, message: "Connection refused" }"#),
+      "IO Error: Connection refused (os error 111)"
+    );
+    assert_eq!(readable("Request timed out."), "Request timed out.");
+    assert_eq!(readable("Os { code: 5 }"), "Os { code: 5 }");
+  }
+}
+
+#[cfg(test)]
 mod tests {
   use super::*;
 
   #[test]
   fn urls_are_shown_without_their_secret() {
-    assert_eq!(redact_url("redis://user:secret@host:notaport"), "redis://user:***@host:notaport");
-    assert_eq!(redact_url("rediss://:s3cr3t@127.0.0.1:6380/2"), "rediss://:***@127.0.0.1:6380/2");
+    assert_eq!(redact_url("redis://user:secret@host:notaport"), "redis://***@host:notaport");
+    assert_eq!(redact_url("rediss://:s3cr3t@127.0.0.1:6380/2"), "rediss://***@127.0.0.1:6380/2");
     assert_eq!(redact_url("redis://onlypass@host"), "redis://***@host");
-    assert_eq!(redact_url("redis://u:p@ss@host:1"), "redis://u:***@host:1");
+    assert_eq!(redact_url("redis://u:p@ss@host:1"), "redis://***@host:1");
     assert_eq!(redact_url("redis://host:6379"), "redis://host:6379");
-    assert_eq!(redact_url("http://u:pw@x"), "http://u:***@x");
+    assert_eq!(redact_url("http://u:pw@x"), "http://***@x");
     assert_eq!(redact_url("u:pw@x"), "***");
     assert_eq!(redact_in("bad pass: secret!", "redis://user:secret@host"), "bad pass: ***!");
+    // issue 24: a password holding '@' is masked whole, not from its last '@'
+    assert_eq!(redact_url("redis://:S3cr@tP4ss@host:6379/0"), "redis://***@host:6379/0");
+    assert_eq!(redact_url("redis://:pa/ss@host"), "redis://***@host");
+    assert_eq!(redact_url("redis://u:p?a#s/s@host:1/2"), "redis://***@host:1/2");
+    assert_eq!(redact_in("bad pa/ss", "redis://:pa/ss@host"), "bad ***");
+    assert_eq!(redact_in("auth :S3cr@tP4ss failed", "redis://:S3cr@tP4ss@host"), "auth *** failed");
     for url in ["redis://user:secret@host:notaport", "redis://user:secret@:6379", "redis://user:secret@host:99999"] {
       let options = RedisOptions { url: url.into(), ..RedisOptions::default() };
       let e = config_from(&options).unwrap_err();
