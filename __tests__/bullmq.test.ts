@@ -305,7 +305,7 @@ describe('limitProcessor', () => {
   // issue 24: the scenario of scripts/bullmq-pacing.js (200 jobs at 10/s there), smaller: 60
   // jobs at 20 per second on 3 worker processes, limitProcessor with its defaults
   for (const kind of ['pacer', 'bucket', 'window', 'leaky', 'sliding'] as const) {
-    it(`issue-24-defaults-${kind}: 60 jobs at 20/s on 3 processes, none failed, at the limit, never over it`, async () => {
+    it(`issue-24-defaults-${kind}: 60 jobs at 20/s on 3 processes, none failed, at least 90 % of the limit, starts per second within the limit + 2`, async () => {
       const limit = 20
       const r = await runScenario({ url: redisUrl(), kind, jobs: 60, limit, processes: 3, timeoutMs: 25_000 })
       const summary = JSON.stringify({ ...r, starts: undefined })
