@@ -355,3 +355,29 @@ describe('limitProcessor', () => {
     }
   })
 })
+
+describe('issue-24-bullmq-long-waits', () => {
+  it('a ConcurrentLimiter job with maxWaitMs of 30 days waits for the lease, not 1 ms (AbortSignal.timeout overflowed)', async () => {
+    const { store, name, queue } = await setup()
+    const sem = new ConcurrentLimiter(store, {
+      name: 'long',
+      limit: 1,
+      lockTimeoutMs: 60_000,
+      waitTimeoutMs: 40 * 86_400_000,
+    })
+    const held = await sem.acquire()
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.name)
+    process.on('warning', onWarning)
+    const processor = limitProcessor(async () => 'ran', { limiter: () => sem, maxWaitMs: 30 * 86_400_000 })
+    const { completed, failed } = work(name, processor, 1)
+    await queue.add('j', {})
+    await new Promise((r) => setTimeout(r, 300))
+    expect(failed.size).toBe(0)
+    expect(completed.size).toBe(0) // still waiting for the lease
+    await held!.release()
+    await until(() => completed.size === 1)
+    process.off('warning', onWarning)
+    expect(warnings).not.toContain('TimeoutOverflowWarning')
+  })
+})

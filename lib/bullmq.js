@@ -7,7 +7,8 @@
 const { OverLimitError, SluiceError, invalidConfig, invalidArgument } = require('./errors')
 const { ConcurrentLimiter } = require('./concurrent')
 const { DistributedPacer, PacerComposite } = require('./pacer')
-const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, MAX_MS } = require('./limiters')
+const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, MAX_MS, elapsedMs } = require('./limiters')
+const { longTimeout, MAX_TIMEOUT_MS } = require('./timers')
 const { SlidingWindowLimiter } = require('./windows')
 const { FairTenant } = require('./fair')
 const { EventEmitter } = require('node:events')
@@ -40,19 +41,9 @@ function sidekiqBackoff(overrated) {
   return (300 * overrated + Math.floor(Math.random() * 300) + 1) * 1000
 }
 
-/** Longest single timer (setTimeout overflows above 2^31 - 1 ms): longer sleeps are chained. */
-const MAX_TIMER_MS = 2 ** 31 - 1
-
+/** Waits `ms`, however long (setTimeout overflows above 2^31 - 1 ms: lib/timers.js chains). */
 function sleep(ms) {
-  const end = Date.now() + ms
-  return new Promise((resolve) => {
-    const step = () => {
-      const left = end - Date.now()
-      if (left <= 0) resolve()
-      else setTimeout(step, Math.min(left, MAX_TIMER_MS))
-    }
-    step()
-  })
+  return new Promise((resolve) => longTimeout(resolve, ms))
 }
 
 const isRateLimiter = (l) =>
@@ -140,7 +131,9 @@ class Prefetch {
 
   /** A unit taken ahead, if one is left in a window that lasts. */
   take() {
-    const now = Date.now()
+    // on a monotonic clock (elapsedMs): a wall-clock step must not stretch a window's units
+    // into the next window (issue 24)
+    const now = elapsedMs(this.limiter._store)
     while (this.batches.length > 0) {
       const b = this.batches[0]
       if (b.until > now && b.units > 0) {
@@ -162,7 +155,7 @@ class Prefetch {
   /** Charges `chunk` units in one call (in the background); a refusal simply adds none. */
   refill() {
     if (this.refilling !== null) return this.refilling
-    const at = Date.now()
+    const at = elapsedMs(this.limiter._store)
     this.refilling = this.limiter
       .check(this.chunk)
       .then(
@@ -244,17 +237,23 @@ function countRescheduled(limiter) {
 /** A lease within `maxWaitMs` (and the limiter's own waitTimeoutMs), or null. */
 async function lease(limiter, maxWaitMs) {
   if (maxWaitMs === 0) return limiter.tryAcquire()
+  // not AbortSignal.timeout: it overflows like setTimeout (a wait over 24.8 days ended at once)
+  const ac = new AbortController()
+  const cancel = longTimeout(() => ac.abort(new DOMException('timed out', 'TimeoutError')), maxWaitMs, { unref: true })
   try {
-    return await limiter.acquire({ signal: AbortSignal.timeout(maxWaitMs) })
+    return await limiter.acquire({ signal: ac.signal })
   } catch (err) {
     if (err instanceof SluiceError && (err.code === 'ERR_OVER_LIMIT' || err.code === 'ERR_ABORTED')) return null
     throw err
+  } finally {
+    cancel()
   }
 }
 
 /** Runs `fn` holding `held`: extended while it runs, released in every outcome. */
 async function holding(limiter, held, fn) {
-  const every = Math.max(250, Math.floor(limiter._lockTimeoutMs / 2))
+  // at most the longest timer (setInterval overflows above 2^31 - 1 ms and would fire every ms)
+  const every = Math.min(MAX_TIMEOUT_MS, Math.max(250, Math.floor(limiter._lockTimeoutMs / 2)))
   const timer = setInterval(() => held.extend().catch(() => {}), every)
   timer.unref()
   try {

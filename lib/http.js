@@ -7,7 +7,7 @@
 const { createHash } = require('node:crypto')
 const net = require('node:net')
 const { MemoryStore, RedisStore } = require('./stores')
-const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter } = require('./limiters')
+const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, elapsedMs } = require('./limiters')
 const { SlidingWindowLimiter } = require('./windows')
 const { DistributedPacer, PacerComposite } = require('./pacer')
 const { SluiceError, invalidConfig, invalidArgument } = require('./errors')
@@ -476,6 +476,15 @@ class Door {
   }
 
   /**
+   * @internal `at` (read with now(), just before a decision) on the clock refunds measure
+   * elapsed time with (`elapsedMs`: monotonic), so a refund is tied to the window the server
+   * charged even if the wall clock steps before it lands (issue 24)
+   */
+  elapsedAt(at) {
+    return elapsedMs(this.config.store) - (this.now() - at)
+  }
+
+  /**
    * @internal the limiter of a key (known by `id`, keyId's) and limit, made once. The cache
    * holds at most `cacheBytes` (the oldest entries go first). Its keys are the id, or with
    * `limit(req)`, `<limit>:<id>`: the limit's digits end at the first `:`, so no key can be
@@ -619,7 +628,8 @@ class Door {
       const w = windows[0]
       w.remaining = d.remaining
       w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
-      const refund = d.allowed && weight > 0 && c.refunds ? () => limiter._refund(weight, d, at) : null
+      const atE = this.elapsedAt(at) // the refund's clock (issue 24)
+      const refund = d.allowed && weight > 0 && c.refunds ? () => limiter._refund(weight, d, atE) : null
       return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
     }
     const limiters = limiter
@@ -632,19 +642,20 @@ class Door {
       if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
     })
     const degraded = decisions.some((d) => d.degraded)
+    const atE = this.elapsedAt(at)
     if (!allowed && weight > 0) {
       // all or nothing: the windows that admitted give their charge back
       await Promise.all(
         decisions.map((d, i) => {
           if (!d.allowed) return null
           windows[i].remaining = Math.min(windows[i].limit, d.remaining + weight)
-          return limiters[i]._refund(weight, d, at)
+          return limiters[i]._refund(weight, d, atE)
         }),
       )
     }
     const refund =
       allowed && weight > 0 && c.refunds
-        ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], at)))
+        ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], atE)))
         : null
     return outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at)
   }
@@ -695,7 +706,8 @@ class Door {
         remaining: d.remaining,
         resetMs: d.allowed ? d.resetAfterMs : d.retryAfterMs,
       }
-      const refund = d.allowed && weight > 0 && c.refunds ? () => limiter._refund(weight, d, at) : null
+      const atE = this.elapsedAt(at) // the refund's clock (issue 24)
+      const refund = d.allowed && weight > 0 && c.refunds ? () => limiter._refund(weight, d, atE) : null
       return outcome(key, weight, policyNames([w], c.identifier), d.allowed, d.degraded, d.retryAfterMs, refund, at)
     }
     throw invalidConfig(

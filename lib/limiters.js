@@ -90,6 +90,15 @@ function nowMs(store) {
   return store.clock ? store.clock.now() : Date.now()
 }
 
+/**
+ * A time to measure how long ago something happened, ms: the store's ManualClock when it has
+ * one (tests), else the process's monotonic clock (a wall-clock step, NTP or by hand, does not
+ * move it). Only differences of two readings mean anything.
+ */
+function elapsedMs(store) {
+  return store.clock ? store.clock.now() : performance.now()
+}
+
 const aborted = (signal) => new SluiceError('ERR_ABORTED', 'the operation was aborted', { cause: signal.reason })
 
 function checkSignal(signal) {
@@ -257,13 +266,16 @@ class RateLimiter {
   }
 
   /**
-   * @internal gives back `weight` charged by decision `d` of a call made at `atMs` (store
-   * clock). A counter's refund is skipped when the window charged may be over by the time
-   * it lands (it would free room in the next window): that admits less, never more.
+   * @internal gives back `weight` charged by decision `d` of a call made at `atMs`, read with
+   * `elapsedMs(store)` when the call was made. A counter's refund is skipped when the window
+   * charged may be over by the time it lands (it would free room in the next window): that
+   * admits less, never more. The window is the one the server charged: its `resetAfterMs`,
+   * against the time elapsed since on a monotonic clock, which no step of the process's
+   * wall clock moves.
    */
   _refund(weight, d, atMs) {
     if (d.degraded) return Promise.resolve(false)
-    if (this._kind !== KIND.leaky && nowMs(this._store) + REFUND_MARGIN_MS >= atMs + d.resetAfterMs) {
+    if (this._kind !== KIND.leaky && elapsedMs(this._store) + REFUND_MARGIN_MS >= atMs + d.resetAfterMs) {
       return Promise.resolve(false)
     }
     return this._call(-weight, ADJUST).then(() => true)
@@ -479,6 +491,7 @@ module.exports = {
   withinOptions,
   sleep,
   nowMs,
+  elapsedMs,
   overLimit,
   aborted,
   MAX_LIMIT,
