@@ -3,10 +3,12 @@
 // error path; no key (a pacer's, a limiter's name) is ever shown in a header; the one-window
 // doors count statistics; counter names are read one way only; two doors naming their
 // counters alike with different options warn once.
+import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import http from 'node:http'
 import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import express5 from 'express'
 import express4 from 'express4'
@@ -351,6 +353,28 @@ describe('doors: keys, names and identifiers', () => {
     expect(keyId('a'.repeat(64))).toBe('a'.repeat(64))
     expect(keyId('a'.repeat(65))).toBe(`-h${sha256('a'.repeat(65))}`)
     expect(() => keyId('a'.repeat(MiB + 1))).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARGUMENT' }))
+  })
+
+  it('issue-24-key-cache-heap: 200 distinct 100 KB keys leave under 2 MB on the heap (were 20 MB)', () => {
+    // a child with --expose-gc: the heap after a full collection, before and after the keys
+    const program = `
+      const { Door, doorConfig } = require(${JSON.stringify(join(__dirname, '..', 'lib', 'http.js'))})
+      const { MemoryStore } = require(${JSON.stringify(join(__dirname, '..', 'lib', 'index.js'))})
+      const door = new Door(doorConfig({ store: new MemoryStore(), limit: 5, windowMs: 60000, identifier: 'heap',
+        keyGenerator: (req) => req.body.email }))
+      ;(async () => {
+        global.gc(); global.gc()
+        const before = process.memoryUsage().heapUsed
+        for (let i = 0; i < 200; i++) {
+          // a key read from a parsed body, as keyGenerator: req => req.body.email
+          const body = JSON.parse(JSON.stringify({ email: 'user-' + i + '@example.com/' + 'x'.repeat(100000) }))
+          await door.decide({ body }, {})
+        }
+        global.gc(); global.gc()
+        console.log(process.memoryUsage().heapUsed - before)
+      })()`
+    const grown = Number(execFileSync(process.execPath, ['--expose-gc', '-e', program], { encoding: 'utf8' }))
+    expect(grown).toBeLessThan(2 * MiB)
   })
 
   it('issue-24-unambiguous-names: one window of a key is never a window of several of another key', async () => {
