@@ -16,18 +16,27 @@ interface Internals {
 }
 const internal = (store: RedisStore) => store as unknown as Internals
 
-describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) => {
-  const connect = (keyPrefix: string, statsFlushMs: number) =>
-    RedisStore.connect({
-      keyPrefix,
-      statsFlushMs,
-      ...(kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
-    })
-  let raw: Redis | Cluster
+/** A store with `statsFlushMs` and a plain client to look at what it wrote, per describe. */
+function onServer(kind: 'redis' | 'cluster') {
+  const ctx = {
+    raw: undefined as unknown as Redis | Cluster,
+    connect: (keyPrefix: string, statsFlushMs = 600_000) =>
+      RedisStore.connect({
+        keyPrefix,
+        statsFlushMs,
+        ...(kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
+      }),
+  }
   beforeAll(() => {
-    raw = rawClient(kind)
+    ctx.raw = rawClient(kind)
   })
-  afterAll(() => raw.disconnect())
+  afterAll(() => ctx.raw.disconnect())
+  return ctx
+}
+
+describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) => {
+  const server = onServer(kind)
+  const { connect } = server
 
   it('per-user limiters: each statistics hash expires with its limit, not 7 days later', async () => {
     const prefix = freshPrefix()
@@ -40,10 +49,10 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
       const lease = await new ConcurrentLimiter(store, { name: 'c', limit: 2, lockTimeoutMs: 30_000 }).acquire()
       await lease.release()
       await internal(store)._flushStats()
-      const statsKeys = (await keysUnder(raw, prefix)).filter((k) => k.startsWith(`${prefix}:stats:`))
+      const statsKeys = (await keysUnder(server.raw, prefix)).filter((k) => k.startsWith(`${prefix}:stats:`))
       expect(statsKeys.length).toBe(502)
       for (const k of statsKeys) {
-        const ttl = await raw.pttl(k)
+        const ttl = await server.raw.pttl(k)
         if (k.includes('hourly')) {
           expect(ttl).toBeGreaterThan(3_500_000)
           expect(ttl).toBeLessThanOrEqual(3_600_000)
@@ -72,7 +81,7 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
       for (let i = 0; i < 4; i++) {
         await l.check()
         await internal(store)._flushStats()
-        const ttl = await raw.pttl(key)
+        const ttl = await server.raw.pttl(key)
         expect(ttl).toBeGreaterThan(500)
         await new Promise((r) => setTimeout(r, 300)) // past a third of its TTL
       }
@@ -89,7 +98,7 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
       const first = new DistributedPacer(store, { key: 'the-oldest', qps: 1000 })
       await first.rateLimit()
       await internal(store)._flushStats()
-      expect(await raw.exists(internal(store)._statsKey('pacer', 'the-oldest'))).toBe(1)
+      expect(await server.raw.exists(internal(store)._statsKey('pacer', 'the-oldest'))).toBe(1)
       for (let from = 0; from < 10_000; from += 1000) {
         await Promise.all(
           Array.from({ length: 1000 }, (_, i) =>
@@ -99,10 +108,10 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
         await internal(store)._flushStats() // (the process's own book forgets its oldest tenth when full)
       }
       const [zset] = internal(store)._registryKeys()
-      expect(await raw.zcard(zset)).toBe(10_000)
-      expect(await raw.zscore(zset, 'pacer:the-oldest')).toBeNull()
-      expect(await raw.exists(internal(store)._statsKey('pacer', 'the-oldest'))).toBe(0)
-      expect(await raw.exists(internal(store)._statsKey('pacer', 'p9999'))).toBe(1)
+      expect(await server.raw.zcard(zset)).toBe(10_000)
+      expect(await server.raw.zscore(zset, 'pacer:the-oldest')).toBeNull()
+      expect(await server.raw.exists(internal(store)._statsKey('pacer', 'the-oldest'))).toBe(0)
+      expect(await server.raw.exists(internal(store)._statsKey('pacer', 'p9999'))).toBe(1)
     } finally {
       await store.close()
     }
@@ -112,40 +121,31 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
 // Issue 24, item 6 (statistics): a key of another type under our names fails only its own
 // operation; a flush never re-sends counts it wrote (one decision used to be counted 8 times).
 describe.each(['redis', 'cluster'] as const)('issue-24-stats-wrongtype on %s', (kind) => {
-  const connect = (keyPrefix: string) =>
-    RedisStore.connect({
-      keyPrefix,
-      statsFlushMs: 600_000,
-      ...(kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
-    })
-  let raw: Redis | Cluster
-  beforeAll(() => {
-    raw = rawClient(kind)
-  })
-  afterAll(() => raw.disconnect())
+  const server = onServer(kind)
+  const { connect } = server
 
   it('a wrong-typed statistics hash or registry: the others are written once, the bad counts dropped', async () => {
     const prefix = freshPrefix()
     const store = await connect(prefix)
     try {
-      await raw.set(internal(store)._statsKey('pacer', 'bad'), 'not a hash', 'PX', 60_000)
+      await server.raw.set(internal(store)._statsKey('pacer', 'bad'), 'not a hash', 'PX', 60_000)
       const [zset] = internal(store)._registryKeys()
-      await raw.set(zset, 'not a sorted set', 'PX', 60_000)
+      await server.raw.set(zset, 'not a sorted set', 'PX', 60_000)
       const good = new DistributedPacer(store, { key: 'good', qps: 1000, maxBurst: 10 })
       const bad = new DistributedPacer(store, { key: 'bad', qps: 1000, maxBurst: 10 })
       await good.rateLimit()
       await bad.rateLimit()
       await bad.rateLimit()
       for (let i = 0; i < 3; i++) await internal(store)._flushStats()
-      expect(await raw.hget(internal(store)._statsKey('pacer', 'good'), 'admitted')).toBe('1')
-      expect(await raw.get(internal(store)._statsKey('pacer', 'bad'))).toBe('not a hash')
+      expect(await server.raw.hget(internal(store)._statsKey('pacer', 'good'), 'admitted')).toBe('1')
+      expect(await server.raw.get(internal(store)._statsKey('pacer', 'bad'))).toBe('not a hash')
       expect(store.statsDropped).toBe(2)
       expect((await good.stats()).admitted).toBe(1)
       await expect(bad.stats()).rejects.toMatchObject({ code: 'ERR_SCRIPT' })
       await expect(store.limiters()).rejects.toMatchObject({ code: 'ERR_SCRIPT' })
     } finally {
-      await raw.del(internal(store)._statsKey('pacer', 'bad'))
-      await raw.del(internal(store)._registryKeys()[0])
+      await server.raw.del(internal(store)._statsKey('pacer', 'bad'))
+      await server.raw.del(internal(store)._registryKeys()[0])
       await store.close()
     }
   })
