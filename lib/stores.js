@@ -769,10 +769,17 @@ class RedisStore extends EventEmitter {
         const cache = this._denyCache
         for (let e = 0; e < calls.length; e++) {
           const [owner, weight, k, , sig, atUs] = calls[e]
-          if (sig !== null && out[offset] > 0)
-            cache.set(k, sig, weight, atUs, out[offset], out.slice(offset, offset + 3))
-          resolve[e](owner._outcome(out, offset, weight, false))
-          offset += 3 * (typeof k === 'string' ? 1 : k.length)
+          const members = typeof k === 'string' ? 1 : k.length
+          let wrong = false
+          for (let m = 0; m < members; m++) wrong ||= out[offset + 3 * m] === WhenDown.WRONG_TYPE
+          if (wrong) {
+            reject[e](WhenDown.wrongType(members === 1 ? 'pacer' : 'pacer composite', this.keyPrefix))
+          } else {
+            if (sig !== null && out[offset] > 0)
+              cache.set(k, sig, weight, atUs, out[offset], out.slice(offset, offset + 3))
+            resolve[e](owner._outcome(out, offset, weight, false))
+          }
+          offset += 3 * members
         }
       },
       () => this._policy.answer(calls, resolve, reject, (c) => this._policy.pacer(c)),
@@ -822,6 +829,10 @@ class RedisStore extends EventEmitter {
         const cache = this._denyCache
         for (let e = 0; e < n; e++) {
           const c = calls[e]
+          if (out[4 * e + 1] === WhenDown.WRONG_TYPE) {
+            reject[e](WhenDown.wrongType(`${c[0]._statsKind} limiter`, this.keyPrefix))
+            continue
+          }
           if (cache !== null && c[6] === 0 && out[4 * e] === 0) {
             cache.set(c[1], c[0]._sig, c[3], c[7], out[4 * e + 2], out.slice(4 * e, 4 * e + 4))
           }
@@ -878,6 +889,11 @@ class RedisStore extends EventEmitter {
         for (let e = 0; e < calls.length; e++) {
           const [owner, key, n, atUs] = calls[e]
           const length = 2 * n[2] + 2 // allowed, retry, then remaining and retry per window
+          if (out[o + 1] === WhenDown.WRONG_TYPE) {
+            reject[e](WhenDown.wrongType('sliding-window limiter', this.keyPrefix))
+            o += length
+            continue
+          }
           if (cache !== null && n[0] === SLIDING_TAKE && out[o] === 0) {
             cache.set(key, owner._sig, n[1], atUs, out[o + 1], out.slice(o, o + length))
           }
@@ -923,7 +939,9 @@ class RedisStore extends EventEmitter {
         let o = 0
         for (let e = 0; e < calls.length; e++) {
           const length = out[o]
-          resolve[e](out.subarray(o + 1, o + 1 + length))
+          // the timestamp is the marker
+          if (out[o + 1] === WhenDown.WRONG_TYPE) reject[e](WhenDown.wrongType('quota', this.keyPrefix))
+          else resolve[e](out.subarray(o + 1, o + 1 + length))
           o += 1 + length
         }
       },
@@ -979,7 +997,8 @@ class RedisStore extends EventEmitter {
         let o = 0
         for (let e = 0; e < calls.length; e++) {
           const rules = calls[e][2][1]
-          resolve[e](out.subarray(o, o + rules))
+          if (out[o] === WhenDown.WRONG_TYPE) reject[e](WhenDown.wrongType('fair-tenant rule set', this.keyPrefix))
+          else resolve[e](out.subarray(o, o + rules))
           o += rules
         }
       },
@@ -1007,7 +1026,10 @@ class RedisStore extends EventEmitter {
       ({ values, grants }) => {
         // this process's own waiters are woken from the reply, before the published message
         for (const grant of grants) this._waiters.wake(grant)
-        for (let e = 0; e < calls.length; e++) resolve[e](values.subarray(9 * e, 9 * (e + 1)))
+        for (let e = 0; e < calls.length; e++) {
+          if (values[9 * e] === WhenDown.WRONG_TYPE) reject[e](WhenDown.wrongType('concurrent limiter', this.keyPrefix))
+          else resolve[e](values.subarray(9 * e, 9 * (e + 1)))
+        }
       },
       () => this._policy.concurrent(calls, resolve, reject),
       calls[0][0],

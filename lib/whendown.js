@@ -215,4 +215,24 @@ class WhenDown {
   }
 }
 
+/**
+ * A call's marker in its result from Redis (the field that is never negative otherwise: a
+ * limiter's `remaining`, a pacer member's delay, a sliding call's retry, a quota call's
+ * timestamp, a fair call's first count, a concurrent operation's first value; see
+ * src/store/redis/mod.rs `WRONG_TYPE`): its key holds a value of another type, another
+ * writer's, and nothing of the call was applied. Only that call rejects, with `wrongType`.
+ */
+WhenDown.WRONG_TYPE = -2
+
+/**
+ * The error of such a call: ERR_SCRIPT, naming the limiter's kind and the key prefix, never
+ * the key (a name can be a user's data).
+ */
+WhenDown.wrongType = (kind, keyPrefix) =>
+  new SluiceError(
+    'ERR_SCRIPT',
+    `the key of this ${kind} holds a value of another type: another writer uses sluice's key prefix ` +
+      `${JSON.stringify(keyPrefix)}; this call was not applied`,
+  )
+
 module.exports = { WhenDown, WHEN_DOWN }

@@ -28,7 +28,9 @@
 --            extended, 0, 0, 0}; stats {held, held_us, immediate, waited, wait_us, overages,
 --            reclaimed, current holders, waiters}; then one string '<waiter id> <token>' per
 --            grant made by the batch (also published), so the caller wakes its own waiters
---            without waiting for the message
+--            without waiting for the message. An operation on a limiter one of whose keys
+--            holds a value of another type (another writer uses our key prefix) is answered
+--            -2 then zeros (4 values, 9 for stats) and not applied; the others go on.
 -- Notes      a limiter's three keys share its hash tag; all KEYS share one slot (the caller
 --            groups operations by slot). Counts and the expiry bound are tracked in 'm', so
 --            an uncontended acquire or release is three commands (HGET m, ZADD or ZREM,
@@ -38,6 +40,10 @@
 --            thanks to '~'), on an extension, and otherwise at most every ttl/2 on the server
 --            clock (every change under an explicit clock); the caller keeps ttl_ms at least
 --            2 * (lock + wait), so keys outlive every lease and waiter they hold.
+--            Types: a limiter's keys are checked on its first operation of the batch, before
+--            anything of it is written: HGET m with redis.pcall (no extra command), TYPE of the
+--            two zsets (two commands per limiter and batch: they are not read by every
+--            operation, and a write that failed half-way would leave the batch half applied).
 
 local nargs = #ARGV
 local now
@@ -72,12 +78,29 @@ local function parse(lease)
   return who, tonumber(token), tonumber(at)
 end
 
-local M, changed, ttl, refresh = {}, {}, {}, {}
+local M, changed, ttl, refresh, wrong = {}, {}, {}, {}, {}
+local WRONG_TYPE = -2
 local grants = {}
 
+-- whether `key` is a sorted set or absent (nothing of another type)
+local function zset_or_none(key)
+  local t = redis.call('TYPE', key).ok
+  return t == 'zset' or t == 'none'
+end
+
+-- the counts of limiter g, or nil (and wrong[g]) when one of its keys holds another type
 local function load(g)
   local info = KEYS[3 * g]
-  local raw = redis.call('HGET', info, 'm')
+  local raw = redis.pcall('HGET', info, 'm')
+  if raw and raw.err then
+    if string.sub(raw.err, 1, 10) ~= 'WRONGTYPE ' then error(raw) end
+    wrong[g] = true
+    return nil
+  end
+  if not (zset_or_none(KEYS[3 * g - 2]) and zset_or_none(KEYS[3 * g - 1])) then
+    wrong[g] = true
+    return nil
+  end
   local m
   if raw and #raw == 104 then
     m = { struct.unpack(FORMAT, raw) }
@@ -213,9 +236,16 @@ for i = 4 + G + 4 * P, nargs, 2 do
   local limit, lock, wait, op_ttl = pL[set], pK[set], pW[set], pT[set]
   assert(KEYS[3 * g] and limit and lock and wait and op_ttl, 'concurrent: malformed operation')
   local channel = ARGV[2 + g]
-  local m = M[g] or load(g)
+  local m = M[g]
+  if m == nil and not wrong[g] then m = load(g) end
   if not ttl[g] or op_ttl > ttl[g] then ttl[g] = op_ttl end
-  if op == 6 then
+  if not m then
+    reply(WRONG_TYPE, 0, 0, 0)
+    if op == 6 then
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = 0, 0, 0, 0, 0
+      n = n + 5
+    end
+  elseif op == 6 then
     local live = redis.call('ZCOUNT', KEYS[3 * g - 2], '(' .. now_s, '(inf')
     out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = m[HELD], m[HELD_US], m[IMMEDIATE], m[WAITED], m[WAIT_US]
     out[n + 6], out[n + 7], out[n + 8], out[n + 9] = m[OVERAGES], m[RECLAIMED], live, redis.call('ZCARD', KEYS[3 * g - 1])

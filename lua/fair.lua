@@ -6,7 +6,9 @@
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      per call: <key index (1-based)> <mode (0 exact, 1 approximate)> <horizon_ms>
 --           <job id> <rule count> then <per_ms> <granularity_ms> per rule (0 when exact)
--- Returns   flat array: per call, its count in each rule's window (this job included)
+-- Returns   flat array: per call, its count in each rule's window (this job included); or
+--           -2 then 0 per further rule when the call's key holds a value of another type
+--           (another writer uses our key prefix): that call is not applied, the others are
 -- Notes     exact: ids registered at least horizon ago are dropped, registering an id again
 --           moves it to now (it never counts twice), a window of per counts (now - per, now].
 --           approximate: one job is counted in the current granule of each granularity; a
@@ -14,6 +16,8 @@
 --           one of a granularity no rule uses); a window of per sums the floor(per / g) newest
 --           granules of its granularity g. The key's PX is the horizon
 --           (plus 60 s when now_us is given: see limiter.lua). All KEYS share one hash slot.
+--           A call's first command on its key goes through redis.pcall: a command refused
+--           with WRONGTYPE wrote nothing, and once one has run the key is ours.
 
 local argv = ARGV
 local nargs = #argv
@@ -28,16 +32,40 @@ else
   now, margin = (us - us % 1000) / 1000, 60000
 end
 
+-- whether `reply` (of redis.pcall) is WRONGTYPE; any other error is raised
+local function wrong_type(reply)
+  if type(reply) ~= 'table' or not reply.err then return false end
+  if string.sub(reply.err, 1, 10) ~= 'WRONGTYPE ' then error(reply) end
+  return true
+end
+
 local out, n = {}, 0
 local i = 2
 while i <= nargs do
   local key = KEYS[argv[i] + 0]
   local mode, horizon, id, count = argv[i + 1], argv[i + 2] + 0, argv[i + 3], argv[i + 4] + 0
   if key == nil or count < 1 or i + 4 + 2 * count > nargs then error('fair: malformed call') end
+  local wrong, fields = false, nil
   if mode == '0' then
     local cut = now - horizon
-    if cut >= 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', cut)) end
-    redis.call('ZADD', key, string.format('%d', now), id)
+    local first
+    if cut >= 0 then first = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', cut)) end
+    if not wrong_type(first) then first = redis.pcall('ZADD', key, string.format('%d', now), id) end
+    wrong = wrong_type(first)
+  elseif mode == '1' then
+    fields = redis.pcall('HGETALL', key)
+    wrong = wrong_type(fields)
+  else
+    error('fair: malformed call')
+  end
+  if wrong then
+    n = n + 1
+    out[n] = -2
+    for _ = 2, count do
+      n = n + 1
+      out[n] = 0
+    end
+  elseif mode == '0' then
     for r = 1, count do
       local per = argv[i + 3 + 2 * r] + 0
       n = n + 1
@@ -55,7 +83,6 @@ while i <= nargs do
       if keep[g] == nil then grans[#grans + 1] = g end
       if keep[g] == nil or per > keep[g] then keep[g] = per end
     end
-    local fields = redis.call('HGETALL', key)
     local counts, gone = {}, {}
     for f = 1, #fields, 2 do
       local field = fields[f]
@@ -88,10 +115,8 @@ while i <= nargs do
       n = n + 1
       out[n] = sum
     end
-  else
-    error('fair: malformed call')
   end
-  redis.call('PEXPIRE', key, string.format('%d', horizon + margin))
+  if not wrong then redis.call('PEXPIRE', key, string.format('%d', horizon + margin)) end
   i = i + 5 + 2 * count
 end
 return out

@@ -14,13 +14,19 @@
 --           (nobody admitted for <weight> µs; the counts are kept). While blocked, takes and
 --           peeks are refused (remaining 0, retry no earlier than the block's end).
 -- Returns   flat array, 4 integers per call: allowed (0/1), remaining, retry_after_us,
---           reset_after_us
+--           reset_after_us; or 0, -2, 0, 0 when the call's key holds a value of another type
+--           (another writer uses our key prefix): that call is not applied (a reset does not
+--           delete the key), and the batch's other calls are decided as usual
 -- Notes     every key is read at most once and written (SET PX, or DEL) at most once, with
 --           PX = the time until its state no longer matters (end of the bucket or window,
 --           or until the leaky bucket has drained), in whole ms, at least 1; plus 60 s when
 --           now_us is given (a test's ManualClock: Redis still expires keys on its own
 --           clock, and a frozen or slow test clock must not lose state to it).
 --           All KEYS share one hash slot: the caller groups calls by slot.
+--           Keys are read with redis.pcall, so WRONGTYPE is a reply per call, not a failed
+--           script (any other error is raised); reads come before writes, so nothing of a
+--           call is written unless its key was read. The type test costs no command: an error
+--           is a table with `err`, and indexing a string (a value) with 'err' gives nil.
 --           Cost: a server's calls arrive one per event-loop turn, so most batches hold one
 --           call, and for those the interpreter's own work is as large as the three commands
 --           (TIME, GET, SET). Hence a path for one call that allocates nothing but its reply
@@ -162,11 +168,15 @@ if nargs == 6 then
     if max_wait == '0' then max_wait = 0 else max_wait = max_wait + 0 end
     local limit, interval = argv[4] + 0, argv[5] + 0
     local key = KEYS[1]
-    -- GET raises WRONGTYPE on a key of another type (nothing written); a value of another
-    -- shape, or not finite, is a fresh key, so no value can leave a key unusable
+    -- a key of another type is that call's error; a value of another shape, or not finite,
+    -- is a fresh key, so no value can leave a key unusable
     local a, b, u
-    local v = redis.call('GET', key)
+    local v = redis.pcall('GET', key)
     if v then
+      if v.err then
+        if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+        return { 0, -2, 0, 0 }
+      end
       if #v == 16 then
         local x, y = struct.unpack('<dd', v)
         if x - x == 0 and y - y == 0 then a, b = x, y end
@@ -189,8 +199,9 @@ if nargs == 6 then
   end
 end
 
--- A batch: each key read once, its state kept in sA, sB[key index], written once at the end.
-local sA, sB, sU, loaded, dirty, ttl = {}, {}, {}, {}, {}, {}
+-- A batch: each key read once, its state kept in sA, sB[key index], written once at the end;
+-- wrong[k]: the key holds another type (its calls are answered 0, -2, 0, 0 and not applied).
+local sA, sB, sU, loaded, dirty, ttl, wrong = {}, {}, {}, {}, {}, {}, {}
 local out, nout = {}, 0
 for i = 2, nargs, 5 do
   local code = argv[i] + 0
@@ -201,8 +212,11 @@ for i = 2, nargs, 5 do
   local weight, limit, interval, max_wait = argv[i + 1] + 0, argv[i + 2] + 0, argv[i + 3] + 0, argv[i + 4] + 0
   if not loaded[k] then
     loaded[k] = true
-    local v = redis.call('GET', key)
-    if v then
+    local v = redis.pcall('GET', key)
+    if v and v.err then
+      if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+      wrong[k] = true
+    elseif v then
       if #v == 16 then
         local x, y = struct.unpack('<dd', v)
         if x - x == 0 and y - y == 0 then sA[k], sB[k] = x, y end
@@ -212,7 +226,9 @@ for i = 2, nargs, 5 do
       end
     end
   end
-  if max_wait == -2 then
+  if wrong[k] then
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 0, -2, 0, 0
+  elseif max_wait == -2 then
     sA[k], sB[k], sU[k], dirty[k] = nil, nil, nil, true
     out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 1, limit, 0, 0
   elseif max_wait == -4 then

@@ -14,12 +14,17 @@
 -- Returns   flat array, per member in order: delay_us (integer), watermark_before in
 --           millionths of a weight unit (integer)
 --           [, raw state before or '', raw state written or '']  when mode has +2
---           (admitted is implied: pace always; rate limit iff every delay of the entry is 0)
+--           (admitted is implied: pace always; rate limit iff every delay of the entry is 0);
+--           delay_us -2 (watermark 0, raw states ''): a key of the entry holds a value of
+--           another type (another writer uses our key prefix): the entry is not applied (no
+--           member charged), every member gets -2, and the other entries are decided as usual
 -- Notes     every key is read at most once and written at most once per call, with
 --           PX = time until its state no longer matters, in whole seconds, + 120 s (at most
 --           10 years; delays at most 9e15 µs). A refused rate-limit entry writes nothing; a
 --           rate-limit entry's members are charged all or none.
 --           All KEYS share one hash slot: the caller groups entries by slot.
+--           Keys are read with redis.pcall before anything is written (WRONGTYPE is an
+--           entry's reply, any other error is raised); see limiter.lua for the test's cost.
 
 local nargs = #ARGV
 assert(nargs >= 3 and #KEYS >= 1, 'pacer: expected keys and entries')
@@ -43,16 +48,21 @@ for p = 1, nparams do
   pQ[p], pB[p], pF[p], pW[p] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
 end
 
--- state per key index; writer[k] = the parameter set of the last call that saved key k
-local sW, sN, sL, raw, loaded, writer = {}, {}, {}, {}, {}, {}
+-- state per key index; writer[k] = the parameter set of the last call that saved key k;
+-- wrong[k]: the key holds another type
+local sW, sN, sL, raw, loaded, writer, wrong = {}, {}, {}, {}, {}, {}, {}
 local out, nout = {}, 0
+local WRONG_TYPE = -2
 
 -- GET, not one MGET for all keys: MGET answers nil for a key of another type, which would
--- then be overwritten; GET raises WRONGTYPE and the call fails with nothing written.
+-- then be overwritten; GET answers WRONGTYPE and the key's entries are refused.
 local function load(k)
   loaded[k] = true
-  local v = redis.call('GET', KEYS[k])
-  if v then
+  local v = redis.pcall('GET', KEYS[k])
+  if v and v.err then
+    if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+    wrong[k] = true
+  elseif v then
     raw[k] = v
     -- anything else is treated as a fresh key: no value can leave a key unusable
     if #v == 24 then
@@ -131,22 +141,31 @@ while i <= nargs do
     local k = (kp - p) / 1048576
     local pace, report = mode % 2 == 1, mode >= 2
     if not loaded[k] then load(k) end
-    local delay, before, admitted, w, n, l = step(sW[k], sN[k], sL[k], pQ[p], pB[p], pF[p], pace, pW[p])
     i = i + 1
-    local old
-    if report then old = raw[k] or (sW[k] and state_string(k)) or '' end
-    if w then
-      sW[k], sN[k], sL[k], writer[k] = w, n, l, p
-      raw[k] = nil
-    end
-    -- replies are integers: Redis truncates, which for a watermark >= 0 is floor
-    out[nout + 1] = delay
-    out[nout + 2] = before * 1000000 + 0.5
-    nout = nout + 2
-    if report then
-      out[nout + 1] = old
-      out[nout + 2] = w and state_string(k) or ''
+    if wrong[k] then
+      out[nout + 1], out[nout + 2] = WRONG_TYPE, 0
       nout = nout + 2
+      if report then
+        out[nout + 1], out[nout + 2] = '', ''
+        nout = nout + 2
+      end
+    else
+      local delay, before, admitted, w, n, l = step(sW[k], sN[k], sL[k], pQ[p], pB[p], pF[p], pace, pW[p])
+      local old
+      if report then old = raw[k] or (sW[k] and state_string(k)) or '' end
+      if w then
+        sW[k], sN[k], sL[k], writer[k] = w, n, l, p
+        raw[k] = nil
+      end
+      -- replies are integers: Redis truncates, which for a watermark >= 0 is floor
+      out[nout + 1] = delay
+      out[nout + 2] = before * 1000000 + 0.5
+      nout = nout + 2
+      if report then
+        out[nout + 1] = old
+        out[nout + 2] = w and state_string(k) or ''
+        nout = nout + 2
+      end
     end
   else
     -- a composite: decide every member on tentative state, commit only if all admitted
@@ -156,12 +175,13 @@ while i <= nargs do
     assert(count >= 1 and nargs >= i + count, 'pacer: malformed entry')
     i = i + 1
     local tW, tN, tL, tP = {}, {}, {}, {}
-    local decided, all = {}, true
+    local decided, all, bad = {}, true, false
     for m = 1, count do
       local kp = tonumber(ARGV[i])
       local p = kp % 1048576
       local k = (kp - p) / 1048576
       if not loaded[k] then load(k) end
+      if wrong[k] then bad = true end
       local w0, n0, l0 = sW[k], sN[k], sL[k]
       if tP[k] then w0, n0, l0 = tW[k], tN[k], tL[k] end
       local delay, before, admitted, w, n, l = step(w0, n0, l0, pQ[p], pB[p], pF[p], pace, pW[p])
@@ -169,6 +189,10 @@ while i <= nargs do
       if w then tW[k], tN[k], tL[k], tP[k] = w, n, l, p end
       all = all and admitted
       decided[2 * m - 1], decided[2 * m] = delay, before
+    end
+    if bad then
+      all = false
+      for m = 1, count do decided[2 * m - 1], decided[2 * m] = WRONG_TYPE, 0 end
     end
     if all then
       for k, p in pairs(tP) do

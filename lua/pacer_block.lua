@@ -2,7 +2,9 @@
 --
 -- KEYS[1]   pacer state: 24 bytes, struct '<ddd' = watermark, next_shot_us, last_drip_us
 -- ARGV      now_us (integer µs, or '' for the server clock), duration_us, qps, max_burst, factor
--- Returns   µs until the block ends (the queue tail: a later tail already queued is kept)
+-- Returns   µs until the block ends (the queue tail: a later tail already queued is kept);
+--           -2 when the key holds a value of another type (another writer uses our key
+--           prefix): nothing is written
 -- Notes     the bucket is set full and the tail to the block's end: rate-limit calls are
 --           refused and paced calls wait until then, and calls resume at qps after it.
 --           PX = the block, then the bucket's drain, in whole seconds, + 120 s (at most 10 years).
@@ -17,7 +19,11 @@ else
 end
 local duration, qps, burst, factor = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local queued = now
-local v = redis.call('GET', KEYS[1])
+local v = redis.pcall('GET', KEYS[1])
+if v and v.err then
+  if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+  return { -2 }
+end
 if v and #v == 24 then
   local _, n = struct.unpack('<ddd', v)
   if n == n and n < math.huge and n > -math.huge then queued = n end

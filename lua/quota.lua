@@ -9,16 +9,22 @@
 -- ARGV[2]   ttl margin, ms, added to every PEXPIRE (60 s under a test clock)
 -- ARGV[3]   mode: 1 read, 2 charge, 3 add
 -- ARGV[4]   C = #KEYS, then per counter: <window_s> <granularity_s>
--- then      read: nothing; charge: per request <requested> <q> then q x (<counter index
---           (1-based)> <limit>); add: per counter <amount> (may be negative: a refund)
+-- then      read: nothing; charge: per caller's call <r>, then its r requests, each
+--           <requested> <q> then q x (<counter index (1-based)> <limit>); add: per counter
+--           <amount> (may be negative: a refund)
 -- Returns   read: timestamp, then per counter the units used in the window at timestamp;
 --           charge: timestamp, then per request: granted, then per quota its remaining as
---           the request saw it (after earlier requests of the call, clamped at 0);
---           add: timestamp
+--           the request saw it (after earlier requests, clamped at 0);
+--           add: timestamp.
+--           A counter holding a value of another type (another writer uses our key prefix):
+--           read and add answer { -2 } alone and write nothing; charge answers granted -2
+--           and remaining 0 for every request of each caller's call that names such a
+--           counter, and charges none of that call's requests (the other calls go on).
 -- Notes     a call at t counts granules g0 - n + 1 .. g0, g0 = floor(t / granularity) - 1,
 --           n = window / granularity, and charges g0 only. A request charges each distinct
 --           counter once; a denied request (granted 0) writes nothing. Every counter
 --           written gets PEXPIRE (window + granularity) s + margin.
+--           A counter's first read (redis.pcall) comes before anything is written to it.
 
 local C = tonumber(ARGV[4])
 assert(C and C == #KEYS and #ARGV >= 4 + 2 * C, 'quota: expected counters')
@@ -55,14 +61,36 @@ local function parse(m)
   return tonumber(string.sub(m, a + 1, b - 1)), tonumber(string.sub(m, b + 1))
 end
 
--- the newest charged granule of each counter: { score, member } or false
-local newest = {}
+-- the newest charged granule of each counter: { score, member } or false; wrong[c]: the
+-- counter holds another type
+local newest, wrong = {}, {}
 local function load_newest(c)
   if newest[c] == nil then
-    local e = redis.call('ZRANGE', KEYS[c], -1, -1, 'WITHSCORES')
-    if e[1] then newest[c] = { tonumber(e[2]), e[1] } else newest[c] = false end
+    local e = redis.pcall('ZRANGE', KEYS[c], -1, -1, 'WITHSCORES')
+    if e.err then
+      if string.sub(e.err, 1, 10) ~= 'WRONGTYPE ' then error(e) end
+      wrong[c] = true
+      newest[c] = false
+    elseif e[1] then
+      newest[c] = { tonumber(e[2]), e[1] }
+    else
+      newest[c] = false
+    end
   end
   return newest[c]
+end
+
+-- whether any of the counters 1..C (with a non-zero amount, when `amounts` is given) holds
+-- another type; each is read once
+local function any_wrong(amounts)
+  local found = false
+  for c = 1, C do
+    if not amounts or tonumber(amounts[c]) ~= 0 then
+      load_newest(c)
+      if wrong[c] then found = true end
+    end
+  end
+  return found
 end
 
 local function used(c)
@@ -179,12 +207,15 @@ local function add(c, amount)
   end
 end
 
+local WRONG_TYPE = -2
 local out = { t }
 if mode == 1 then
   assert(#ARGV == at - 1, 'quota: read takes no more arguments')
+  if any_wrong() then return { WRONG_TYPE } end
   for c = 1, C do out[c + 1] = used(c) end
 elseif mode == 3 then
   assert(#ARGV == at - 1 + C, 'quota: add takes one amount per counter')
+  if any_wrong({ unpack(ARGV, at, at + C - 1) }) then return { WRONG_TYPE } end
   for c = 1, C do
     local amount = tonumber(ARGV[at + c - 1])
     if amount ~= 0 then add(c, amount) end
@@ -194,28 +225,49 @@ else
   local base, charged = {}, {}
   local i = at
   while i <= #ARGV do
-    local requested, q = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
-    assert(requested and q and q >= 1 and i + 1 + 2 * q <= #ARGV, 'quota: malformed request')
-    local granted = requested
-    local slot = #out + 1
-    out[slot] = 0
-    local mine = {}
-    for j = 1, q do
-      local c, limit = tonumber(ARGV[i + 2 * j]), tonumber(ARGV[i + 1 + 2 * j])
-      assert(KEYS[c], 'quota: bad counter index')
-      if base[c] == nil then
-        base[c] = used(c)
-        charged[c] = 0
+    local r = tonumber(ARGV[i])
+    assert(r and r >= 0, 'quota: malformed call')
+    i = i + 1
+    -- every counter of the call is read before any of its requests is decided
+    local bad, j0 = false, i
+    for _ = 1, r do
+      local q = tonumber(ARGV[j0 + 1])
+      assert(tonumber(ARGV[j0]) and q and q >= 1 and j0 + 1 + 2 * q <= #ARGV, 'quota: malformed request')
+      for j = 1, q do
+        local c = tonumber(ARGV[j0 + 2 * j])
+        assert(KEYS[c], 'quota: bad counter index')
+        load_newest(c)
+        if wrong[c] then bad = true end
       end
-      local r = limit - base[c] - charged[c]
-      if r < 0 then r = 0 end
-      if r < granted then granted = r end
-      out[slot + j] = r
-      mine[c] = true
+      j0 = j0 + 2 + 2 * q
     end
-    out[slot] = granted
-    for c in pairs(mine) do charged[c] = charged[c] + granted end
-    i = i + 2 + 2 * q
+    for _ = 1, r do
+      local requested, q = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+      local slot = #out + 1
+      if bad then
+        out[slot] = WRONG_TYPE
+        for j = 1, q do out[slot + j] = 0 end
+      else
+        local granted = requested
+        out[slot] = 0
+        local mine = {}
+        for j = 1, q do
+          local c, limit = tonumber(ARGV[i + 2 * j]), tonumber(ARGV[i + 1 + 2 * j])
+          if base[c] == nil then
+            base[c] = used(c)
+            charged[c] = 0
+          end
+          local left = limit - base[c] - charged[c]
+          if left < 0 then left = 0 end
+          if left < granted then granted = left end
+          out[slot + j] = left
+          mine[c] = true
+        end
+        out[slot] = granted
+        for c in pairs(mine) do charged[c] = charged[c] + granted end
+      end
+      i = i + 2 + 2 * q
+    end
   end
   for c = 1, C do
     if charged[c] and charged[c] > 0 then add(c, charged[c]) end

@@ -11,7 +11,9 @@
 --           1: peek (the answer of a take, charging nothing), 2: reset (delete the log),
 --           3: block (nobody admitted for <weight> µs; the log is kept)
 -- Returns   flat array per call: allowed (0/1), retry_after_us, then per window:
---           remaining, retry_after_us
+--           remaining, retry_after_us; or 0, -2, then 0, 0 per window when the call's key
+--           holds a value of another type (another writer uses our key prefix): that call is
+--           not applied (a reset deletes nothing), the batch's other calls are decided as usual
 -- Notes     a window of interval I covers (now - I, now]; every call first drops the calls
 --           that left the longest window. The log's TTL (PEXPIRE, whole ms) runs until its
 --           newest call leaves the longest window, at most half a window later (it is set by
@@ -22,6 +24,9 @@
 --           ahead, a take is answered as a peek, refused, remaining 0, retry no earlier than
 --           its end, and the key lives at least until then. All KEYS share one hash slot: the
 --           caller groups calls by slot.
+--           Each call first reads its key's block with redis.pcall (a reset too, the first
+--           time its key is seen), so a key of another type is found before anything of the
+--           call is written.
 
 local nargs = #ARGV
 assert(nargs >= 5 and #KEYS >= 1, 'sliding: expected keys and calls')
@@ -46,9 +51,13 @@ local function member(before, weight)
   return string.format('%017.0f:%.0f', before, weight)
 end
 
--- the end of the block on `key`, or 0
+-- the end of the block on `key`, or 0; nil when the key holds another type
 local function blocked_until(key)
-  local b = redis.call('ZRANGEBYSCORE', key, -1, -1)
+  local b = redis.pcall('ZRANGEBYSCORE', key, -1, -1)
+  if b.err then
+    if string.sub(b.err, 1, 10) ~= 'WRONGTYPE ' then error(b) end
+    return nil
+  end
   if b[1] then return tonumber(string.sub(b[1], 3)) or 0 end
   return 0
 end
@@ -79,6 +88,8 @@ local function retry_us(key, first, start, needed, interval)
 end
 
 local out, nout = {}, 0
+-- per key index: seen (read once by this script), wrong (holds another type)
+local seen, wrong = {}, {}
 local i = 2
 while i <= nargs do
   local k, op, weight, nw = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
@@ -92,8 +103,21 @@ while i <= nargs do
   end
   i = i + 4 + 2 * nw
   local untl = 0
-  if op ~= 2 then untl = blocked_until(key) end
-  if op == 3 then
+  if wrong[k] then
+    untl = nil
+  elseif op ~= 2 or not seen[k] then
+    untl = blocked_until(key)
+    if untl == nil then wrong[k] = true end
+  end
+  seen[k] = true
+  if untl == nil then
+    out[nout + 1], out[nout + 2] = 0, -2
+    nout = nout + 2
+    for w = 1, nw do
+      out[nout + 1], out[nout + 2] = 0, 0
+      nout = nout + 2
+    end
+  elseif op == 3 then
     -- weight = the block's duration
     local left = now + weight
     if untl > left then left = untl end

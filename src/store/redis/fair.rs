@@ -13,7 +13,9 @@ fn malformed() -> Error {
 }
 
 impl RedisStore {
-  /// Per call, the tenant's count in each rule's window, this job included.
+  /// Per call, the tenant's count in each rule's window, this job included; a call whose key
+  /// holds a value of another type (nothing applied) has [`WRONG_TYPE`](super::WRONG_TYPE)
+  /// as its first count, then zeros.
   pub async fn fair_batch(&self, calls: &[FairCall], now_us: Option<f64>, lane: &Lane) -> Result<Vec<Vec<f64>>> {
     let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     for (i, call) in calls.iter().enumerate() {

@@ -9,6 +9,14 @@
 //!   after NOSCRIPT (EVAL also caches the script there).
 //! - On a cluster, a batch is split per hash slot: each slot's entries are script calls (one
 //!   per 64) on the node that owns it, all slots in flight at once.
+//! - A key of another type under our prefix (another writer's) fails only the calls on it:
+//!   every script reads a call's keys (`redis.pcall`) before writing anything of that call,
+//!   applies nothing of it, and answers [`WRONG_TYPE`] in a field that is never negative
+//!   otherwise; the other calls of its script call are decided as usual. The value goes to
+//!   JS unchanged, in the call's flat result, where that call alone rejects with
+//!   `ERR_SCRIPT`: a limiter call's `remaining`, a pacer member's `delay_us`, a sliding call's
+//!   `retry_after_us`, a quota call's timestamp, a fair call's first count, a concurrent
+//!   operation's first value.
 
 mod direct;
 mod fair;
@@ -156,6 +164,16 @@ const CHUNK: usize = 64;
 
 /// Numbers per operation in [`RedisStore::concurrent_batch`]'s result (stats has the most).
 pub const CONCURRENT_RESULT_FIELDS: usize = 9;
+
+/// A call's marker in its result: its key holds a value of another type (another writer uses
+/// the key prefix), and nothing of the call was applied. See the module docs for its field.
+pub const WRONG_TYPE: f64 = -2.0;
+
+/// The message of a call refused for [`WRONG_TYPE`] (never with the key: a name can be a
+/// user's data); `what` is the limiter's kind.
+pub fn wrong_type_message(what: &str) -> String {
+  format!("the key of this {what} holds a value of another type: another writer uses sluice's key prefix")
+}
 
 /// The message that tells JS to re-poll every waiter: the subscriber reconnected or fell
 /// behind, so a grant may have been missed.
@@ -515,11 +533,15 @@ impl RedisStore {
       number(params.factor),
     ];
     let reply = self.run(lane, &script::PACER_BLOCK, vec![Key::from(key)], args).await?;
-    match reply.as_slice() {
+    let left = match reply.as_slice() {
       [left] => left.as_i64().map(|x| x as f64),
       _ => None,
     }
-    .ok_or_else(|| Error::new(ErrorKind::Script, "malformed pacer block reply"))
+    .ok_or_else(|| Error::new(ErrorKind::Script, "malformed pacer block reply"))?;
+    if left == WRONG_TYPE {
+      return Err(Error::new(ErrorKind::Script, wrong_type_message("pacer")));
+    }
+    Ok(left)
   }
 
   /// Decides a batch; results per member, in member order.
@@ -623,6 +645,7 @@ impl RedisStore {
     if reply.len() != entries.len() * LIMIT_RESULT_FIELDS {
       return Err(Error::new(ErrorKind::Script, "malformed limiter reply"));
     }
+    // a key of another type: remaining is WRONG_TYPE, passed on as is
     reply
       .chunks(LIMIT_RESULT_FIELDS)
       .map(|f| {
@@ -710,8 +733,10 @@ impl RedisStore {
         Err(err) => failure = Some(err),
       }
     }
+    // a member's key of another type fails the whole entry: the others' charges are taken back
+    let wrong = decisions.iter().any(|d| d.delay_us == WRONG_TYPE);
     let all = failure.is_none() && decisions.iter().all(|d| d.admitted);
-    if entry.mode == Mode::RateLimit && !all {
+    if (entry.mode == Mode::RateLimit && !all) || wrong {
       let undo = written.iter().map(|(m, old, new)| {
         let args = vec![Value::Bytes(new.clone().into()), Value::Bytes(old.clone().into())];
         self.run(lane, &PACER_UNDO, vec![Key::from(batch.keys[m.key].as_str())], args)
@@ -721,6 +746,10 @@ impl RedisStore {
       }
       for d in &mut decisions {
         d.admitted = false;
+        if wrong {
+          d.delay_us = WRONG_TYPE;
+          d.watermark_before = 0.0;
+        }
       }
     }
     match failure {
@@ -821,9 +850,11 @@ fn decision_from(fields: &[Value]) -> Result<Decision> {
 }
 
 /// The script does not return admission: a pace call always is; a rate-limit entry is when
-/// every member's delay is 0 (then all were charged, otherwise none).
+/// every member's delay is 0 (then all were charged, otherwise none); an entry with a key of
+/// another type ([`WRONG_TYPE`] delays) never is.
 fn settle_admission(members: &mut [Decision], mode: Mode) {
-  let admitted = mode == Mode::Pace || members.iter().all(|d| d.delay_us == 0.0);
+  let admitted = (mode == Mode::Pace && members.iter().all(|d| d.delay_us != WRONG_TYPE))
+    || members.iter().all(|d| d.delay_us == 0.0);
   for d in members {
     d.admitted = admitted;
   }
@@ -1017,6 +1048,20 @@ mod readable_tests {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn an_entry_with_a_key_of_another_type_is_never_admitted() {
+    let d = |delay_us| Decision { delay_us, watermark_before: 0.0, admitted: false };
+    for mode in [Mode::Pace, Mode::RateLimit] {
+      let mut members = [d(0.0), d(WRONG_TYPE)];
+      settle_admission(&mut members, mode);
+      assert!(members.iter().all(|m| !m.admitted), "{mode:?}");
+      let mut members = [d(0.0), d(0.0)];
+      settle_admission(&mut members, mode);
+      assert!(members.iter().all(|m| m.admitted), "{mode:?}");
+    }
+    assert!(!wrong_type_message("pacer").contains('{'));
+  }
 
   #[test]
   fn urls_are_shown_without_their_secret() {

@@ -16,9 +16,17 @@
 //! No counter is ever charged past its limit (every charge is checked atomically on its
 //! slot); under contention across slots a request can be granted less than an atomic call
 //! would have granted it, never more.
+//!
+//! A key of another type (another writer uses our key prefix) fails only the calls that name
+//! it, and charges none of them: the scripts answer [`WRONG_TYPE`] for it before writing, a
+//! merged script call tells them which requests are one caller's call, a `checkAndUse` across
+//! slots reads every slot (phase 1) before it charges anything, and a `use` across slots takes
+//! back what the other slots added. Such a call is answered with
+//! the timestamp [`WRONG_TYPE`] and no grants; a sliding call, with `retry_after_us` =
+//! [`WRONG_TYPE`].
 
 use super::script::{QUOTA, SLIDING};
-use super::{number, Lane, RedisStore, CHUNK};
+use super::{number, Lane, RedisStore, CHUNK, WRONG_TYPE};
 use crate::core::quota::{self, Grant, Request};
 use crate::core::sliding::{self, Op, WindowDecision};
 use crate::error::{Error, ErrorKind, Result};
@@ -38,7 +46,9 @@ fn int(v: Option<&Value>, what: &str) -> Result<f64> {
 }
 
 impl RedisStore {
-  /// Decides a batch of sliding-window calls, in order per key; one script call per slot.
+  /// Decides a batch of sliding-window calls, in order per key; one script call per slot. A
+  /// call whose key holds a value of another type is not applied and is answered refused with
+  /// `retry_after_us` = [`WRONG_TYPE`].
   pub async fn sliding_batch(
     &self,
     batch: &SlidingBatch,
@@ -111,10 +121,28 @@ impl RedisStore {
 
   /// One quota call. `timestamp`: whole seconds, or `None` for Redis' clock; `margin_ms` is
   /// added to every counter's TTL. Returns the timestamp used and the grants (none for
-  /// [`QuotaMode::Use`]).
+  /// [`QuotaMode::Use`]); or [`WRONG_TYPE`] and no grants when one of its counters holds a
+  /// value of another type (then nothing was charged).
   pub async fn quota(
     &self,
     call: &QuotaCall,
+    mode: QuotaMode,
+    timestamp: Option<f64>,
+    margin_ms: f64,
+    lane: &Lane,
+  ) -> Result<(f64, Vec<Grant>)> {
+    let (t, grants) = self.quota_calls(call, &[call.requests.len()], mode, timestamp, margin_ms, lane).await?;
+    Ok(settle(t, grants))
+  }
+
+  /// [`quota`](Self::quota) for the requests of several callers' calls merged into `call`
+  /// (`calls[i]` requests each, in order; merged only for [`QuotaMode::CheckAndUse`] on one
+  /// slot): a request of a call that names a counter of another type is answered granted
+  /// [`WRONG_TYPE`], and none of that call's requests is charged.
+  async fn quota_calls(
+    &self,
+    call: &QuotaCall,
+    calls: &[usize],
     mode: QuotaMode,
     timestamp: Option<f64>,
     margin_ms: f64,
@@ -132,20 +160,43 @@ impl RedisStore {
         let amounts = use_amounts(call);
         let t = timestamp.ok_or_else(|| Error::argument("useQuotas needs a timestamp"))?;
         let adds = slots.iter().map(|counters| self.quota_add(call, counters, &amounts, t, margin_ms, lane));
-        for r in futures::future::join_all(adds).await {
+        let added = futures::future::join_all(adds).await.into_iter().collect::<Result<Vec<bool>>>()?;
+        if !added.contains(&true) {
+          return Ok((t, vec![]));
+        }
+        // a slot with a counter of another type added nothing: the other slots' adds are
+        // taken back (sent at once, not after a read, so that a call across slots stays
+        // pipelined with its neighbours; calls in between may have seen the units, which
+        // errs on admitting less)
+        let back: Vec<f64> = amounts.iter().map(|a| -a).collect();
+        let refunds = slots
+          .iter()
+          .zip(&added)
+          .filter(|(_, wrong)| !**wrong)
+          .map(|(counters, _)| self.quota_add(call, counters, &back, t, margin_ms, lane));
+        for r in futures::future::join_all(refunds).await {
           r?;
         }
-        Ok((t, vec![]))
+        Ok((WRONG_TYPE, vec![]))
       }
       QuotaMode::CheckAndUse if slots.len() == 1 => {
         let requested: Vec<f64> = call.requests.iter().map(|r| r.requested).collect();
         let (t, charged) =
-          self.quota_charge(call, &slots[0], &all_requests, &requested, timestamp, margin_ms, lane).await?;
-        let grants = call.requests.iter().zip(charged).map(|(r, (_, remaining))| quota::grant(r.requested, &remaining));
+          self.quota_charge(call, &slots[0], &all_requests, calls, &requested, timestamp, margin_ms, lane).await?;
+        let grants = call.requests.iter().zip(charged).map(|(r, (granted, remaining))| {
+          if granted == WRONG_TYPE {
+            Grant { granted, reached: vec![false; remaining.len()], remaining }
+          } else {
+            quota::grant(r.requested, &remaining)
+          }
+        });
         Ok((t, grants.collect()))
       }
       _ => {
         let (t, used) = self.quota_read(call, &slots, timestamp, margin_ms, lane).await?;
+        if t == WRONG_TYPE {
+          return Ok((WRONG_TYPE, vec![]));
+        }
         let (plan, _) = quota::plan(&call.requests, &used);
         if mode == QuotaMode::Check {
           return Ok((t, plan));
@@ -234,6 +285,7 @@ impl RedisStore {
     lane: &Lane,
   ) -> Result<Vec<(f64, Vec<Grant>)>> {
     let mut merged = QuotaCall::default();
+    let sizes: Vec<usize> = run.iter().map(|i| calls[*i].0.requests.len()).collect();
     let mut index: std::collections::HashMap<&str, usize> = Default::default();
     for i in run {
       let call = &calls[*i].0;
@@ -259,11 +311,11 @@ impl RedisStore {
     }
     let t = calls[run[0]].2;
     let margin = if t.is_some() { QUOTA_MARGIN_MS } else { 0.0 };
-    let (t, mut grants) = self.quota(&merged, QuotaMode::CheckAndUse, t, margin, lane).await?;
+    let (t, mut grants) = self.quota_calls(&merged, &sizes, QuotaMode::CheckAndUse, t, margin, lane).await?;
     let mut out = Vec::with_capacity(run.len());
-    for i in run {
-      let rest = grants.split_off(calls[*i].0.requests.len());
-      out.push((t, std::mem::replace(&mut grants, rest)));
+    for size in sizes {
+      let rest = grants.split_off(size.min(grants.len()));
+      out.push(settle(t, std::mem::replace(&mut grants, rest)));
     }
     Ok(out)
   }
@@ -283,6 +335,9 @@ impl RedisStore {
       Some(t) => t,
       None => {
         let (t, values) = self.quota_script(call, &slots[0], 1, vec![], None, margin_ms, lane).await?;
+        if t == WRONG_TYPE {
+          return Ok((WRONG_TYPE, vec![]));
+        }
         for (c, u) in slots[0].iter().zip(values) {
           used[*c] = u;
         }
@@ -291,8 +346,13 @@ impl RedisStore {
       }
     };
     let reads = rest.iter().map(|counters| self.quota_script(call, counters, 1, vec![], Some(t), margin_ms, lane));
+    let mut wrong = false;
     for (counters, r) in rest.iter().zip(futures::future::join_all(reads).await) {
-      let (_, values) = r?;
+      let (read_at, values) = r?;
+      if read_at == WRONG_TYPE {
+        wrong = true;
+        continue;
+      }
       if values.len() != counters.len() {
         return Err(malformed("quota"));
       }
@@ -300,7 +360,7 @@ impl RedisStore {
         used[*c] = u;
       }
     }
-    Ok((t, used))
+    Ok(if wrong { (WRONG_TYPE, vec![]) } else { (t, used) })
   }
 
   /// Phases 2 and 3 of a call across slots: charge each slot up to the plan, then give back
@@ -329,13 +389,22 @@ impl RedisStore {
       if requests.is_empty() {
         return Ok((t, vec![]));
       }
-      self.quota_charge(call, counters, requests, planned_ref, Some(t), margin_ms, lane).await
+      self.quota_charge(call, counters, requests, &[requests.len()], planned_ref, Some(t), margin_ms, lane).await
     });
     let mut final_granted = planned.clone();
     let mut effective: Vec<Vec<f64>> = plan.iter().map(|g| g.remaining.clone()).collect();
     let mut per_slot = vec![];
+    // a counter that took another type since phase 1: that slot charged nothing, the others
+    // are given everything back, and the call fails
+    let mut wrong = false;
     for ((counters, requests), r) in slots.iter().zip(&members).zip(futures::future::join_all(charges).await) {
-      let (_, charged) = r?;
+      let (_, mut charged) = r?;
+      for (granted, _) in &mut charged {
+        if *granted == WRONG_TYPE {
+          wrong = true;
+          *granted = 0.0;
+        }
+      }
       for (r, (granted, remaining)) in requests.iter().zip(&charged) {
         final_granted[*r] = final_granted[*r].min(*granted);
         // the remaining each of this slot's quotas showed when charging
@@ -347,6 +416,9 @@ impl RedisStore {
         }
       }
       per_slot.push(charged);
+    }
+    if wrong {
+      final_granted.iter_mut().for_each(|g| *g = 0.0);
     }
     let refunds = slots.iter().zip(&members).zip(&per_slot).filter_map(|((counters, requests), charged)| {
       let mut amounts = vec![0.0; call.keys.len()];
@@ -367,6 +439,11 @@ impl RedisStore {
     });
     for r in futures::future::join_all(refunds).await {
       r?;
+    }
+    if wrong {
+      return Ok(
+        call.requests.iter().map(|_| Grant { granted: WRONG_TYPE, reached: vec![], remaining: vec![] }).collect(),
+      );
     }
     Ok(
       call
@@ -389,12 +466,16 @@ impl RedisStore {
 
   /// Charges `requests` (indices) on the slot of `counters`, each at most `limit_of[r]`;
   /// per request: what it was charged and the remaining of each of its quotas on this slot.
+  /// `calls`: how many of `requests`, in order, each caller's call made; the requests of a
+  /// call that names a counter of another type are answered granted [`WRONG_TYPE`], and none
+  /// of them is charged.
   #[allow(clippy::too_many_arguments)]
   async fn quota_charge(
     &self,
     call: &QuotaCall,
     counters: &[usize],
     requests: &[usize],
+    calls: &[usize],
     limit_of: &[f64],
     timestamp: Option<f64>,
     margin_ms: f64,
@@ -402,16 +483,26 @@ impl RedisStore {
   ) -> Result<(f64, Vec<(f64, Vec<f64>)>)> {
     let mut body = vec![];
     let mut widths = vec![];
-    for r in requests {
-      let Request { quotas, .. } = &call.requests[*r];
-      let mine: Vec<_> =
-        quotas.iter().filter_map(|q| Some((counters.iter().position(|c| *c == q.counter)?, q.limit))).collect();
-      body.push(number(limit_of[*r]));
-      body.push(Value::Integer(mine.len() as i64));
-      for (local, limit) in &mine {
-        body.extend([Value::Integer(*local as i64 + 1), number(*limit)]);
+    let mut rest = requests;
+    for n in calls {
+      let (of_call, after) = rest.split_at((*n).min(rest.len()));
+      rest = after;
+      // each caller's call starts with its number of requests
+      body.push(Value::Integer(of_call.len() as i64));
+      for r in of_call {
+        let Request { quotas, .. } = &call.requests[*r];
+        let mine: Vec<_> =
+          quotas.iter().filter_map(|q| Some((counters.iter().position(|c| *c == q.counter)?, q.limit))).collect();
+        body.push(number(limit_of[*r]));
+        body.push(Value::Integer(mine.len() as i64));
+        for (local, limit) in &mine {
+          body.extend([Value::Integer(*local as i64 + 1), number(*limit)]);
+        }
+        widths.push(mine.len());
       }
-      widths.push(mine.len());
+    }
+    if !rest.is_empty() {
+      return Err(Error::new(ErrorKind::Internal, "quota: requests without a call"));
     }
     let (t, values) = self.quota_script(call, counters, 2, body, timestamp, margin_ms, lane).await?;
     let mut it = values.into_iter();
@@ -426,7 +517,8 @@ impl RedisStore {
     Ok((t, charged))
   }
 
-  /// Adds `amounts[c]` to each counter `c` of `counters` (one slot).
+  /// Adds `amounts[c]` to each counter `c` of `counters` (one slot); true (and nothing added)
+  /// when one of them holds a value of another type.
   async fn quota_add(
     &self,
     call: &QuotaCall,
@@ -435,12 +527,12 @@ impl RedisStore {
     t: f64,
     margin_ms: f64,
     lane: &Lane,
-  ) -> Result<()> {
+  ) -> Result<bool> {
     if counters.iter().all(|c| amounts[*c] == 0.0) {
-      return Ok(());
+      return Ok(false);
     }
     let body = counters.iter().map(|c| number(amounts[*c])).collect();
-    self.quota_script(call, counters, 3, body, Some(t), margin_ms, lane).await.map(|_| ())
+    Ok(self.quota_script(call, counters, 3, body, Some(t), margin_ms, lane).await?.0 == WRONG_TYPE)
   }
 
   /// One `lua/quota.lua` call on `counters` (one slot): the timestamp it used and the rest
@@ -475,6 +567,16 @@ impl RedisStore {
   }
 }
 
+/// A caller's call as it is answered: one of its counters held another type (the timestamp or
+/// a request's grant is [`WRONG_TYPE`]) makes it the timestamp [`WRONG_TYPE`] and no grants.
+fn settle(t: f64, grants: Vec<Grant>) -> (f64, Vec<Grant>) {
+  if t == WRONG_TYPE || grants.iter().any(|g| g.granted == WRONG_TYPE) {
+    (WRONG_TYPE, vec![])
+  } else {
+    (t, grants)
+  }
+}
+
 /// What `useQuotas` adds to each counter: each request's amount once per distinct counter.
 fn use_amounts(call: &QuotaCall) -> Vec<f64> {
   let mut amounts = vec![0.0; call.keys.len()];
@@ -484,4 +586,17 @@ fn use_amounts(call: &QuotaCall) -> Vec<f64> {
     }
   }
   amounts
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn a_call_with_a_counter_of_another_type_is_answered_by_the_marker_alone() {
+    let grant = |granted| Grant { granted, reached: vec![false], remaining: vec![1.0] };
+    assert_eq!(settle(5.0, vec![grant(1.0), grant(WRONG_TYPE)]), (WRONG_TYPE, vec![]));
+    assert_eq!(settle(WRONG_TYPE, vec![]), (WRONG_TYPE, vec![]));
+    assert_eq!(settle(5.0, vec![grant(1.0)]), (5.0, vec![grant(1.0)]));
+  }
 }
