@@ -82,10 +82,15 @@ local M, changed, ttl, refresh, wrong = {}, {}, {}, {}, {}
 local WRONG_TYPE = -2
 local grants = {}
 
--- whether `key` is a sorted set or absent (nothing of another type)
+-- whether `key` is a sorted set or absent (nothing of another type): a zset read, which
+-- errors WRONGTYPE on another type (ZSCORE, not TYPE: the documented ACL has no +type)
 local function zset_or_none(key)
-  local t = redis.call('TYPE', key).ok
-  return t == 'zset' or t == 'none'
+  local r = redis.pcall('ZSCORE', key, '')
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 10) ~= 'WRONGTYPE ' then error(r) end
+    return false
+  end
+  return true
 end
 
 -- the counts of limiter g, or nil (and wrong[g]) when one of its keys holds another type

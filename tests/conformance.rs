@@ -30,7 +30,7 @@ fn random_batch(rng: &mut Rng, keys: &[String]) -> (String, Vec<f64>) {
       args.push(rng.pick(&[0.1, 0.5, 0.5, 1.0, 1.0]));
     }
   }
-  (batch_keys.join("\n"), args)
+  (sluice::codec::encode(&batch_keys), args)
 }
 
 fn same(a: &Decision, b: &Decision) -> bool {

@@ -52,7 +52,7 @@ fn random_batch(rng: &mut Rng, keys: &[(String, f64, f64)]) -> (String, Vec<f64>
     }
     args.extend([(k % 3) as f64, weight, *limit, *interval_us, action]);
   }
-  (batch_keys.join("\n"), args)
+  (sluice::codec::encode(&batch_keys), args)
 }
 
 async fn conform_limits(options: RedisOptions, label: &str) {

@@ -64,7 +64,7 @@ async fn conform_sliding(options: RedisOptions, label: &str) {
         nums.extend([op, weight, (windows.len() / 2) as f64]);
         nums.extend(windows);
       }
-      let batch = SlidingBatch::decode(&batch_keys.join("\n"), &nums).expect("valid batch");
+      let batch = SlidingBatch::decode(&sluice::codec::encode(&batch_keys), &nums).expect("valid batch");
       let expected = model.sliding_batch(&batch, now);
       let actual = on_lane(&mut wire, step, |lane| {
         let (store, batch) = (&store, &batch);
@@ -107,7 +107,7 @@ fn random_call(rng: &mut Rng, run: &str, label: &str, seed: u64) -> (String, Vec
   let mut nums = vec![keys.len() as f64];
   nums.extend(shapes);
   nums.extend(body);
-  (keys.join("\n"), nums)
+  (sluice::codec::encode(&keys), nums)
 }
 
 async fn conform_quota(options: RedisOptions, label: &str) {

@@ -156,7 +156,7 @@ pub fn memory_concurrent(
 // ~400 B per call without bound (issue 15).
 
 /// Sliding-window calls on the embedded store, in the flat encoding of `SlidingBatch`
-/// (`keys` joined by `\n`; per call `[op, weight, windowCount, then limit, intervalUs per
+/// (`keys` in the encoding of `crate::codec`; per call `[op, weight, windowCount, then limit, intervalUs per
 /// window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs per window]`.
 #[napi(catch_unwind)]
 pub fn memory_sliding(
@@ -227,7 +227,7 @@ pub fn redis_pacer_block<'env>(
 }
 
 /// Fair-tenant assignments on the embedded store, in the flat encoding of `decode_fair`
-/// (`keys` and `ids` joined by `\n`; per call `[mode, horizonMs, granularityMs, ruleCount,
+/// (`keys` and `ids` in the encoding of `crate::codec`; per call `[mode, horizonMs, granularityMs, ruleCount,
 /// then perMs per rule]`); per call, the tenant's count in each rule's window.
 #[napi(catch_unwind)]
 pub fn memory_fair(
@@ -617,7 +617,7 @@ pub fn redis_fair_direct(
   Ok(StoreCall::fair(&keys, &ids, &nums, now_us)?.direct(store))
 }
 
-/// Concurrent-limiter operations on a pool lane: `keys` and `ids` joined by `\n`, `nums` = 5
+/// Concurrent-limiter operations on a pool lane: `keys` and `ids` in the encoding of `crate::codec`, `nums` = 5
 /// per operation (`op, limit, lockUs, waitUs, ttlMs`, as `memoryConcurrent`). Resolves with
 /// `values`, 9 numbers per operation (its reply, zero-padded), and `grants`, the slots it
 /// handed to waiters (also published on `<key>:wake`).

@@ -1,7 +1,7 @@
 //! Fair-tenant assignments, decoded from the flat encoding the JS layer sends and validated,
 //! so nothing invalid reaches a store.
 //!
-//! Batch: `keys` joined by `\n` (one tenant record per call), `ids` joined by `\n` (the job
+//! Batch: `keys` in the encoding of `crate::codec` (one tenant record per call), `ids` in the same encoding (the job
 //! id of each call), and per call `[mode (0 exact, 1 approximate), rule count, then per_ms,
 //! granularity_ms per rule (granularity 0 in exact mode)]`. Results per call: the tenant's
 //! count in each rule's window, this job included.
@@ -103,7 +103,7 @@ mod tests {
 
   #[test]
   fn decodes_calls() {
-    let calls = decode_fair("a\nb", "j1\nj2", &[0.0, 2.0, 500.0, 0.0, 1000.0, 0.0, 1.0, 1.0, 60.0, 6.0]).unwrap();
+    let calls = decode_fair("1:a1:b", "2:j12:j2", &[0.0, 2.0, 500.0, 0.0, 1000.0, 0.0, 1.0, 1.0, 60.0, 6.0]).unwrap();
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].pers_ms(), vec![500, 1000]);
     assert_eq!(calls[0].horizon_ms, 1000);
@@ -115,20 +115,21 @@ mod tests {
   #[test]
   fn rejects_bad_calls() {
     for (keys, ids, nums) in [
-      ("a", "j", vec![0.0, 1.0, 0.0, 0.0]),
-      ("a", "j", vec![0.0, 1.0, 10.5, 0.0]),
-      ("a", "j", vec![0.0, 1.0, 4e11, 0.0]),
-      ("a", "j", vec![0.0, 1.0, 10.0, 1.0]),
-      ("a", "j", vec![2.0, 1.0, 10.0, 0.0]),
-      ("a", "j", vec![1.0, 1.0, 10.0, 0.0]),
-      ("a", "j", vec![1.0, 1.0, 10.0, 20.0]),
-      ("a", "j", vec![1.0, 1.0, 1e9, 1.0]),
-      ("a", "j", vec![0.0, 2.0, 10.0, 0.0]),
-      ("a", "j", vec![0.0, 0.0]),
-      ("a", "", vec![0.0, 1.0, 10.0, 0.0]),
-      ("", "j", vec![0.0, 1.0, 10.0, 0.0]),
-      ("a\nb", "j", vec![0.0, 1.0, 10.0, 0.0]),
-      ("a", "j", vec![]),
+      ("1:a", "1:j", vec![0.0, 1.0, 0.0, 0.0]),
+      ("1:a", "1:j", vec![0.0, 1.0, 10.5, 0.0]),
+      ("1:a", "1:j", vec![0.0, 1.0, 4e11, 0.0]),
+      ("1:a", "1:j", vec![0.0, 1.0, 10.0, 1.0]),
+      ("1:a", "1:j", vec![2.0, 1.0, 10.0, 0.0]),
+      ("1:a", "1:j", vec![1.0, 1.0, 10.0, 0.0]),
+      ("1:a", "1:j", vec![1.0, 1.0, 10.0, 20.0]),
+      ("1:a", "1:j", vec![1.0, 1.0, 1e9, 1.0]),
+      ("1:a", "1:j", vec![0.0, 2.0, 10.0, 0.0]),
+      ("1:a", "1:j", vec![0.0, 0.0]),
+      ("1:a", "0:", vec![0.0, 1.0, 10.0, 0.0]),
+      ("", "1:j", vec![0.0, 1.0, 10.0, 0.0]),
+      ("1:a1:b", "1:j", vec![0.0, 1.0, 10.0, 0.0]),
+      ("1:a", "1:j", vec![]),
+      ("a", "1:j", vec![0.0, 1.0, 10.0, 0.0]),
     ] {
       let e = decode_fair(keys, ids, &nums).unwrap_err();
       assert_eq!(e.kind, ErrorKind::InvalidArgument, "{keys:?} {ids:?} {nums:?}");

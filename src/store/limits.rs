@@ -1,7 +1,7 @@
 //! The rate limiters' batch: calls of any kind (bucket, window, leaky), decided in order in
 //! one store call, the way [`PacerBatch`](super::PacerBatch) does for the pacer.
 //!
-//! Flat encoding from the JS layer: `keys` joined by `\n`, one per entry, and
+//! Flat encoding from the JS layer: `keys` in the encoding of `crate::codec`, one per entry, and
 //! [`LIMIT_FIELDS`] numbers per entry: `kind, weight, limit, interval_us, max_wait_us`, where
 //! `max_wait_us` ≥ 0 asks for a take, [`PEEK`] for a take's answer without the charge,
 //! [`ADJUST`] for an unconditional charge (weight may be negative), [`RESET`] to delete the
@@ -178,7 +178,7 @@ mod tests {
   fn decodes_mixed_kinds_and_actions() {
     let args =
       [0.0, 1.0, 5.0, 1e6, 0.0, 2.0, -3.0, 10.0, 1e6, ADJUST, 1.0, 0.0, 2.0, 1e6, RESET, 2.0, 1.0, 10.0, 1e6, 5e5];
-    let b = LimitBatch::decode("a\nb\nc\nb", &args).unwrap();
+    let b = LimitBatch::decode("1:a1:b1:c1:b", &args).unwrap();
     assert_eq!(b.keys, ["a", "b", "c"]);
     assert_eq!(b.entries[1].action, Action::Step(Op::Adjust));
     assert_eq!(b.entries[2].action, Action::Reset);
@@ -203,9 +203,9 @@ mod tests {
       [0.0, 1.0, 5.0, 1e6, f64::INFINITY],
       [0.0, 2e9, 5.0, 1e6, 0.0],
     ] {
-      assert_eq!(LimitBatch::decode("a", &args).unwrap_err().kind, ErrorKind::InvalidArgument, "{args:?}");
+      assert_eq!(LimitBatch::decode("1:a", &args).unwrap_err().kind, ErrorKind::InvalidArgument, "{args:?}");
     }
-    assert!(LimitBatch::decode("a\nb", &[0.0, 1.0, 5.0, 1e6, 0.0]).is_err());
-    assert!(LimitBatch::decode("a", &[0.0, 1.0, 5.0, 1e6]).is_err());
+    assert!(LimitBatch::decode("1:a1:b", &[0.0, 1.0, 5.0, 1e6, 0.0]).is_err());
+    assert!(LimitBatch::decode("1:a", &[0.0, 1.0, 5.0, 1e6]).is_err());
   }
 }

@@ -53,7 +53,7 @@ pub struct PacerBatch {
 }
 
 impl PacerBatch {
-  /// Decodes the flat encoding the JS layer sends: `keys` joined by `\n` (one per member, in
+  /// Decodes the flat encoding the JS layer sends: `keys` in the encoding of `crate::codec` (one per member, in
   /// member order) and `args` = per entry `[members, mode (1 = pace, 0 = rateLimit)]` followed
   /// by [`MEMBER_FIELDS`] numbers per member. Every number is validated here, so nothing
   /// invalid reaches a store.
@@ -153,7 +153,7 @@ mod tests {
   #[test]
   fn decodes_entries_and_dedups_keys() {
     let args = [1.0, 1.0, 2.0, 10.0, 0.0, 0.5, 2.0, 0.0, 1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 1.0];
-    let b = PacerBatch::decode("a\nb\na", &args).unwrap();
+    let b = PacerBatch::decode("1:a1:b1:a", &args).unwrap();
     assert_eq!(b.keys, vec!["a", "b"]);
     assert_eq!(b.entries.len(), 2);
     assert_eq!(b.entries[1].members, 1..3);
@@ -173,10 +173,10 @@ mod tests {
       vec![2.0, 1.0, 1.0, 10.0, 0.0, 0.5],
       vec![1.0, 7.0, 1.0, 10.0, 0.0, 0.5],
     ] {
-      let e = PacerBatch::decode("a", &args).unwrap_err();
+      let e = PacerBatch::decode("1:a", &args).unwrap_err();
       assert_eq!(e.kind, crate::error::ErrorKind::InvalidArgument, "{args:?}");
     }
     assert!(PacerBatch::decode("", &[1.0, 1.0, 1.0, 10.0, 0.0, 0.5]).is_err());
-    assert!(PacerBatch::decode("a\nb", &[1.0, 1.0, 1.0, 10.0, 0.0, 0.5]).is_err());
+    assert!(PacerBatch::decode("1:a1:b", &[1.0, 1.0, 1.0, 10.0, 0.0, 0.5]).is_err());
   }
 }

@@ -1,11 +1,11 @@
 //! The sliding-window limiter's batch and the quota limiter's call, decoded from the flat
 //! encodings the JS layer sends and validated, so nothing invalid reaches a store.
 //!
-//! Sliding batch: `keys` joined by `\n`, one per call, and per call `[op (0 take, 1 peek,
+//! Sliding batch: `keys` in the encoding of `crate::codec`, one per call, and per call `[op (0 take, 1 peek,
 //! 2 reset, 3 block for `weight` µs), weight, window count, then per window limit, interval_us]`. Results per call:
 //! `[allowed (0/1), retry_after_us, then per window remaining, retry_after_us]`.
 //!
-//! Quota call: `keys` = the distinct counters joined by `\n`, and `[counter count, per
+//! Quota call: `keys` = the distinct counters in the encoding of `crate::codec`, and `[counter count, per
 //! counter window_s, granularity_s, request count, per request requested, quota count, per
 //! quota counter index (0-based), limit]`. Results: `[timestamp, per request granted, then
 //! per quota reached (0/1)]`.
@@ -253,12 +253,12 @@ mod tests {
   #[test]
   fn decodes_sliding_calls_of_several_shapes() {
     let nums = [0.0, 1.0, 2.0, 5.0, 1e6, 10.0, 6e7, 1.0, 0.0, 1.0, 3.0, 1e6, 2.0, 0.0, 1.0, 5.0, 1e6];
-    let b = SlidingBatch::decode("a\nb\na", &nums).unwrap();
+    let b = SlidingBatch::decode("1:a1:b1:a", &nums).unwrap();
     assert_eq!(b.keys, ["a", "b"]);
     assert_eq!(b.calls[0].windows.len(), 2);
     assert_eq!(b.calls[1].action, SlidingAction::Step(Op::Peek));
     assert_eq!((b.calls[2].key, b.calls[2].action), (0, SlidingAction::Reset));
-    let block = SlidingBatch::decode("a", &[3.0, 5e6, 1.0, 5.0, 1e6]).unwrap();
+    let block = SlidingBatch::decode("1:a", &[3.0, 5e6, 1.0, 5.0, 1e6]).unwrap();
     assert_eq!((block.calls[0].action, block.calls[0].weight), (SlidingAction::Block, 5e6));
     for bad in [
       vec![4.0, 1.0, 1.0, 5.0, 1e6],
@@ -270,26 +270,26 @@ mod tests {
       vec![0.0, 1.0, 1.0, 0.0, 1e6],
       vec![0.0, 1.0, 1.0, 5.0, 0.5],
     ] {
-      assert_eq!(SlidingBatch::decode("a", &bad).unwrap_err().kind, ErrorKind::InvalidArgument, "{bad:?}");
+      assert_eq!(SlidingBatch::decode("1:a", &bad).unwrap_err().kind, ErrorKind::InvalidArgument, "{bad:?}");
     }
   }
 
   #[test]
   fn decodes_quota_calls_and_rejects_bad_quotas_as_config_errors() {
     let nums = [2.0, 60.0, 10.0, 3600.0, 60.0, 2.0, 5.0, 2.0, 0.0, 10.0, 1.0, 100.0, 0.0, 1.0, 1.0, 3.0];
-    let call = QuotaCall::decode("a\nb", &nums).unwrap();
+    let call = QuotaCall::decode("1:a1:b", &nums).unwrap();
     assert_eq!(call.requests.len(), 2);
     assert_eq!(
       call.requests[0].quotas[1],
       QuotaRef { counter: 1, limit: 100.0, window_s: 3600.0, granularity_s: 60.0 }
     );
-    let config = |nums: &[f64]| QuotaCall::decode("a", nums).unwrap_err().kind;
+    let config = |nums: &[f64]| QuotaCall::decode("1:a", nums).unwrap_err().kind;
     assert_eq!(config(&[1.0, 10.0, 3.0, 1.0, 1.0, 1.0, 0.0, 5.0]), ErrorKind::InvalidConfig);
     assert_eq!(config(&[1.0, 10.0, 0.0, 1.0, 1.0, 1.0, 0.0, 5.0]), ErrorKind::InvalidConfig);
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, -1.0]), ErrorKind::InvalidConfig);
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 0.5]), ErrorKind::InvalidConfig);
     // limit 0 is Sentry's empty quota: valid, it grants nothing
-    assert!(QuotaCall::decode("a", &[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 0.0]).is_ok());
+    assert!(QuotaCall::decode("1:a", &[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 0.0]).is_ok());
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, -1.0, 1.0, 0.0, 5.0]), ErrorKind::InvalidArgument);
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 1.0, 5.0]), ErrorKind::InvalidArgument);
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 5.0, 9.0]), ErrorKind::InvalidArgument);

@@ -132,7 +132,8 @@ mod tests {
     assert_eq!(ops[0].args, strings(&["60000", "admitted", "2"]));
     assert_eq!(ops[1].op, "hgetall");
     for bad in [
-      vec!["del", "1", "k", "0"],
+      vec!["flushall", "0", "0"],
+      vec!["del", "2", "k", "j", "0"],
       vec!["incr", "2", "k", "j", "0"],
       vec!["incr", "1", "k", "5", "1"],
       vec!["incr", "1", "", "0"],
