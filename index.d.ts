@@ -67,9 +67,8 @@ export declare function memoryConcurrent(handle: ExternalObject<'MemoryStore'>, 
 
 /**
  * Fair-tenant assignments on the embedded store, in the flat encoding of `decode_fair`
- * (`keys` and `ids` joined by `
-`; per call `[mode, horizonMs, granularityMs, ruleCount,
- * then perMs per rule]`); per call, the tenant's count in each rule's window.
+ * (`keys` and `ids` encoded by lib/codec.js; per call `[mode, horizonMs, granularityMs,
+ * ruleCount, then perMs per rule]`); per call, the tenant's count in each rule's window.
  */
 export declare function memoryFair(handle: ExternalObject<'MemoryStore'>, keys: string, ids: string, nums: Float64Array, nowUs: number): Array<number>
 
@@ -113,9 +112,9 @@ export declare function memoryQuota(handle: ExternalObject<'MemoryStore'>, keys:
 
 /**
  * Sliding-window calls on the embedded store, in the flat encoding of `SlidingBatch`
- * (`keys` joined by `
-`; per call `[op, weight, windowCount, then limit, intervalUs per
- * window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs per window]`.
+ * (`keys` encoded by lib/codec.js; per call `[op, weight, windowCount, then limit,
+ * intervalUs per window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs
+ * per window]`.
  */
 export declare function memorySliding(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, nowUs: number): Array<number>
 
@@ -156,9 +155,8 @@ export interface NativeTlsOptions {
 }
 
 /**
- * Concurrent-limiter operations on a pool lane: `keys` and `ids` joined by `
-`, `nums` = 5
- * per operation (`op, limit, lockUs, waitUs, ttlMs`, as `memoryConcurrent`). Resolves with
+ * Concurrent-limiter operations on a pool lane: `keys` and `ids` encoded by lib/codec.js,
+ * `nums` = 5 per operation (`op, limit, lockUs, waitUs, ttlMs`, as `memoryConcurrent`). Resolves with
  * `values`, 9 numbers per operation (its reply, zero-padded), and `grants`, the slots it
  * handed to waiters (also published on `<key>:wake`).
  */
@@ -220,9 +218,9 @@ export declare function redisSlidingDirect(store: NativeRedisStore, keys: string
 
 /**
  * Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
- * <key count> <key>... <arg count> <arg>...`, every part joined by a newline (one string to
- * convert, not one per part: a flush of 10,000 limiters has about 150,000 parts); resolves
- * with each operation's reply.
+ * <key count> <key>... <arg count> <arg>...`, every part encoded by lib/codec.js (one string
+ * to convert, not one per part: a flush of 10,000 limiters has about 150,000 parts; no byte
+ * of a name is read as structure); resolves with each operation's reply.
  */
 export declare function redisStats(store: NativeRedisStore, ops: string, lane: number): Promise<string[][]>
 

@@ -156,8 +156,9 @@ pub fn memory_concurrent(
 // ~400 B per call without bound (issue 15).
 
 /// Sliding-window calls on the embedded store, in the flat encoding of `SlidingBatch`
-/// (`keys` in the encoding of `crate::codec`; per call `[op, weight, windowCount, then limit, intervalUs per
-/// window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs per window]`.
+/// (`keys` encoded by lib/codec.js; per call `[op, weight, windowCount, then limit,
+/// intervalUs per window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs
+/// per window]`.
 #[napi(catch_unwind)]
 pub fn memory_sliding(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &External<MemoryHandle>,
@@ -227,8 +228,8 @@ pub fn redis_pacer_block<'env>(
 }
 
 /// Fair-tenant assignments on the embedded store, in the flat encoding of `decode_fair`
-/// (`keys` and `ids` in the encoding of `crate::codec`; per call `[mode, horizonMs, granularityMs, ruleCount,
-/// then perMs per rule]`); per call, the tenant's count in each rule's window.
+/// (`keys` and `ids` encoded by lib/codec.js; per call `[mode, horizonMs, granularityMs,
+/// ruleCount, then perMs per rule]`); per call, the tenant's count in each rule's window.
 #[napi(catch_unwind)]
 pub fn memory_fair(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &External<MemoryHandle>,
@@ -576,9 +577,9 @@ pub fn redis_quota_direct(
 }
 
 /// Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
-/// <key count> <key>... <arg count> <arg>...`, every part joined by a newline (one string to
-/// convert, not one per part: a flush of 10,000 limiters has about 150,000 parts); resolves
-/// with each operation's reply.
+/// <key count> <key>... <arg count> <arg>...`, every part encoded by lib/codec.js (one string
+/// to convert, not one per part: a flush of 10,000 limiters has about 150,000 parts; no byte
+/// of a name is read as structure); resolves with each operation's reply.
 #[napi(catch_unwind, ts_return_type = "Promise<string[][]>")]
 pub fn redis_stats<'env>(
   env: &'env Env,
@@ -617,8 +618,8 @@ pub fn redis_fair_direct(
   Ok(StoreCall::fair(&keys, &ids, &nums, now_us)?.direct(store))
 }
 
-/// Concurrent-limiter operations on a pool lane: `keys` and `ids` in the encoding of `crate::codec`, `nums` = 5
-/// per operation (`op, limit, lockUs, waitUs, ttlMs`, as `memoryConcurrent`). Resolves with
+/// Concurrent-limiter operations on a pool lane: `keys` and `ids` encoded by lib/codec.js,
+/// `nums` = 5 per operation (`op, limit, lockUs, waitUs, ttlMs`, as `memoryConcurrent`). Resolves with
 /// `values`, 9 numbers per operation (its reply, zero-padded), and `grants`, the slots it
 /// handed to waiters (also published on `<key>:wake`).
 #[napi(catch_unwind, ts_return_type = "Promise<ConcurrentBatchReply>")]
