@@ -1,0 +1,170 @@
+// The dashboard page's detail views: one group's keys, and one limiter (its live state,
+// statistics, options, history, and a reset button when the server allows resets).
+
+import { h, meta } from './dom.js'
+import { fmt, ms, ago, interval, pct, shown, limiterHash, groupHash, apiUrl } from './format.js'
+import { chart, stateText, fillCell, card, statsList } from './widgets.js'
+
+const CSRF = meta('sluice-csrf')
+const ALLOW_RESET = meta('sluice-allow-reset') === 'true'
+
+/** One group: its keys, busiest first. */
+export function groupView(d) {
+  const g = d.group
+  const rows = d.keys.map((k) => {
+    const target = limiterHash(g.kind, k.name)
+    return h(
+      'tr',
+      { 'data-name': k.name, onclick: () => (location.hash = target) },
+      h('td', {}, h('a', { class: 'name', href: target }, shown(k.name))),
+      h('td', {}, fillCell(k.fill, stateText(g.kind, k.state))),
+      h('td', { class: 'num' }, fmt(k.recent.admitted), h('div', { class: 'sub' }, `${fmt(k.stats.admitted)} in all`)),
+      h(
+        'td',
+        { class: `num ${k.recent.refused ? 'refused' : ''}` },
+        fmt(k.recent.refused),
+        h('div', { class: 'sub' }, `${fmt(k.stats.refused)} in all`),
+      ),
+      h('td', { class: 'sub' }, ago(k.lastUse)),
+    )
+  })
+  return [
+    h('div', { class: 'crumbs' }, h('a', { href: '#/' }, '← all limiters')),
+    h(
+      'h2',
+      {},
+      h('span', { class: 'kind' }, g.kind),
+      ' ',
+      h('span', { class: 'name' }, shown(g.group)),
+      h('span', { class: 'muted' }, ` · ${fmt(d.total)} keys · ${g.limit}`),
+    ),
+    h(
+      'div',
+      { class: 'cards' },
+      card(fmt(g.recent.admitted), `admitted, last ${g.recent.minutes} min`),
+      card(fmt(g.recent.refused), `refused, last ${g.recent.minutes} min`, g.recent.refused ? 'refused' : ''),
+      card(fmt(g.stats.admitted), 'admitted in all'),
+      card(fmt(g.stats.refused), 'refused in all'),
+    ),
+    h('div', { class: 'panel' }, h('div', { class: 'legend' }, 'per minute, every key'), chart(g.history)),
+    d.total > d.keys.length
+      ? h('p', { class: 'muted' }, `The ${d.keys.length} most recently used keys of ${d.total}.`)
+      : null,
+    h(
+      'table',
+      { id: 'keys' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', {}, 'key'),
+          h('th', {}, 'fill now'),
+          h('th', { class: 'num' }, 'admitted 5 min'),
+          h('th', { class: 'num' }, 'refused 5 min'),
+          h('th', {}, 'last use'),
+        ),
+      ),
+      h('tbody', {}, rows),
+    ),
+  ]
+}
+
+/** A limiter's live state for a person: fill in %, windows and times in words. */
+function shownState(st) {
+  if (st.error) return { error: st.error.code }
+  const out = {}
+  for (const [k, v] of Object.entries(st)) {
+    if (k === 'fill') out.fill = pct(v)
+    else if (k === 'windows')
+      v.forEach((w) => (out[`per ${interval(w.intervalMs)}`] = `${fmt(w.remaining)} of ${fmt(w.limit)} left`))
+    else if (k.endsWith('Ms')) out[k.slice(0, -2)] = ms(v)
+    else out[k] = v
+  }
+  return out
+}
+
+/** One limiter; the reset button reports through `ctx.banner` and reloads with `ctx.reload`. */
+export function limiterView(d, ctx) {
+  const st = d.state
+  const resetButton =
+    ALLOW_RESET && d.resettable
+      ? h(
+          'button',
+          {
+            id: 'reset',
+            onclick: async () => {
+              if (!confirm(`Reset ${d.kind} "${shown(d.name)}"? Its counts are forgotten in every process.`)) return
+              const r = await fetch(apiUrl('reset', { kind: d.kind, name: d.name }), {
+                method: 'POST',
+                headers: { 'x-sluice-csrf': CSRF },
+              })
+              const body = await r.json()
+              ctx.banner(
+                r.ok ? `Reset ${d.kind} ${shown(d.name)}.` : `Reset failed: ${body.error.code}: ${body.error.message}`,
+                r.ok,
+              )
+              ctx.reload()
+            },
+          },
+          'Reset',
+        )
+      : null
+  const groupLink = d.group !== d.name ? h('a', { href: groupHash(d.kind, d.group) }, `← ${shown(d.group)}`) : null
+  return [
+    h('div', { class: 'crumbs' }, h('a', { href: '#/' }, '← all limiters'), groupLink ? ' ' : null, groupLink),
+    h(
+      'h2',
+      {},
+      h('span', { class: 'kind' }, d.kind),
+      ' ',
+      h('span', { class: 'name' }, shown(d.name)),
+      h('span', { class: 'muted' }, ` · ${d.limit}`),
+    ),
+    h(
+      'div',
+      { class: 'cards' },
+      card(
+        st && typeof st.fill === 'number' ? pct(st.fill) : '–',
+        st && !st.error ? stateText(d.kind, st) || 'fill now' : 'fill now',
+      ),
+      card(fmt(d.recent.admitted), `admitted, last ${d.recent.minutes} min`),
+      card(fmt(d.recent.refused), `refused, last ${d.recent.minutes} min`, d.recent.refused ? 'refused' : ''),
+      card(ago(d.lastUse), 'last use'),
+    ),
+    h(
+      'div',
+      { class: 'panel' },
+      h(
+        'div',
+        { class: 'legend' },
+        'per minute: ',
+        h('span', { class: 'a' }, '■ admitted'),
+        ' ',
+        h('span', { class: 'r' }, '■ refused'),
+      ),
+      chart(d.history),
+    ),
+    h(
+      'div',
+      { class: 'grid2' },
+      h(
+        'div',
+        { class: 'panel', id: 'state' },
+        h('h3', {}, 'Now'),
+        st && st.fill !== null
+          ? statsList(shownState(st))
+          : h('span', { class: 'muted' }, 'no live state for this kind'),
+      ),
+      h('div', { class: 'panel', id: 'stats' }, h('h3', {}, 'Statistics (every process)'), statsList(d.stats)),
+      h(
+        'div',
+        { class: 'panel' },
+        h('h3', {}, 'Options'),
+        statsList(d.options),
+        resetButton ? h('p', {}, resetButton) : null,
+      ),
+    ),
+  ]
+}
