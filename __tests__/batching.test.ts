@@ -1,4 +1,4 @@
-// Batching across event-loop turns (lib/batcher.js) and the direct lane (lib/direct.js):
+// Batching across event-loop turns (lib/store/batcher.js) and the direct lane (lib/store/direct.js):
 // calls made one per turn while a round trip is under way leave together, keep their order
 // and their decisions; a call made when nothing is under way leaves in its own tick; a batch
 // that fails fails every call in it, and the next calls recover. Round trips are held in
@@ -18,7 +18,7 @@ import {
   SluiceError,
   WindowLimiter,
 } from '../lib/index.js'
-import { frame, parseUrl } from '../lib/direct.js'
+import { frame, parseUrl } from '../lib/store/direct.js'
 import { clusterNodes, freshPrefix } from './helpers/stores.js'
 import { eventually, freePort, startRedis, stop } from './helpers/servers.js'
 

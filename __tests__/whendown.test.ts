@@ -150,7 +150,7 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
         await until(() => t.events.length === 1)
         expect(t.events[0]).toMatch(/^down:ERR_(STORE_UNAVAILABLE|TIMEOUT)$/)
         // the probes ask the node of the call that failed (its hash slot, on a cluster)
-        expect((t.store as any)._probeKey).toBe(`${t.store.keyPrefix}:probe:{b}`)
+        expect((t.store as any)._circuit.probeKey).toBe(`${t.store.keyPrefix}:probe:{b}`)
 
         // then no call waits for Redis any more
         const start = performance.now()
@@ -285,7 +285,7 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
     await t.limiters.bucket.check()
     await until(() => t.store.status === 'down')
     await t.store.close()
-    expect((t.store as any)._probeTimer).toBe(null)
+    expect((t.store as any)._circuit.probeTimer).toBe(null)
     const { error } = await timed(t.limiters.bucket.check())
     expect((error as SluiceError).code).toBe('ERR_CLOSED')
   })

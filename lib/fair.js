@@ -2,7 +2,7 @@
 
 const { invalidConfig, invalidArgument } = require('./errors')
 const { checkInteger, MAX_MS } = require('./limiters')
-const { MemoryStore, RedisStore } = require('./stores')
+const { MemoryStore, RedisStore } = require('./store')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const DAY_MS = 86_400_000

@@ -2,7 +2,7 @@
 
 const { SluiceError, OverLimitError, CODES } = require('./errors')
 const { ManualClock } = require('./clock')
-const { MemoryStore, RedisStore } = require('./stores')
+const { MemoryStore, RedisStore } = require('./store')
 const { DistributedPacer, PacerComposite } = require('./pacer')
 const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, UnlimitedLimiter } = require('./limiters')
 const { ConcurrentLimiter, Lease } = require('./concurrent')

@@ -1,6 +1,6 @@
 'use strict'
 
-const { MemoryStore, RedisStore } = require('./stores')
+const { MemoryStore, RedisStore } = require('./store')
 const { SluiceError, OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { longTimeout } = require('./timers')
 const { retryAfterMs } = require('./retryafter')

@@ -1,6 +1,6 @@
 'use strict'
 
-const { MemoryStore, RedisStore } = require('./stores')
+const { MemoryStore, RedisStore } = require('./store')
 const { invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { blockMs } = require('./limiters')
 const { escapeKey } = require('./stats')

@@ -293,6 +293,11 @@ class StatsBook {
   }
 }
 
+/** Statistics of the limiters used recently (`{ kind, name, lastUse }`), newest first. */
+function byLastUse(list) {
+  return list.sort((a, b) => b.lastUse - a.lastUse || (a.kind + a.name < b.kind + b.name ? -1 : 1))
+}
+
 /** A stats object from a Redis hash's `[field, value, ...]` plus local counts. */
 function statsFrom(flat, local) {
   const out = { ...local }
@@ -324,6 +329,7 @@ function historyFrom(flat, local, nowMs) {
 }
 
 module.exports = {
+  byLastUse,
   StatsBook,
   statsFrom,
   historyFrom,

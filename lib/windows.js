@@ -2,7 +2,7 @@
 
 const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { checkInteger, blockMs, MAX_LIMIT, MAX_MS } = require('./limiters')
-const { MemoryStore, RedisStore } = require('./stores')
+const { MemoryStore, RedisStore } = require('./store')
 const { encodeParts } = require('./codec')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/

@@ -5,7 +5,7 @@
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { frame } = require('../../lib/direct.js') as { frame: (b: Buffer, at: number, n: number) => number }
+const { frame } = require('../../lib/store/direct.js') as { frame: (b: Buffer, at: number, n: number) => number }
 
 export interface Trap {
   /** Which reply to replace: by its command's name (upper case), or the first reply of a connection. */

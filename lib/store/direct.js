@@ -10,8 +10,8 @@
 // when calls arrive. Every command has a deadline (ERR_TIMEOUT); a lost connection fails the
 // calls under way with ERR_STORE_UNAVAILABLE, as the pool does.
 const net = require('node:net')
-const native = require('./native')
-const { SluiceError, fromNative } = require('./errors')
+const native = require('../native')
+const { SluiceError, fromNative } = require('../errors')
 
 const CR = 13
 const LF = 10

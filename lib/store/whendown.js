@@ -3,9 +3,9 @@
 // What a RedisStore answers while its circuit is open (Redis found down), by its `whenDown`
 // policy: 'error' (reject), 'allow' (admit, fail open), 'deny' (refuse until the next probe,
 // fail closed) or 'local' (an embedded store in this process decides, from zero). Every answer
-// made here is flagged degraded. The calls are the store's queued call tuples (lib/stores.js).
+// made here is flagged degraded. The calls are the store's queued call tuples (lib/store/redis.js).
 
-const { SluiceError, fromNative } = require('./errors')
+const { SluiceError, fromNative } = require('../errors')
 
 const WHEN_DOWN = ['error', 'allow', 'deny', 'local']
 const LIMIT_RESET = -2

@@ -1,0 +1,94 @@
+'use strict'
+// A RedisStore's circuit breaker: the first call that finds Redis unreachable opens it
+// (status 'down', 'down' emitted, the store-down policy answers), a probe every
+// `probeIntervalMs` closes it when Redis answers again ('up').
+
+const native = require('../native')
+const { fromNative } = require('../errors')
+const { encodeParts } = require('../codec')
+const { STORE_FAILURES } = require('./errors')
+
+/** Failures of one call while a cluster changes its topology (see `opens`). */
+const TOPOLOGY_CHANGE = /Too many failed write attempts|Max attempts reached|TRYAGAIN/
+/** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
+const PROBE_ARGS = new Float64Array([0, 1, 1, 1_000_000, -3])
+
+class Circuit {
+  /** `store`: the RedisStore; `policy`: its WhenDown (begun and ended here). */
+  constructor(store, probeIntervalMs, policy) {
+    this._store = store
+    this._probeIntervalMs = probeIntervalMs
+    this.policy = policy
+    /** 'up', or 'down' from the first call that found Redis unreachable until a probe finds it back */
+    this.status = 'up'
+    this.probeTimer = null
+    this._probing = false
+    this.probeKey = null
+  }
+
+  /**
+   * Whether a failure opens the circuit: a store failure, but not one of a cluster changing
+   * its topology under a call (a command redirected too often during a failover, a slot
+   * being migrated): that call fails with ERR_STORE_UNAVAILABLE, the others go on.
+   */
+  opens(error) {
+    return STORE_FAILURES.has(error.code) && !this._store._closed && !TOPOLOGY_CHANGE.test(error.message)
+  }
+
+  /**
+   * Opens the circuit: Redis was found down by `error`, on a call for `key`. The probes read a
+   * key of the same hash slot, so on a cluster they ask the node that failed.
+   */
+  trip(error, key) {
+    if (this.status === 'down') return
+    const store = this._store
+    this.status = 'down'
+    const open = typeof key === 'string' ? key.indexOf('{') : -1
+    const close = open >= 0 ? key.indexOf('}', open) : -1
+    const tag = close > open + 1 ? key.slice(open + 1, close) : 'health'
+    this.probeKey = `${store.keyPrefix}:probe:{${tag}}`
+    this.policy.begin(error)
+    if (store._denyCache !== null) store._denyCache.clear()
+    this.probeTimer = setInterval(() => this._probe(), this._probeIntervalMs)
+    this.probeTimer.unref()
+    // emitted from a later turn: a listener added just after `await connect()` still hears it
+    setImmediate(() => store.emit('down', error))
+  }
+
+  /** One probe (at most one under way): an answer from Redis closes the circuit. */
+  _probe() {
+    if (this._probing || this._store._closed || this.status === 'up') return
+    this._probing = true
+    native.redisLimitBatch(this._store._native, encodeParts([this.probeKey]), PROBE_ARGS, -1, 1).then(
+      () => {
+        this._probing = false
+        this._recover()
+      },
+      (err) => {
+        this._probing = false
+        // any answer from Redis (a script error included) means it is reachable again
+        if (!STORE_FAILURES.has(fromNative(err).code)) this._recover()
+      },
+    )
+  }
+
+  _recover() {
+    const store = this._store
+    if (this.status === 'up' || store._closed) return
+    clearInterval(this.probeTimer)
+    this.probeTimer = null
+    this.status = 'up'
+    this.policy.end()
+    store._channels.dropLocal()
+    setImmediate(() => store.emit('up'))
+  }
+
+  /** The store closes: no more probes, the outage's local counts are dropped. */
+  close() {
+    if (this.probeTimer !== null) clearInterval(this.probeTimer)
+    this.probeTimer = null
+    this.policy.end()
+  }
+}
+
+module.exports = { Circuit }

@@ -1,0 +1,139 @@
+'use strict'
+// How a RedisStore's calls travel: one queue per kind, batched (see batcher.js), each batch on
+// the direct connection when it is up, else on the queue's own pool connection (its lane);
+// a failure opens the circuit, and batches already written are waited for at close().
+
+const { fromNative } = require('../errors')
+const { Batcher } = require('./batcher')
+const { closedError } = require('./errors')
+
+/**
+ * How each kind's calls are batched (see batcher.js). `maxBatch`: calls per native call and
+ * per script call, big enough to amortise the crossing and the round trip, small enough that
+ * one script call never runs for long. `maxInFlight`: batches under way per kind before new
+ * calls wait to leave together (group commit).
+ */
+const BATCHING = { maxBatch: 64, maxInFlight: Number(process.env.SLUICE_MAX_IN_FLIGHT) || 2 }
+
+class Lanes {
+  /** `direct`: the direct connection (a DirectConnection), or null (a cluster, or turned off). */
+  constructor(store, direct, connectTimeoutMs) {
+    this._store = store
+    this.direct = direct
+    this._connectTimeoutMs = connectTimeoutMs
+    this.queues = []
+    /** batches written and not yet answered; close() waits for them (`drain`) */
+    this._inFlight = 0
+    this._drained = null
+    this._settled = () => {
+      if (--this._inFlight === 0 && this._drained !== null) this._drained()
+    }
+  }
+
+  /**
+   * A new queue on pool lane `lane`: its batches are sent by `send(calls, resolve, reject, q)`
+   * (which calls `batch`). Its batches reach Redis in call order, on either connection.
+   */
+  queue(lane, send) {
+    const q = { lane, direct: false, batcher: null, directBatches: 0 }
+    q.batcher = new Batcher((calls, resolve, reject) => send(calls, resolve, reject, q), BATCHING)
+    this.queues.push(q)
+    return q
+  }
+
+  /** `calls` store calls went out in `batches` native calls, `direct` of them on the direct connection. */
+  get batching() {
+    let calls = 0
+    let batches = 0
+    let direct = 0
+    for (const q of this.queues) {
+      calls += q.batcher.calls
+      batches += q.batcher.batches
+      direct += q.directBatches
+    }
+    return { calls, batches, direct }
+  }
+
+  /**
+   * Sends one batch of queue `q`: on the direct connection, `direct()` makes the native task;
+   * on the pool, `pooled(lane)` makes the native call; `done(out)` settles the calls. A store
+   * failure opens the circuit; then, and while it is open, `degrade()` answers every call by
+   * the store-down policy ('error': they reject with the store's error). Any other failure
+   * rejects them all. `key`: a key of the batch (the probes go to its node). Returns the
+   * promise the batcher waits on.
+   */
+  batch(q, reject, direct, pooled, done, degrade, key) {
+    const store = this._store
+    const circuit = store._circuit
+    const fail = (err) => {
+      const error = fromNative(err)
+      if (circuit.opens(error)) {
+        circuit.trip(error, key)
+        if (circuit.policy.mode !== 'error') return degrade()
+      }
+      for (const r of reject) r(error)
+    }
+    if (store._closed) return fail(closedError())
+    if (circuit.status === 'down') {
+      if (circuit.policy.mode !== 'error') return degrade()
+      for (const r of reject) r(circuit.policy.error)
+      return
+    }
+    let pending
+    try {
+      const d = this._via(q)
+      pending =
+        d === null ? pooled(q.lane).then(done) : d.run(direct()).then((step) => done(step.grants ? step : step.values))
+    } catch (err) {
+      return fail(err)
+    }
+    // written: close() waits for its reply (it may have been applied), see `drain`
+    this._inFlight++
+    return pending.then(this._settled, (err) => {
+      this._settled()
+      return fail(err)
+    })
+  }
+
+  /**
+   * The direct connection for queue `q`'s next batch, or null for the pool. A queue moves to
+   * the direct connection only when none of its batches is under way on the pool, so its
+   * batches keep their order.
+   */
+  _via(q) {
+    const d = this.direct
+    if (d === null) return null
+    if (!d.ready) {
+      d.redial(this._connectTimeoutMs)
+      q.direct = false
+      return null
+    }
+    if (!q.direct && q.batcher._inFlight > 1) return null
+    q.direct = true
+    q.directBatches++
+    return d
+  }
+
+  /**
+   * Waits for the batches already written (each has its own deadline, so this is bounded;
+   * `backstopMs` bounds it anyway), then closes the direct connection.
+   */
+  async drain(backstopMs) {
+    if (this._inFlight > 0) {
+      await new Promise((resolve) => {
+        const backstop = setTimeout(resolve, backstopMs)
+        this._drained = () => {
+          clearTimeout(backstop)
+          resolve()
+        }
+      })
+    }
+    this._drained = null
+  }
+
+  close() {
+    if (this.direct !== null) this.direct.close()
+  }
+}
+
+module.exports = { Lanes }

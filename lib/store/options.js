@@ -1,0 +1,191 @@
+'use strict'
+// The options of the two stores: `new MemoryStore(options)` and `RedisStore.connect(options)`
+// checked (ERR_INVALID_CONFIG for anything unknown or out of range) and given their defaults.
+
+const { invalidConfig, ownProps } = require('../errors')
+const { ManualClock } = require('../clock')
+const { WHEN_DOWN } = require('./whendown')
+
+/** The defaults of `RedisStore.connect` (the native side has the same). */
+const DEFAULT_URL = 'redis://127.0.0.1:6379'
+const DEFAULT_COMMAND_TIMEOUT_MS = 2000
+const DEFAULT_CONNECT_TIMEOUT_MS = 5000
+const DEFAULT_STATS_FLUSH_MS = 5000
+const DEFAULT_STATS_TTL_MS = 7 * 86_400_000
+const DEFAULT_PROBE_INTERVAL_MS = 1000
+const DEFAULT_DENY_CACHE_KEYS = 100_000
+
+const MEMORY_OPTIONS = ['keyPrefix', 'clock', 'stats']
+const REDIS_OPTIONS = [
+  'keyPrefix',
+  'clock',
+  'url',
+  'cluster',
+  'poolSize',
+  'commandTimeoutMs',
+  'connectTimeoutMs',
+  'directConnection',
+  'whenDown',
+  'probeIntervalMs',
+  'localDenyCache',
+  'stats',
+  'statsFlushMs',
+  'statsTtlMs',
+  'tls',
+]
+
+/** The options both stores have (`keyPrefix`, `clock`), after rejecting names not in `allowed`. */
+function storeOptions(options, allowed) {
+  if (options === undefined || options === null) options = {}
+  if (typeof options !== 'object' || Array.isArray(options)) throw invalidConfig('store options must be an object')
+  for (const name of Object.keys(options)) {
+    if (!allowed.includes(name)) throw invalidConfig(`unknown store option ${JSON.stringify(name)}`)
+  }
+  options = ownProps(options)
+  const keyPrefix = options.keyPrefix === undefined ? 'sluice' : options.keyPrefix
+  if (
+    typeof keyPrefix !== 'string' ||
+    keyPrefix.length === 0 ||
+    keyPrefix.length > 128 ||
+    /[{}\n]/.test(keyPrefix) ||
+    !keyPrefix.isWellFormed()
+  ) {
+    throw invalidConfig('keyPrefix must be a string of 1..128 characters without braces, newlines or lone surrogates')
+  }
+  const clock = options.clock === undefined ? null : options.clock
+  if (clock !== null && !(clock instanceof ManualClock)) throw invalidConfig('clock must be a ManualClock')
+  return { keyPrefix, clock }
+}
+
+/** `stats`: true (default) or false. */
+function statsOption(options) {
+  const value = options && Object.prototype.hasOwnProperty.call(options, 'stats') ? options.stats : undefined
+  if (value === undefined) return true
+  if (typeof value !== 'boolean') throw invalidConfig('stats must be a boolean')
+  return value
+}
+
+/** The options of `new MemoryStore(options)`. */
+function memoryOptions(options) {
+  const { keyPrefix, clock } = storeOptions(options, MEMORY_OPTIONS)
+  return { keyPrefix, clock, stats: statsOption(options) }
+}
+
+/** `localDenyCache`: false (default), true, or `{ maxKeys }`; the number of keys kept (0: off). */
+function denyCacheOption(value) {
+  if (value === undefined || value === false) return 0
+  if (value === true) return DEFAULT_DENY_CACHE_KEYS
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const name of Object.keys(value)) {
+      if (name !== 'maxKeys') throw invalidConfig(`unknown localDenyCache option ${JSON.stringify(name)}`)
+    }
+    const { maxKeys = DEFAULT_DENY_CACHE_KEYS } = value
+    if (Number.isInteger(maxKeys) && maxKeys >= 1 && maxKeys <= 10_000_000) return maxKeys
+  }
+  throw invalidConfig('localDenyCache must be a boolean or { maxKeys: integer in [1, 10000000] }')
+}
+
+/**
+ * The `tls` option of RedisStore.connect, for rediss:// URLs: `{ ca, cert, key,
+ * rejectUnauthorized }` (PEM strings or Buffers; `ca` may be a list). Kept in no property of
+ * the store, and named, never shown, in errors.
+ */
+function tlsOption(tls) {
+  if (tls === undefined) return undefined
+  if (tls === null || typeof tls !== 'object' || Array.isArray(tls)) {
+    throw invalidConfig('tls must be an object: { ca?, cert?, key?, rejectUnauthorized? }')
+  }
+  const t = ownProps(tls)
+  for (const k of Object.keys(t)) {
+    if (!['ca', 'cert', 'key', 'rejectUnauthorized'].includes(k)) {
+      throw invalidConfig(`unknown tls option ${JSON.stringify(k)}`)
+    }
+  }
+  const pem = (name, value, list) => {
+    if (value === undefined) return undefined
+    const items = list && Array.isArray(value) ? value : [value]
+    if (items.length === 0) throw invalidConfig(`tls.${name} must not be empty`)
+    return items
+      .map((v) => {
+        if (typeof v === 'string') return v
+        if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString('utf8')
+        throw invalidConfig(`tls.${name} must be PEM text: a string or a Buffer${list ? ', or a list of them' : ''}`)
+      })
+      .join('\n')
+  }
+  if (t.rejectUnauthorized !== undefined && typeof t.rejectUnauthorized !== 'boolean') {
+    throw invalidConfig('tls.rejectUnauthorized must be a boolean')
+  }
+  if ((t.cert === undefined) !== (t.key === undefined)) throw invalidConfig('tls.cert and tls.key go together')
+  return {
+    ca: pem('ca', t.ca, true),
+    cert: pem('cert', t.cert, false),
+    key: pem('key', t.key, false),
+    rejectUnauthorized: t.rejectUnauthorized,
+  }
+}
+
+/** An integer option in [min, max], or its default when not given. */
+function integerOption(o, name, fallback, min, max) {
+  const value = o[name] === undefined ? fallback : o[name]
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw invalidConfig(`${name} must be an integer in [${min}, ${max}]`)
+  }
+  return value
+}
+
+/**
+ * The options of `RedisStore.connect(options)` (a URL string or an object): what the
+ * native pool is given (`pool`), and what the store itself uses.
+ */
+function redisOptions(options) {
+  if (typeof options === 'string') options = { url: options }
+  const { keyPrefix, clock } = storeOptions(options, REDIS_OPTIONS)
+  const o = ownProps(options || {})
+  if (o.url !== undefined && typeof o.url !== 'string') throw invalidConfig('url must be a string')
+  if (o.cluster !== undefined) {
+    if (!Array.isArray(o.cluster) || o.cluster.length === 0 || !o.cluster.every((u) => typeof u === 'string')) {
+      throw invalidConfig('cluster must be a non-empty array of redis:// URLs')
+    }
+  }
+  for (const name of ['poolSize', 'commandTimeoutMs', 'connectTimeoutMs']) {
+    if (o[name] !== undefined && typeof o[name] !== 'number') throw invalidConfig(`${name} must be a number`)
+  }
+  if (o.directConnection !== undefined && typeof o.directConnection !== 'boolean') {
+    throw invalidConfig('directConnection must be a boolean')
+  }
+  const whenDown = o.whenDown === undefined ? 'error' : o.whenDown
+  if (!WHEN_DOWN.includes(whenDown)) throw invalidConfig("whenDown must be 'error', 'allow', 'deny' or 'local'")
+  const probeIntervalMs = integerOption(o, 'probeIntervalMs', DEFAULT_PROBE_INTERVAL_MS, 10, 600_000)
+  const denyCacheKeys = denyCacheOption(o.localDenyCache)
+  const stats = statsOption(o)
+  const statsFlushMs = integerOption(o, 'statsFlushMs', DEFAULT_STATS_FLUSH_MS, 10, 600_000)
+  const statsTtlMs = integerOption(o, 'statsTtlMs', DEFAULT_STATS_TTL_MS, 60_000, 315_360_000_000)
+  const tls = tlsOption(o.tls)
+  return {
+    keyPrefix,
+    clock,
+    url: o.url ?? DEFAULT_URL,
+    pool: {
+      url: o.url,
+      cluster: o.cluster,
+      poolSize: o.poolSize,
+      commandTimeoutMs: o.commandTimeoutMs,
+      connectTimeoutMs: o.connectTimeoutMs,
+      // under a policy other than 'error', a store can start while Redis is down
+      startDown: whenDown !== 'error',
+      tls,
+    },
+    directConnection: o.directConnection !== false,
+    connectTimeoutMs: o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    commandTimeoutMs: o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    whenDown,
+    probeIntervalMs,
+    denyCacheKeys,
+    stats,
+    statsFlushMs,
+    statsTtlMs,
+  }
+}
+
+module.exports = { memoryOptions, redisOptions }

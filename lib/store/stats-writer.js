@@ -1,0 +1,249 @@
+'use strict'
+// A RedisStore's statistics in Redis: the counts this process took (its StatsBook) written
+// every `statsFlushMs` and at close, one script call per hash slot (lua/stats.lua); read back
+// for `stats()`, the dashboard and `store.limiters()`.
+
+const native = require('../native')
+const { fromNative } = require('../errors')
+const { encodeParts } = require('../codec')
+const {
+  byLastUse,
+  statsFrom,
+  historyFrom,
+  escapeKey,
+  stateLifetimeMs,
+  FIELDS,
+  MAX_LIMITERS,
+  SERIES,
+  MINUTE_MS,
+} = require('../stats')
+const { closedError, statsOffError, isWrongTypeReply, statsWrongTypeError } = require('./errors')
+
+/** How often a limiter's registry record (last use, options) is refreshed, at most. */
+const STATS_REFRESH_MS = 60_000
+/** The pool lane of statistics (the kinds' queues use the lanes before it). */
+const STATS_LANE = 5
+
+class StatsWriter {
+  /** `store`: the RedisStore, whose `_stats` (a StatsBook, or null: off) this writes. */
+  constructor(store, ttlMs, flushMs) {
+    this._store = store
+    this._ttlMs = ttlMs
+    this._flushMs = flushMs
+    /** counts being written (taken from the book, not yet acknowledged) */
+    this._inFlight = []
+    this._flushing = null
+    this._timer = null
+    if (store._stats !== null) {
+      this._timer = setInterval(() => {
+        this.flush().catch(() => undefined)
+      }, flushMs)
+      this._timer.unref()
+    }
+  }
+
+  statsKey(kind, name) {
+    return `${this._store.keyPrefix}:stats:{${kind}:${escapeKey(name)}}`
+  }
+
+  registryKeys() {
+    const prefix = this._store.keyPrefix
+    return [`${prefix}:limiters:{registry}`, `${prefix}:limiters:{registry}:options`]
+  }
+
+  _run(ops) {
+    return native.redisStats(this._store._native, encodeParts(ops), STATS_LANE)
+  }
+
+  /**
+   * Writes the counts taken since the last flush: one HINCRBYFLOAT per counter of each limiter
+   * and its registry entry, in one script call per hash slot. A failure gives the counts back
+   * to the next flush; at close() they are counted as dropped.
+   */
+  flush() {
+    const store = this._store
+    const book = store._stats
+    if (book === null) return Promise.resolve()
+    if (this._flushing !== null) return this._flushing
+    const taken = book.take()
+    if (taken.length === 0) return Promise.resolve()
+    if (store.status === 'down') {
+      book.giveBack(taken)
+      return Promise.resolve()
+    }
+    const ttl = String(this._ttlMs)
+    const ops = []
+    const registry = [ttl, String(MAX_LIMITERS)]
+    // a hash lives as long as its limit's state, and at least two flush periods (so a
+    // limiter in use never loses its hash between two flushes), at most statsTtlMs
+    const minTtlMs = 2 * this._flushMs
+    const incrs = [] // the entry of each incr operation, in order
+    const now = store._nowMsLocal()
+    const minute = Math.floor(now / MINUTE_MS)
+    const refreshed = []
+    for (const t of taken) {
+      // the registry record (last use) and the TTL: with the first write, then once a minute
+      const e = t.entry
+      const due = e.refreshedAt === 0 || now - e.refreshedAt >= STATS_REFRESH_MS
+      // one packed argument (see lua/stats.lua): TTL, the ring slot and minute of the
+      // per-minute counts for charts (counted at the flush: within statsFlushMs of the
+      // decisions), then the counts, empty for 0
+      const c = t.counts
+      if (e.ttlMs === 0) {
+        e.ttlMs = Math.max(minTtlMs, Math.min(this._ttlMs, stateLifetimeMs(t.kind, t.options) || Infinity))
+      }
+      let packed = `${e.ttlMs},${c[0] !== 0 || c[1] !== 0 ? minute % SERIES : ''},${minute}`
+      let fields = 0
+      for (let i = 0; i < c.length; i++) {
+        if (c[i] === 0) packed += ','
+        else {
+          packed += `,${c[i]}`
+          fields++
+        }
+      }
+      if (fields > 0) {
+        incrs.push(t)
+        ops.push('incr', '1', this.statsKey(t.kind, t.name), '1', packed)
+      }
+      if (due) {
+        registry.push(
+          `${t.kind}:${t.name}`,
+          String(Math.round(t.lastUse)),
+          e.refreshedAt === 0 ? JSON.stringify(t.options) : '',
+        )
+        refreshed.push(e)
+      }
+    }
+    const [zset, options] = this.registryKeys()
+    if (registry.length > 2) ops.push('registry', '2', zset, options, String(registry.length), ...registry)
+    if (ops.length === 0) return Promise.resolve()
+    this._inFlight = taken
+    let sent
+    try {
+      sent = this._run(ops)
+    } catch (err) {
+      sent = Promise.reject(err)
+    }
+    this._flushing = sent
+      .then(
+        (reply) => {
+          for (const e of refreshed) e.refreshedAt = now
+          // a hash of another type under our name (another writer): its counts cannot be
+          // written, now or later; counted as dropped, never sent again
+          for (let i = 0; i < incrs.length; i++) if (isWrongTypeReply(reply[i])) book.drop([incrs[i]])
+          // the registry's cap dropped these limiters: their statistics go with them
+          const gone = registry.length > 2 && Array.isArray(reply) ? reply[reply.length - 1] : null
+          if (Array.isArray(gone) && gone.length > 0 && !isWrongTypeReply(gone))
+            return this._dropStats(gone).catch(() => undefined) // they expire anyway
+        },
+        (err) => {
+          const error = fromNative(err)
+          if (store._circuit.opens(error)) store._circuit.trip(error, zset)
+          book.giveBack(taken)
+          throw error
+        },
+      )
+      .finally(() => {
+        this._inFlight = []
+        this._flushing = null
+      })
+    return this._flushing
+  }
+
+  /** Deletes the statistics hashes of registry members (`<kind>:<name>`) the registry dropped. */
+  async _dropStats(members) {
+    const ops = []
+    for (const m of members) {
+      const colon = m.indexOf(':')
+      if (colon > 0) ops.push('del', '1', this.statsKey(m.slice(0, colon), m.slice(colon + 1)), '0')
+    }
+    if (ops.length > 0) await this._run(ops)
+  }
+
+  /** This process's counts of `kind:name` not yet in Redis (unwritten or being written). */
+  _unwritten(kind, name) {
+    const local = this._store._stats.local(kind, name)
+    for (const t of this._inFlight) {
+      if (t.kind === kind && t.name === name) FIELDS.forEach((f, i) => (local[f] += t.counts[i]))
+    }
+    return local
+  }
+
+  /**
+   * Statistics and per-minute history (last 30 minutes) of each `{ kind, name }`: the store's,
+   * plus this process's unwritten counts, in one script call per hash slot:
+   * `[{ stats, history: [{ t, admitted, refused }] }]`
+   */
+  async detail(list) {
+    const store = this._store
+    if (store._closed) throw closedError()
+    if (store._stats === null) throw statsOffError()
+    const locals = list.map((l) => this._unwritten(l.kind, l.name))
+    if (store.status === 'down') throw store._circuit.policy.error
+    const ops = []
+    for (const l of list) ops.push('hgetall', '1', this.statsKey(l.kind, l.name), '0')
+    let reply = []
+    if (ops.length > 0) {
+      try {
+        reply = await this._run(ops)
+      } catch (err) {
+        throw fromNative(err)
+      }
+    }
+    const now = store._nowMsLocal()
+    if (reply.some(isWrongTypeReply)) throw statsWrongTypeError('statistics')
+    return list.map((l, i) => ({
+      stats: statsFrom(reply[i], locals[i]),
+      history: historyFrom(reply[i], locals[i], now),
+    }))
+  }
+
+  /** The limiters used through any store on this Redis (see RedisStore.limiters). */
+  async limiters() {
+    const store = this._store
+    if (store._closed) throw closedError()
+    if (store._stats === null) throw statsOffError()
+    const seen = new Map()
+    for (const l of store._stats.seen()) seen.set(`${l.kind}:${l.name}`, l)
+    if (store.status === 'down') throw store._circuit.policy.error
+    const [zset, options] = this.registryKeys()
+    const since = String(Math.floor(store._nowMsLocal() - this._ttlMs))
+    let reply
+    try {
+      reply = await this._run(['since', '2', zset, options, '1', since])
+    } catch (err) {
+      throw fromNative(err)
+    }
+    const flat = reply[0]
+    if (isWrongTypeReply(flat)) throw statsWrongTypeError('limiter registry')
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      const member = flat[i]
+      const colon = member.indexOf(':')
+      const lastUse = Number(flat[i + 1])
+      const known = seen.get(member)
+      if (known !== undefined && known.lastUse >= lastUse) continue
+      let parsed = {}
+      try {
+        parsed = JSON.parse(flat[i + 2])
+      } catch {
+        parsed = {}
+      }
+      seen.set(member, { kind: member.slice(0, colon), name: member.slice(colon + 1), options: parsed, lastUse })
+    }
+    return byLastUse([...seen.values()])
+  }
+
+  /** The store closes: the last counts are written now, or counted as dropped. */
+  async close() {
+    if (this._timer !== null) clearInterval(this._timer)
+    this._timer = null
+    const book = this._store._stats
+    if (book === null) return
+    await (this._flushing || Promise.resolve()).catch(() => undefined)
+    await this.flush().catch(() => undefined)
+    const left = book.take()
+    if (left.length > 0) book.drop(left)
+  }
+}
+
+module.exports = { StatsWriter }
