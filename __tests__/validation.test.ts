@@ -16,8 +16,8 @@ import { codeOf } from './helpers/errors.js'
 import { QuotaLimiter } from '../lib/index.js'
 import { createRequire } from 'node:module'
 
-// the HTTP doors' counter names (lib/http.js has no public types)
-const { counterName } = createRequire(__filename)('../lib/http.js') as {
+// the HTTP doors' counter names (lib/http/key.js has no public types)
+const { counterName } = createRequire(__filename)('../lib/http/key.js') as {
   counterName: (identifier: string, key: string) => string
 }
 

@@ -1,8 +1,8 @@
 import type { RequestHandler, Request, Response, NextFunction } from 'express'
-import type { DoorOptions, RateLimitInfo } from './http.js'
+import type { DoorOptions, RateLimitInfo } from './http/types.js'
 
-export type { DoorLimiter, RateLimitInfo } from './http.js'
-export { ipKeyGenerator } from './http.js'
+export type { DoorLimiter, RateLimitInfo } from './http/types.js'
+export { ipKeyGenerator } from './http/types.js'
 
 export interface Options extends DoorOptions<Request, Response> {
   /** Answers a refusal (status already set); default: send `message`. */

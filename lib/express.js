@@ -1,9 +1,11 @@
 'use strict'
 
 // sluice/express: rate-limiting middleware for Express 4 and 5, with express-rate-limit's
-// option names where the meaning is the same. See lib/http.js for what the doors share.
+// option names where the meaning is the same. See lib/http/ for what the doors share.
 
-const { Door, doorConfig, ipKey, DOOR } = require('./http')
+const { Door, DOOR } = require('./http/door')
+const { doorConfig } = require('./http/options')
+const { ipKey } = require('./http/key')
 
 const DEFAULTS = { limit: 5, windowMs: 60_000, message: 'Too many requests, please try again later.' }
 

@@ -7,7 +7,7 @@ import type {
   DoorLimiter as HttpDoorLimiter,
   RateLimitInfo as HttpRateLimitInfo,
   ipKeyGenerator as httpIpKeyGenerator,
-} from './http.js'
+} from './http/types.js'
 
 type SluiceRateLimit = FastifyPluginAsync<sluiceRateLimit.Options>
 

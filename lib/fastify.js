@@ -2,10 +2,12 @@
 
 // sluice/fastify: a rate-limit plugin for Fastify 5, global or per route, running in
 // onRequest. The options of sluice/express, plus @fastify/rate-limit's `max` and
-// `timeWindow` as aliases of `limit` and `windowMs`. See lib/http.js for what the doors share.
+// `timeWindow` as aliases of `limit` and `windowMs`. See lib/http/ for what the doors share.
 
 const { createHash } = require('node:crypto')
-const { Door, doorConfig, ipKey, DOOR } = require('./http')
+const { Door, DOOR } = require('./http/door')
+const { doorConfig } = require('./http/options')
+const { ipKey } = require('./http/key')
 const { invalidConfig } = require('./errors')
 
 const DEFAULTS = { limit: 1000, windowMs: 60_000 }

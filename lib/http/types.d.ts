@@ -1,4 +1,6 @@
-// Options shared by sluice/express and sluice/fastify.
+// The types sluice/express and sluice/fastify share (lib/express.d.ts, lib/fastify.d.ts): the
+// options of a door, the limiters limiter(req) may return, req.rateLimit, the default key.
+// Types only: the door's code is lib/http/*.js.
 import type {
   Store,
   BucketLimiter,
@@ -8,7 +10,7 @@ import type {
   SlidingWindowLimiter,
   DistributedPacer,
   PacerComposite,
-} from './index.js'
+} from '../index.js'
 
 /** A limiter `limiter(req)` may return (null: this request is not limited). */
 export type DoorLimiter =
