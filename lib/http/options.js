@@ -4,7 +4,7 @@
 // door's config (ERR_INVALID_CONFIG for anything wrong), the names of its windows and
 // policies, and the warning when two doors of one process name their counters alike.
 
-const { MemoryStore, RedisStore } = require('../stores')
+const { MemoryStore, RedisStore } = require('../store')
 const { invalidConfig } = require('../errors')
 
 const ALGORITHMS = ['fixed', 'window', 'sliding', 'leaky', 'gcra']
