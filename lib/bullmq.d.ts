@@ -1,3 +1,4 @@
+// Types of sluice/bullmq (lib/bullmq.js and lib/bullmq.mjs): limitProcessor, FairQueues, weightedWorkers.
 import type { EventEmitter } from 'node:events'
 import type { ConnectionOptions, Job, JobsOptions, Processor, Queue, Worker, WorkerOptions } from 'bullmq'
 import type {

@@ -1,3 +1,4 @@
+// Types of sluice/dashboard (lib/dashboard.js and lib/dashboard.mjs): the request handler and its options.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Store } from './index.js'
 

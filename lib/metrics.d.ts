@@ -1,3 +1,4 @@
+// Types of sluice/metrics (lib/metrics.js and lib/metrics.mjs): collectMetrics and its options.
 import type { Registry } from 'prom-client'
 import type { Store } from './index.js'
 
