@@ -6,7 +6,7 @@
 // processes in the query: `sum by (limiter) (rate(sluice_decisions_total[5m]))`).
 
 const { SluiceError, invalidConfig } = require('./errors')
-const { MemoryStore, RedisStore } = require('./stores')
+const { MemoryStore, RedisStore } = require('./store')
 const { ConcurrentLimiter } = require('./concurrent')
 
 /** Seconds; the default buckets of `sluice_wait_seconds`. */
