@@ -1,3 +1,5 @@
+// The types of `require('sluice/express')` (lib/express.js): the middleware, its options and
+// req.rateLimit. lib/express.d.mts types `import ... from 'sluice/express'`.
 import type { RequestHandler, Request, Response, NextFunction } from 'express'
 import type { DoorOptions, RateLimitInfo } from './http/types.js'
 

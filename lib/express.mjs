@@ -1,3 +1,5 @@
+// The ES module entry of sluice/express: the CommonJS module's exports, named, and rateLimit as
+// the default export (one copy of the door).
 import door from './express.js'
 
 export const { rateLimit, ipKeyGenerator } = door

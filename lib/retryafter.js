@@ -1,5 +1,8 @@
 'use strict'
 
+// Reads a Retry-After value (RFC 9110 §10.2.3: delta-seconds or an HTTP-date) as whole ms to
+// wait: what `block({ retryAfter })` takes from an upstream 429.
+
 const { invalidArgument } = require('./errors')
 
 const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']
