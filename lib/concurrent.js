@@ -1,4 +1,6 @@
 'use strict'
+// ConcurrentLimiter and Lease: a distributed semaphore with a FIFO queue of waiters. Its calls
+// are the concurrent kind's (lib/kinds/concurrent.js); waiters queue in the store's Waiters.
 
 const { randomBytes } = require('node:crypto')
 const { invalidArgument, invalidConfig } = require('./errors')
@@ -13,13 +15,9 @@ const {
   MAX_LIMIT,
   MAX_MS,
 } = require('./limiters')
+const CONCURRENT = require('./kinds/concurrent')
 
-const ACQUIRE = 1
-const RELEASE = 2
-const EXTEND = 3
-const POLL = 4
-const CANCEL = 5
-const STATS = 6
+const { acquire: ACQUIRE, release: RELEASE, extend: EXTEND, poll: POLL, cancel: CANCEL, stats: STATS } = CONCURRENT.OP
 
 // Lease and waiter ids: unique across processes (random process tag) and within one.
 const PROCESS_TAG = randomBytes(8).toString('hex')
@@ -117,7 +115,7 @@ class ConcurrentLimiter {
   /** @internal one operation: `[limit, lockUs, waitUs, ttlMs]` */
   _op(op, id, waitMs, lockMs = this._lockTimeoutMs) {
     const nums = new Float64Array([this._limit, lockMs * 1000, waitMs * 1000, this._ttlMs])
-    return this._store._concurrent(this._key, op, id, nums)
+    return this._store._call(CONCURRENT, new CONCURRENT.Call(this._key, op, id, nums))
   }
 
   /** A lease if a slot is free now and nobody is queued; otherwise null. Never waits. */
@@ -147,7 +145,7 @@ class ConcurrentLimiter {
   async _acquire(signal) {
     const store = this._store
     const full = store._waiters.count(this._channel) >= this._maxWaiters
-    if (full || store.status === 'down' || !(store._channels && store._channels.has(this._channel))) {
+    if (full || store.status === 'down' || !store._waiters.listening(this._channel)) {
       // fast path: a free slot needs no subscription. While Redis is down, the store's
       // policy answers at once; only under 'local' do waiters queue (on the embedded store).
       const id = nextId()
@@ -194,20 +192,15 @@ class ConcurrentLimiter {
     const onAbort = () => settle({ aborted: true })
     // listen before anything is sent: an abort during the round trips is kept in `outcome`
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
-    store._waiters.add(
-      id,
-      {
-        grant: (token) => settle({ token }),
-        resync: poll,
-        // the store is closing: give up at once with ERR_CLOSED
-        closed: (error) => settle({ error }),
-      },
-      this._channel,
-    )
+    const waiter = {
+      grant: (token) => settle({ token }),
+      resync: poll,
+      // the store is closing: give up at once with ERR_CLOSED
+      closed: (error) => settle({ error }),
+    }
     try {
-      await store._listen(this._channel)
+      await store._waiters.enter(id, waiter, this._channel)
       try {
-        store._wakeLoop()
         const values = await this._op(ACQUIRE, id, this._waitTimeoutMs)
         const [status, , earliest, nowUs] = values
         if (status === 1) return lease(this, id, values)
@@ -235,14 +228,12 @@ class ConcurrentLimiter {
         if (result.aborted) throw aborted(signal)
         return hintMs(cearliest, cnow)
       } finally {
-        store._unlisten(this._channel)
+        store._waiters.leave(id, this._channel)
       }
     } finally {
       if (cancelDeadline) cancelDeadline()
       if (cancelExpiry) cancelExpiry()
       if (signal) signal.removeEventListener('abort', onAbort)
-      store._waiters.delete(id)
-      store._waiterDone()
     }
   }
 

@@ -1,8 +1,11 @@
 'use strict'
+// FairTenant: routes a tenant's jobs to slower queues past a rule's threshold. Its calls are the
+// fair kind's (lib/kinds/fair.js).
 
 const { invalidConfig, invalidArgument } = require('./errors')
 const { checkInteger, MAX_MS } = require('./limiters')
 const { MemoryStore, RedisStore } = require('./store')
+const FAIR = require('./kinds/fair')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const DAY_MS = 86_400_000
@@ -191,7 +194,7 @@ class FairTenant {
     }
     const store = this._store
     const key = this._key(tenant)
-    const counts = store._sync ? store._fair(key, jobId, this._nums) : await store._fairCall(key, jobId, this._nums)
+    const counts = await store._call(FAIR, new FAIR.Call(key, jobId, this._nums))
     let rule = -1
     for (let i = 0; i < this._rules.length; i++) {
       if (counts[i] > this._rules[i].threshold) rule = i

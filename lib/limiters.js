@@ -1,20 +1,20 @@
 'use strict'
+// The rate limiters (Bucket, Window, Leaky, Points, Unlimited) and the option checks and
+// waiting helpers every limiter class shares. Their calls are the limit kind's (lib/kinds/limit.js).
 
 const { MemoryStore, RedisStore } = require('./store')
 const { SluiceError, OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { longTimeout } = require('./timers')
 const { retryAfterMs } = require('./retryafter')
+const LIMIT = require('./kinds/limit')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_LIMIT = 1e9
 const MAX_MS = 315_360_000_000 // 10 years
 const DAY_MS = 86_400_000
 const INTERVALS = { second: 1_000, minute: 60_000, hour: 3_600_000, day: DAY_MS }
-const KIND = { bucket: 0, window: 1, leaky: 2, points: 2 }
-const ADJUST = -1
-const RESET = -2
-const PEEK = -3
-const BLOCK = -4
+const KIND = LIMIT.ALGORITHM
+const { adjust: ADJUST, reset: RESET, peek: PEEK, block: BLOCK } = LIMIT.OP
 /** A refund is skipped when its window may end within this margin (latency, clock skew). */
 const REFUND_MARGIN_MS = 250
 
@@ -217,20 +217,7 @@ class RateLimiter {
 
   /** @internal one call: resolves with a Decision (plus `_waitUs` for reservations) */
   _call(weight, maxWaitUs, count = false) {
-    const store = this._store
-    if (store._sync) {
-      try {
-        const d = this._decision(
-          store._limit(this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs),
-          0,
-        )
-        if (count) this._count(d, weight)
-        return Promise.resolve(d)
-      } catch (err) {
-        return Promise.reject(err)
-      }
-    }
-    return store._limit(this, this._key, this._kind, weight, this._limit, this._intervalUs, maxWaitUs, count)
+    return this._store._call(LIMIT, new LIMIT.Call(this, weight, maxWaitUs, count))
   }
 
   /** @internal the decision at `out[o..o+4]`; `degraded`: answered without Redis */

@@ -1,15 +1,17 @@
 'use strict'
+// DistributedPacer and PacerComposite: pacing and rate-limiting calls across processes. Their
+// calls are the pacer kind's (lib/kinds/pacer.js).
 
 const { MemoryStore, RedisStore } = require('./store')
 const { invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { blockMs } = require('./limiters')
 const { escapeKey } = require('./stats')
+const PACER = require('./kinds/pacer')
 
 const MAX_KEY_LENGTH = 512
 const MAX_NUMBER = 1e9
 const OPTIONS = ['key', 'qps', 'maxBurst', 'burstAllowanceFactor']
 
-/** Escapes a user key so it cannot break out of its `{hash tag}` or the batch encoding. */
 function checkStore(store) {
   if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
     throw invalidConfig('store must be a MemoryStore or a RedisStore')
@@ -119,21 +121,13 @@ class DistributedPacer {
   async _block(ms) {
     const factor = this._factor === undefined ? 0.5 : this._factor
     const nums = new Float64Array([this._qps, this._maxBurst, factor, ms * 1000])
-    await this._store._pacerBlock(this._storeKey, nums)
+    await this._store._call(PACER, new PACER.BlockCall(this._storeKey, nums))
   }
 
   _call(weight, pace) {
     if (typeof weight !== 'number' || !(weight >= 0 && weight <= MAX_NUMBER)) return Promise.reject(badWeight(weight))
     const factor = this._factor === undefined ? (pace ? 0.5 : 1) : this._factor
-    const store = this._store
-    if (!store._sync) return store._pacer(this, this._storeKey, weight, this._qps, this._maxBurst, factor, pace)
-    let out
-    try {
-      out = store._step(this._storeKey, weight, this._qps, this._maxBurst, factor, pace)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    return Promise.resolve(this._outcome(out, 0, weight))
+    return this._store._call(PACER, new PACER.Call(this, weight, pace, factor))
   }
 
   /** @internal the options shown by `store.limiters()` */
@@ -247,13 +241,7 @@ class PacerComposite {
       const factor = leaf._factor === undefined ? (pace ? 0.5 : 1) : leaf._factor
       args.push(weight, leaf._qps, leaf._maxBurst, factor)
     }
-    const store = this._store
-    if (!store._sync) return store._pacerGroup(this, weight, keys, args)
-    try {
-      return Promise.resolve(this._outcome(store._group(keys, args), 0, weight))
-    } catch (err) {
-      return Promise.reject(err)
-    }
+    return this._store._call(PACER, new PACER.Call(this, weight, pace, 0, keys, args))
   }
 
   _outcome(out, offset, weight, degraded = false) {

@@ -6,6 +6,8 @@
 // is merged back and retried with the next one; what a closing store cannot write is counted
 // in `dropped`. On a MemoryStore the process's counts are the store's counts.
 
+const { STATS_KINDS, BY_STATS_KIND } = require('./kinds')
+
 /** The counters every kind has, in their order in a flush. */
 const FIELDS = [
   'admitted',
@@ -19,7 +21,8 @@ const FIELDS = [
   'rescheduled',
 ]
 const INDEX = Object.fromEntries(FIELDS.map((f, i) => [f, i]))
-const KINDS = ['pacer', 'bucket', 'window', 'leaky', 'points', 'concurrent', 'sliding', 'quota', 'fair']
+/** Every kind statistics are counted under (see lib/kinds/: a kind may count under several). */
+const KINDS = STATS_KINDS
 /** Minutes of admitted/refused counts kept per limiter for charts (a ring: `t`, `a`, `r` per slot). */
 const SERIES = 30
 const MINUTE_MS = 60_000
@@ -34,26 +37,8 @@ const MAX_LIMITERS = 10_000
  */
 function stateLifetimeMs(kind, o) {
   if (o === null || typeof o !== 'object') return 0
-  const longest = (list, f) => (Array.isArray(list) ? list.reduce((m, x) => Math.max(m, Number(f(x)) || 0), 0) : 0)
-  switch (kind) {
-    case 'bucket':
-    case 'window':
-    case 'leaky':
-    case 'points':
-      return Number(o.intervalMs) || 0
-    case 'pacer':
-      return o.qps > 0 ? Math.ceil((((Number(o.maxBurst) || 0) + 1) / o.qps) * 1000) : 0
-    case 'concurrent':
-      return Number(o.lockTimeoutMs) || 0
-    case 'sliding':
-      return longest(o.windows, (w) => w.intervalMs)
-    case 'quota':
-      return longest(o.quotas, (q) => q.windowSeconds * 1000)
-    case 'fair':
-      return longest(o.rules, (r) => r.perMs)
-    default:
-      return 0
-  }
+  const k = BY_STATS_KIND.get(kind)
+  return k === undefined ? 0 : k.lifetimeMs(o)
 }
 
 /** `key` as a key part that cannot leave a hash tag or split a batch: `%`, braces and newlines %-escaped. */

@@ -1,13 +1,17 @@
 'use strict'
+// SlidingWindowLimiter (several exact sliding windows) and QuotaLimiter (Sentry's quotas): their
+// options and results. Their calls are the sliding and quota kinds' (lib/kinds/).
 
 const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
 const { checkInteger, blockMs, MAX_LIMIT, MAX_MS } = require('./limiters')
 const { MemoryStore, RedisStore } = require('./store')
 const { encodeParts } = require('./codec')
+const SLIDING = require('./kinds/sliding')
+const QUOTA = require('./kinds/quota')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_WINDOWS = 16
-const OP = { take: 0, peek: 1, reset: 2, block: 3 }
+const OP = SLIDING.OP
 
 function checkStore(store) {
   if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
@@ -99,16 +103,7 @@ class SlidingWindowLimiter {
 
   /** @internal one call: op, weight; resolves with its decision */
   _call(op, weight) {
-    const nums = [op, weight, ...this._spec]
-    const store = this._store
-    if (store._sync) {
-      try {
-        return Promise.resolve(this._decision(store._sliding(this._key, nums), 0))
-      } catch (err) {
-        return Promise.reject(err)
-      }
-    }
-    return store._slidingCall(this, this._key, nums)
+    return this._store._call(SLIDING, new SLIDING.Call(this, op, weight))
   }
 
   /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
@@ -192,7 +187,7 @@ const QUOTA_KEYS = ['windowSeconds', 'granularitySeconds', 'limit', 'prefixOverr
 const MAX_QUOTA = 1e12
 const MAX_WINDOW_S = 315_360_000
 const MAX_TIMESTAMP = 1e11
-const MODE = { check: 1, checkAndUse: 2, use: 3 }
+const MODE = QUOTA.MODE
 
 function checkPrefix(what, prefix) {
   if (
@@ -287,9 +282,7 @@ class QuotaLimiter {
   _run(requests, amounts, mode, timestamp) {
     const { keys, nums } = this._encode(requests, amounts)
     const store = this._store
-    if (store._sync) return store._quota(keys, nums, mode, timestamp)
-    if (timestamp === -1 && store.clock) timestamp = Math.floor(store.clock.now() / 1000)
-    return store._quotaCall(keys, nums, mode, timestamp)
+    return store._call(QUOTA, new QUOTA.Call(store, keys, nums, mode, timestamp))
   }
 
   static _grants(requests, out) {

@@ -7,11 +7,12 @@ const native = require('../native')
 const { fromNative } = require('../errors')
 const { encodeParts } = require('../codec')
 const { STORE_FAILURES } = require('./errors')
+const LIMIT = require('../kinds/limit')
 
 /** Failures of one call while a cluster changes its topology (see `opens`). */
 const TOPOLOGY_CHANGE = /Too many failed write attempts|Max attempts reached|TRYAGAIN/
 /** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
-const PROBE_ARGS = new Float64Array([0, 1, 1, 1_000_000, -3])
+const PROBE_ARGS = new Float64Array([LIMIT.ALGORITHM.bucket, 1, 1, 1_000_000, LIMIT.OP.peek])
 
 class Circuit {
   /** `store`: the RedisStore; `policy`: its WhenDown (begun and ended here). */
@@ -59,7 +60,7 @@ class Circuit {
   _probe() {
     if (this._probing || this._store._closed || this.status === 'up') return
     this._probing = true
-    native.redisLimitBatch(this._store._native, encodeParts([this.probeKey]), PROBE_ARGS, -1, 1).then(
+    native.redisLimitBatch(this._store._native, encodeParts([this.probeKey]), PROBE_ARGS, -1, LIMIT.lane).then(
       () => {
         this._probing = false
         this._recover()
@@ -79,7 +80,7 @@ class Circuit {
     this.probeTimer = null
     this.status = 'up'
     this.policy.end()
-    store._channels.dropLocal()
+    store._waiters.dropLocal()
     setImmediate(() => store.emit('up'))
   }
 

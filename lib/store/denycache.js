@@ -1,4 +1,6 @@
 'use strict'
+// The local deny cache of a RedisStore (`localDenyCache`): refusals Redis gave, answered again
+// in this process until they run out, without a round trip.
 
 /**
  * Hot-key relief (`RedisStore.connect({ localDenyCache: true })`): a key that Redis refused

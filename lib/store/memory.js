@@ -5,7 +5,6 @@
 
 const native = require('../native')
 const { fromNative } = require('../errors')
-const { encodeParts } = require('../codec')
 const { StatsBook, byLastUse } = require('../stats')
 const { memoryOptions } = require('./options')
 const { Waiters } = require('./waiters')
@@ -25,36 +24,33 @@ class MemoryStore {
     this.clock = clock
     // statistics: the process's counts are this store's counts
     this._stats = stats ? new StatsBook(() => (clock ? clock.now() : Date.now())) : null
-    this._io = new Float64Array(6) // numbers in, decision out (see memoryPacerStep)
+    this._io = new Float64Array(6) // numbers in, decision out (see memoryPacerStep, memoryLimitStep)
     this._handle = native.memoryStoreNew(this._io)
     this._ids = new Map() // store key -> interned id; cleared whenever a sweep frees ids
     this._untilSweep = SWEEP_EVERY
     this._closed = false
-    this._sync = true
     this._waiters = new Waiters()
   }
 
-  /** @internal one pacer call, synchronous; returns the shared result buffer */
-  _step(key, weight, qps, maxBurst, factor, pace) {
-    if (this._closed) throw closedError()
-    const nowUs = this.clock ? this.clock._nowUs() : -1
+  /**
+   * @internal one call of `kind` (see lib/kinds/), decided now, synchronously, in native code;
+   * resolves with the kind's decoded result
+   */
+  _call(kind, c) {
     try {
-      const id = this._id(key, nowUs)
-      const io = this._io
-      io[0] = weight
-      io[1] = qps
-      io[2] = maxBurst
-      io[3] = factor
-      io[4] = pace ? 1 : 0
-      io[5] = nowUs
-      native.memoryPacerStep(this._handle, id)
+      return Promise.resolve(kind.memory(this, c, false))
     } catch (err) {
-      throw fromNative(err)
+      return Promise.reject(fromNative(err))
     }
-    return this._io
   }
 
-  /** The interned id of a key (interning it, and now and then sweeping expired keys). */
+  /** @internal a call begins: ERR_CLOSED once closed; the time to decide at, µs (-1: the system clock) */
+  _begin() {
+    if (this._closed) throw closedError()
+    return this.clock ? this.clock._nowUs() : -1
+  }
+
+  /** @internal the interned id of a key (interning it, and now and then sweeping expired keys) */
   _id(key, nowUs) {
     let id = this._ids.get(key)
     if (id === undefined) {
@@ -65,89 +61,15 @@ class MemoryStore {
     return id
   }
 
+  /** @internal a call names `keys` keys not interned: sweeps when that many new keys are due */
+  _sweepFor(keys, nowUs) {
+    if ((this._untilSweep -= keys) <= 0) this._sweep(nowUs)
+  }
+
   _sweep(nowUs) {
     this._untilSweep = SWEEP_EVERY
     if (native.memorySweep(this._handle, nowUs)) this._ids.clear()
   }
-
-  /**
-   * @internal runs `call(nowUs)` on the engine (nowUs -1: the system clock): ERR_CLOSED once
-   * closed, native errors with their codes
-   */
-  _run(call) {
-    if (this._closed) throw closedError()
-    try {
-      return call(this.clock ? this.clock._nowUs() : -1)
-    } catch (err) {
-      throw fromNative(err)
-    }
-  }
-
-  /** @internal one composite call: keys[i] with args of the flat batch encoding */
-  _group(keys, args) {
-    return this._run((nowUs) => {
-      if ((this._untilSweep -= keys.length) <= 0) this._sweep(nowUs)
-      return native.memoryPacerBatch(this._handle, encodeParts(keys), new Float64Array(args), nowUs)
-    })
-  }
-
-  /** @internal one rate-limiter call, synchronous: `[allowed, remaining, retryAfterUs, resetAfterUs]` */
-  _limit(key, kind, weight, limit, intervalUs, maxWaitUs) {
-    if (this._closed) throw closedError()
-    const nowUs = this.clock ? this.clock._nowUs() : -1
-    try {
-      const id = this._id(key, nowUs)
-      const io = this._io
-      io[0] = kind
-      io[1] = weight
-      io[2] = limit
-      io[3] = intervalUs
-      io[4] = maxWaitUs
-      io[5] = nowUs
-      native.memoryLimitStep(this._handle, id)
-    } catch (err) {
-      throw fromNative(err)
-    }
-    return this._io
-  }
-
-  /** @internal one sliding-window call, synchronous (see memorySliding) */
-  _sliding(key, nums) {
-    return this._run((nowUs) => native.memorySliding(this._handle, encodeParts([key]), new Float64Array(nums), nowUs))
-  }
-
-  /** @internal one quota call, synchronous (see memoryQuota) */
-  _quota(keys, nums, mode, timestamp) {
-    return this._run((nowUs) => native.memoryQuota(this._handle, keys, nums, mode, timestamp, nowUs))
-  }
-
-  /** @internal blocks a pacer (see memoryPacerBlock); resolves with µs until the block ends */
-  async _pacerBlock(key, nums) {
-    return this._run((nowUs) => native.memoryPacerBlock(this._handle, key, nums, nowUs))
-  }
-
-  /** @internal one fair-tenant assignment, synchronous (see memoryFair): a count per rule */
-  _fair(key, id, nums) {
-    return this._run((nowUs) => native.memoryFair(this._handle, encodeParts([key]), encodeParts([id]), nums, nowUs))
-  }
-
-  /** @internal one concurrent-limiter operation; grants go to the waiters of this process */
-  async _concurrent(key, op, id, nums) {
-    const reply = this._run((nowUs) => native.memoryConcurrent(this._handle, key, op, id, nums, nowUs))
-    for (const grant of reply.grants) this._waiters.wake(grant)
-    return reply.values
-  }
-
-  /** @internal the in-process waiters of concurrent limiters (grants come from `_concurrent`) */
-  async _listen() {
-    if (this._closed) throw closedError()
-  }
-
-  _unlisten() {}
-
-  _wakeLoop() {}
-
-  _waiterDone() {}
 
   /** @internal the statistics of `kind:name` */
   async _statsOf(kind, name) {

@@ -7,7 +7,6 @@
 const EventEmitter = require('node:events')
 const native = require('../native')
 const { SluiceError, fromNative, invalidConfig } = require('../errors')
-const { encodeParts, appendPart } = require('../codec')
 const { StatsBook } = require('../stats')
 const { DirectConnection } = require('./direct')
 const { DenyCache } = require('./denycache')
@@ -15,16 +14,13 @@ const { WhenDown } = require('./whendown')
 const { redisOptions } = require('./options')
 const { Circuit } = require('./circuit')
 const { Lanes } = require('./lanes')
-const { Waiters, Channels } = require('./waiters')
+const { RedisWaiters } = require('./waiters')
 const { StatsWriter } = require('./stats-writer')
 const { MemoryStore } = require('./memory')
 const { closedError } = require('./errors')
+const { KINDS } = require('../kinds')
 
 const PRIVATE = Symbol('sluice.private')
-const LIMIT_RESET = -2
-const LIMIT_ADJUST = -1
-const SLIDING_TAKE = 0
-const SLIDING_RESET = 2
 
 /**
  * A Redis (or Redis Cluster) store over one native connection pool. Calls are batched per kind
@@ -47,10 +43,8 @@ class RedisStore extends EventEmitter {
     this._native = nativeStore
     this._commandTimeoutMs = o.commandTimeoutMs
     this._closed = false
-    this._sync = false
     // concurrent limiters: this process's waiters and the grant channels they listen on
-    this._waiters = new Waiters()
-    this._channels = new Channels(this)
+    this._waiters = new RedisWaiters(this)
     // the circuit breaker and the store-down policy
     const policy = new WhenDown(o.whenDown, o.probeIntervalMs, {
       // whenDown 'local': counts from zero for the outage; its grants wake this store's waiters
@@ -70,13 +64,12 @@ class RedisStore extends EventEmitter {
     // One queue per kind. Its batches go on the direct connection when it is up, else on one
     // pool connection (its lane): either way they reach Redis in call order.
     this._lanes = new Lanes(this, direct, o.connectTimeoutMs)
-    const queue = (lane, send) => this._lanes.queue(lane, send)
-    this._pacerCalls = queue(0, (c, res, rej, q) => this._sendPacer(c, res, rej, q))
-    this._limitCalls = queue(1, (c, res, rej, q) => this._sendLimits(c, res, rej, q))
-    this._concurrentCalls = queue(2, (c, res, rej, q) => this._sendConcurrent(c, res, rej, q))
-    this._slidingCalls = queue(3, (c, res, rej, q) => this._sendSliding(c, res, rej, q))
-    this._quotaCalls = queue(4, (c, res, rej, q) => this._sendQuota(c, res, rej, q))
-    this._fairCalls = queue(5, (c, res, rej, q) => this._sendFair(c, res, rej, q))
+    this._queues = []
+    for (const kind of KINDS) {
+      this._queues[kind.code] = this._lanes.queue(kind.lane, (calls, resolve, reject, q) =>
+        this._send(kind, calls, resolve, reject, q),
+      )
+    }
   }
 
   /**
@@ -150,340 +143,56 @@ class RedisStore extends EventEmitter {
     return this.clock ? this.clock.now() : Date.now()
   }
 
-  /** @internal one pacer call */
-  _pacer(owner, key, weight, qps, maxBurst, factor, pace) {
+  /**
+   * @internal one call of `kind` (see lib/kinds/): answered by the local deny cache when it
+   * can, else queued for the next batch of its kind; a call that is never batched (`alone`)
+   * goes at once. Resolves with the kind's decoded result.
+   */
+  _call(kind, c) {
     if (this._closed) return Promise.reject(closedError())
-    const cache = this._denyCache
-    let sig = null
-    let atUs = 0
-    if (cache !== null && !pace) {
-      sig = owner._sig
-      atUs = this._localUs()
-      const hit = cache.get(key, sig, weight, atUs)
-      if (hit !== null) {
-        const v = hit.values
-        return Promise.resolve(owner._outcome([hit.untilUs - atUs, v[1], v[2]], 0, weight, false))
-      }
+    if (c.alone === true) return this._alone(kind, c)
+    if (this._denyCache !== null && kind.cached !== undefined) {
+      const hit = kind.cached(this._denyCache, c, this._localUs())
+      if (hit !== undefined) return Promise.resolve(hit)
     }
-    return this._pacerCalls.batcher.add([
-      owner,
-      weight,
-      key,
-      [1, pace ? 1 : 0, weight, qps, maxBurst, factor],
-      sig,
-      atUs,
-    ])
+    return this._queues[kind.code].batcher.add(c)
   }
 
-  /** @internal one composite call: its members' keys, args in the flat batch encoding */
-  _pacerGroup(owner, weight, keys, args) {
-    if (this._closed) return Promise.reject(closedError())
-    return this._pacerCalls.batcher.add([owner, weight, keys, args, null, 0])
-  }
-
-  _sendPacer(calls, resolve, reject, q) {
-    const keys = []
-    const args = []
-    for (const [, , k, a] of calls) {
-      if (typeof k === 'string') keys.push(k)
-      else for (const key of k) keys.push(key)
-      for (const x of a) args.push(x)
-    }
-    const nowUs = this._nowUs()
-    const k = encodeParts(keys)
-    const a = new Float64Array(args)
+  /** @internal sends one batch of `kind` on queue `q` (see Lanes.batch) */
+  _send(kind, calls, resolve, reject, q) {
+    const batch = kind.encode(calls, this._nowUs())
+    const n = this._native
     return this._lanes.batch(
       q,
       reject,
-      () => native.redisPacerDirect(this._native, k, a, nowUs),
-      (lane) => native.redisPacerBatch(this._native, k, a, nowUs, lane),
-      (out) => {
-        let offset = 0
-        const cache = this._denyCache
-        for (let e = 0; e < calls.length; e++) {
-          const [owner, weight, k, , sig, atUs] = calls[e]
-          const members = typeof k === 'string' ? 1 : k.length
-          let wrong = false
-          for (let m = 0; m < members; m++) wrong ||= out[offset + 3 * m] === WhenDown.WRONG_TYPE
-          if (wrong) {
-            reject[e](WhenDown.wrongType(members === 1 ? 'pacer' : 'pacer composite', this.keyPrefix))
-          } else {
-            if (sig !== null && out[offset] > 0)
-              cache.set(k, sig, weight, atUs, out[offset], out.slice(offset, offset + 3))
-            resolve[e](owner._outcome(out, offset, weight, false))
-          }
-          offset += 3 * members
-        }
-      },
-      () => this._circuit.policy.answer(calls, resolve, reject, (c) => this._circuit.policy.pacer(c)),
-      keys[0],
-    )
-  }
-
-  /** @internal one rate-limiter call */
-  _limit(owner, key, kind, weight, limit, intervalUs, maxWaitUs, count = false) {
-    if (this._closed) return Promise.reject(closedError())
-    const cache = this._denyCache
-    let atUs = 0
-    if (cache !== null) {
-      atUs = this._localUs()
-      if (maxWaitUs === 0) {
-        const hit = cache.get(key, owner._sig, weight, atUs)
-        if (hit !== null) {
-          const v = hit.values
-          const resetUs = Math.max(0, v[3] - (atUs - hit.atUs))
-          const d = owner._decision([0, v[1], hit.untilUs - atUs, resetUs], 0, false)
-          if (count) owner._count(d, weight)
-          return Promise.resolve(d)
-        }
-      } else if (maxWaitUs === LIMIT_RESET || maxWaitUs === LIMIT_ADJUST) {
-        cache.delete(key)
-      }
-    }
-    return this._limitCalls.batcher.add([owner, key, kind, weight, limit, intervalUs, maxWaitUs, atUs, count])
-  }
-
-  _sendLimits(calls, resolve, reject, q) {
-    const n = calls.length
-    const args = new Float64Array(n * 5)
-    let keys = ''
-    for (let e = 0; e < n; e++) {
-      const c = calls[e]
-      keys = appendPart(keys, c[1])
-      args.set([c[2], c[3], c[4], c[5], c[6]], e * 5)
-    }
-    const nowUs = this._nowUs()
-    return this._lanes.batch(
-      q,
-      reject,
-      () => native.redisLimitDirect(this._native, keys, args, nowUs),
-      (lane) => native.redisLimitBatch(this._native, keys, args, nowUs, lane),
-      (out) => {
-        const cache = this._denyCache
-        for (let e = 0; e < n; e++) {
-          const c = calls[e]
-          if (out[4 * e + 1] === WhenDown.WRONG_TYPE) {
-            reject[e](WhenDown.wrongType(`${c[0]._statsKind} limiter`, this.keyPrefix))
-            continue
-          }
-          if (cache !== null && c[6] === 0 && out[4 * e] === 0) {
-            cache.set(c[1], c[0]._sig, c[3], c[7], out[4 * e + 2], out.slice(4 * e, 4 * e + 4))
-          }
-          const d = c[0]._decision(out, 4 * e, false)
-          if (c[8]) c[0]._count(d, c[3])
-          resolve[e](d)
-        }
-      },
-      () =>
-        this._circuit.policy.answer(calls, resolve, reject, (c) => {
-          const d = this._circuit.policy.limit(c)
-          if (c[8]) c[0]._count(d, c[3])
-          return d
-        }),
-      calls[0][1],
-    )
-  }
-
-  /** @internal one sliding-window call */
-  _slidingCall(owner, key, nums) {
-    if (this._closed) return Promise.reject(closedError())
-    const cache = this._denyCache
-    let atUs = 0
-    if (cache !== null) {
-      atUs = this._localUs()
-      if (nums[0] === SLIDING_TAKE) {
-        const hit = cache.get(key, owner._sig, nums[1], atUs)
-        if (hit !== null) {
-          const out = hit.values.slice()
-          const elapsedUs = atUs - hit.atUs
-          out[1] = hit.untilUs - atUs
-          for (let i = 3; i < out.length; i += 2) out[i] = Math.max(0, out[i] - elapsedUs)
-          return Promise.resolve(owner._decision(out, 0, false))
-        }
-      } else if (nums[0] === SLIDING_RESET) {
-        cache.delete(key)
-      }
-    }
-    return this._slidingCalls.batcher.add([owner, key, nums, atUs])
-  }
-
-  _sendSliding(calls, resolve, reject, q) {
-    const keys = encodeParts(calls.map((c) => c[1]))
-    const nums = new Float64Array(calls.flatMap((c) => c[2]))
-    const nowUs = this._nowUs()
-    return this._lanes.batch(
-      q,
-      reject,
-      () => native.redisSlidingDirect(this._native, keys, nums, nowUs),
-      (lane) => native.redisSlidingBatch(this._native, keys, nums, nowUs, lane),
-      (out) => {
-        const cache = this._denyCache
-        let o = 0
-        for (let e = 0; e < calls.length; e++) {
-          const [owner, key, n, atUs] = calls[e]
-          const length = 2 * n[2] + 2 // allowed, retry, then remaining and retry per window
-          if (out[o + 1] === WhenDown.WRONG_TYPE) {
-            reject[e](WhenDown.wrongType('sliding-window limiter', this.keyPrefix))
-            o += length
-            continue
-          }
-          if (cache !== null && n[0] === SLIDING_TAKE && out[o] === 0) {
-            cache.set(key, owner._sig, n[1], atUs, out[o + 1], out.slice(o, o + length))
-          }
-          resolve[e](owner._decision(out, o, false))
-          o += length
-        }
-      },
-      () => this._circuit.policy.answer(calls, resolve, reject, (c) => this._circuit.policy.sliding(c)),
-      calls[0][1],
+      () => kind.direct(n, batch),
+      (lane) => kind.pooled(n, batch, lane),
+      (out) => kind.settle(this, out, calls, resolve, reject),
+      () => this._circuit.policy.answer(kind, calls, resolve, reject),
+      kind.keyOf(calls[0]),
     )
   }
 
   /**
-   * @internal one quota call (timestamp -1: Redis' clock); consecutive checkAndUse calls on
-   * one slot share one script call; resolves with its flat result
+   * @internal a call that is never batched, on its kind's lane. While Redis is down, its
+   * kind's `whenDown` answers (a pacer's block: only 'local' can record it, in this process).
    */
-  _quotaCall(keys, nums, mode, timestamp) {
-    if (this._closed) return Promise.reject(closedError())
-    return this._quotaCalls.batcher.add([keys, nums, mode, timestamp])
-  }
-
-  _sendQuota(calls, resolve, reject, q) {
-    let length = 0
-    for (const c of calls) length += c[1].length
-    const flat = new Float64Array(length)
-    const heads = new Float64Array(calls.length * 3)
-    let at = 0
-    for (let e = 0; e < calls.length; e++) {
-      const [, nums, mode, timestamp] = calls[e]
-      flat.set(nums, at)
-      at += nums.length
-      heads[3 * e] = nums.length
-      heads[3 * e + 1] = mode
-      heads[3 * e + 2] = timestamp
-    }
-    const keys = calls.map((c) => c[0])
-    return this._lanes.batch(
-      q,
-      reject,
-      () => native.redisQuotaDirect(this._native, keys, heads, flat),
-      (lane) => native.redisQuotaBatch(this._native, keys, heads, flat, lane),
-      (out) => {
-        let o = 0
-        for (let e = 0; e < calls.length; e++) {
-          const length = out[o]
-          // the timestamp is the marker
-          if (out[o + 1] === WhenDown.WRONG_TYPE) reject[e](WhenDown.wrongType('quota', this.keyPrefix))
-          else resolve[e](out.subarray(o + 1, o + 1 + length))
-          o += 1 + length
-        }
-      },
-      () => this._circuit.policy.answer(calls, resolve, reject, (c) => this._circuit.policy.quota(c)),
-      keys[0],
-    )
-  }
-
-  /**
-   * @internal blocks a pacer on lane 0; resolves with µs until the block ends. While Redis
-   * is down, only 'local' can record it (in this process).
-   */
-  async _pacerBlock(key, nums) {
-    if (this._closed) throw closedError()
-    if (this.status === 'down') {
-      if (this._circuit.policy.mode === 'local') return this._circuit.policy.local._pacerBlock(key, nums)
-      throw this._circuit.policy.error
+  async _alone(kind, c) {
+    const circuit = this._circuit
+    if (circuit.status === 'down') {
+      try {
+        return kind.whenDown(circuit.policy, c)
+      } catch (err) {
+        throw fromNative(err)
+      }
     }
     try {
-      const out = await native.redisPacerBlock(this._native, key, nums, this._nowUs(), 0)
-      return out[0]
+      return await kind.alone(this._native, c, this._nowUs(), kind.lane)
     } catch (err) {
       const error = fromNative(err)
-      if (this._circuit.opens(error)) this._circuit.trip(error, key)
+      if (circuit.opens(error)) circuit.trip(error, kind.keyOf(c))
       throw error
     }
-  }
-
-  /** @internal one fair-tenant assignment; resolves with a count per rule */
-  _fairCall(key, id, nums) {
-    if (this._closed) return Promise.reject(closedError())
-    return this._fairCalls.batcher.add([key, id, nums])
-  }
-
-  _sendFair(calls, resolve, reject, q) {
-    const keys = encodeParts(calls.map((c) => c[0]))
-    const ids = encodeParts(calls.map((c) => c[1]))
-    let length = 0
-    for (const c of calls) length += c[2].length
-    const nums = new Float64Array(length)
-    let at = 0
-    for (const c of calls) {
-      nums.set(c[2], at)
-      at += c[2].length
-    }
-    const nowUs = this._nowUs()
-    return this._lanes.batch(
-      q,
-      reject,
-      () => native.redisFairDirect(this._native, keys, ids, nums, nowUs),
-      (lane) => native.redisFairBatch(this._native, keys, ids, nums, nowUs, lane),
-      (out) => {
-        let o = 0
-        for (let e = 0; e < calls.length; e++) {
-          const rules = calls[e][2][1]
-          if (out[o] === WhenDown.WRONG_TYPE) reject[e](WhenDown.wrongType('fair-tenant rule set', this.keyPrefix))
-          else resolve[e](out.subarray(o, o + rules))
-          o += rules
-        }
-      },
-      () => this._circuit.policy.answer(calls, resolve, reject, (c) => this._circuit.policy.fair(c)),
-      calls[0][0],
-    )
-  }
-
-  /** @internal one concurrent-limiter operation; resolves with its reply */
-  _concurrent(key, op, id, nums) {
-    if (this._closed) return Promise.reject(closedError())
-    return this._concurrentCalls.batcher.add([key, id, op, nums])
-  }
-
-  _sendConcurrent(calls, resolve, reject, q) {
-    const keys = encodeParts(calls.map((c) => c[0]))
-    const ids = encodeParts(calls.map((c) => c[1]))
-    const nums = new Float64Array(calls.flatMap(([, , op, n]) => [op, n[0], n[1], n[2], n[3]]))
-    const nowUs = this._nowUs()
-    return this._lanes.batch(
-      q,
-      reject,
-      () => native.redisConcurrentDirect(this._native, keys, ids, nums, nowUs),
-      (lane) => native.redisConcurrentBatch(this._native, keys, ids, nums, nowUs, lane),
-      ({ values, grants }) => {
-        // this process's own waiters are woken from the reply, before the published message
-        for (const grant of grants) this._waiters.wake(grant)
-        for (let e = 0; e < calls.length; e++) {
-          if (values[9 * e] === WhenDown.WRONG_TYPE) reject[e](WhenDown.wrongType('concurrent limiter', this.keyPrefix))
-          else resolve[e](values.subarray(9 * e, 9 * (e + 1)))
-        }
-      },
-      () => this._circuit.policy.concurrent(calls, resolve, reject),
-      calls[0][0],
-    )
-  }
-
-  /** @internal subscribes to a grant channel (see Channels.listen) */
-  _listen(channel) {
-    return this._channels.listen(channel)
-  }
-
-  _unlisten(channel) {
-    this._channels.unlisten(channel)
-  }
-
-  _wakeLoop() {
-    this._channels.wakeLoop()
-  }
-
-  _waiterDone() {
-    this._channels.waiterDone()
   }
 
   /** @internal writes the counts taken since the last flush (see StatsWriter.flush) */

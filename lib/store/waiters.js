@@ -1,6 +1,6 @@
 'use strict'
-// The concurrent-limiter waiters of this process, and on a RedisStore the pub/sub channels
-// their grants arrive on (subscribed while waiters of a limiter queue, read by one loop).
+// The concurrent-limiter waiters of this process (one interface on both stores: enter, leave,
+// wake), and on a RedisStore the pub/sub channels their grants arrive on.
 
 const native = require('../native')
 const { fromNative } = require('../errors')
@@ -45,6 +45,23 @@ class Waiters {
   closeAll(error) {
     for (const waiter of [...this._map.values()]) if (waiter.closed) waiter.closed(error)
   }
+  /**
+   * Queues waiter `id` of `group` (a concurrent limiter's channel) until `leave`. Here grants
+   * come back in the replies of this process's own store: nothing to subscribe to.
+   */
+  async enter(id, waiter, group) {
+    this.add(id, waiter, group)
+  }
+
+  leave(id) {
+    this.delete(id)
+  }
+
+  /** Whether the waiters of `group` already listen for grants (a subscription is up). */
+  listening() {
+    return false
+  }
+
   wake(message) {
     if (message === '*') {
       for (const waiter of this._map.values()) waiter.resync()
@@ -57,18 +74,39 @@ class Waiters {
 }
 
 /**
- * A RedisStore's grant channels: subscribed once per channel however many waiters of this
- * process wait on it, and one loop that hands the messages to `store._waiters` while any wait.
+ * A RedisStore's waiters: their grants arrive on pub/sub channels, subscribed once per
+ * channel however many waiters of this process wait on it, and read by one loop while any
+ * waits.
  */
-class Channels {
+class RedisWaiters extends Waiters {
   constructor(store) {
+    super()
     this._store = store
-    this._map = new Map() // channel -> { count, ready, local }
-    this._listening = false
+    this._channels = new Map() // channel -> { count, ready, local }
+    this._looping = false
   }
 
-  has(channel) {
-    return this._map.has(channel)
+  listening(channel) {
+    return this._channels.has(channel)
+  }
+
+  /** Queues waiter `id` and subscribes to its channel `group`; rejects (and leaves) when that fails. */
+  async enter(id, waiter, group) {
+    this.add(id, waiter, group)
+    try {
+      await this._listen(group)
+    } catch (err) {
+      this.delete(id)
+      this._waiterDone()
+      throw err
+    }
+    this._wakeLoop()
+  }
+
+  leave(id, group) {
+    this._unlisten(group)
+    this.delete(id)
+    this._waiterDone()
   }
 
   /**
@@ -76,29 +114,29 @@ class Channels {
    * down under whenDown 'local', waiters queue on the embedded store, whose grants come back
    * in its replies: nothing to subscribe to (such entries go at recovery, see `dropLocal`).
    */
-  listen(channel) {
+  _listen(channel) {
     const store = this._store
     if (store._closed) return Promise.reject(closedError())
-    let entry = this._map.get(channel)
+    let entry = this._channels.get(channel)
     if (!entry && store.status === 'down' && store.whenDown === 'local') {
       entry = { count: 0, ready: Promise.resolve(), local: true }
-      this._map.set(channel, entry)
+      this._channels.set(channel, entry)
     } else if (!entry) {
       entry = { count: 0, ready: null, local: false }
       entry.ready = native.redisSubscribe(store._native, channel).catch((err) => {
-        if (this._map.get(channel) === entry) this._map.delete(channel)
+        if (this._channels.get(channel) === entry) this._channels.delete(channel)
         throw fromNative(err)
       })
-      this._map.set(channel, entry)
+      this._channels.set(channel, entry)
     }
     entry.count++
     return entry.ready
   }
 
-  unlisten(channel) {
-    const entry = this._map.get(channel)
+  _unlisten(channel) {
+    const entry = this._channels.get(channel)
     if (!entry || --entry.count > 0) return
-    this._map.delete(channel)
+    this._channels.delete(channel)
     if (entry.local) return
     entry.ready.then(
       () => native.redisUnsubscribe(this._store._native, channel).catch(() => {}),
@@ -108,33 +146,33 @@ class Channels {
 
   /** Redis is back: channels opened while down were never subscribed; the next waiters subscribe. */
   dropLocal() {
-    for (const [channel, entry] of this._map) if (entry.local) this._map.delete(channel)
+    for (const [channel, entry] of this._channels) if (entry.local) this._channels.delete(channel)
   }
 
   /** Starts the loop that hands grant messages to waiters, while any wait. */
-  wakeLoop() {
+  _wakeLoop() {
     const store = this._store
-    if (this._listening || store._closed || store.status === 'down') return
-    this._listening = true
+    if (this._looping || store._closed || store.status === 'down') return
+    this._looping = true
     const loop = async () => {
       try {
-        while (store._waiters.size > 0 && !store._closed) {
+        while (this.size > 0 && !store._closed) {
           const messages = await native.redisNextWakes(store._native)
-          for (const m of messages) store._waiters.wake(m)
+          for (const m of messages) this.wake(m)
         }
       } catch {
         // the store closed under the loop; waiters time out through their own deadlines
       } finally {
-        this._listening = false
+        this._looping = false
       }
     }
     loop()
   }
 
   /** A waiter left; ends the pending wake call when none is left. */
-  waiterDone() {
-    if (this._store._waiters.size === 0 && this._listening) native.redisStopWakes(this._store._native)
+  _waiterDone() {
+    if (this.size === 0 && this._looping) native.redisStopWakes(this._store._native)
   }
 }
 
-module.exports = { Waiters, Channels }
+module.exports = { Waiters, RedisWaiters }

@@ -1,0 +1,94 @@
+'use strict'
+// The concurrent limiters' kind (ConcurrentLimiter): leases and their waiters. Call: `{ key,
+// op, id, nums }`, `nums` = `[limit, lockUs, waitUs, ttlMs]`. Result: 9 numbers (see
+// lib/concurrent.js), the marker in the first; grants for this process's waiters come back
+// with the reply and wake them.
+
+const native = require('../native')
+const { encodeParts } = require('../codec')
+const { WRONG_TYPE, wrongType } = require('./kind')
+
+const OP = { acquire: 1, release: 2, extend: 3, poll: 4, cancel: 5, stats: 6 }
+const RESULT = 9
+
+class ConcurrentCall {
+  constructor(key, op, id, nums) {
+    this.key = key
+    this.op = op
+    this.id = id
+    this.nums = nums
+  }
+}
+
+const concurrent = {
+  code: 5,
+  name: 'concurrent',
+  lane: 2,
+  OP,
+  Call: ConcurrentCall,
+  statsKinds: ['concurrent'],
+  lifetimeMs: (o) => Number(o.lockTimeoutMs) || 0,
+
+  /** Grants go to the waiters of this process (the store's, shared by a RedisStore's 'local'). */
+  memory(store, c) {
+    const reply = native.memoryConcurrent(store._handle, c.key, c.op, c.id, c.nums, store._begin())
+    for (const grant of reply.grants) store._waiters.wake(grant)
+    return reply.values
+  },
+
+  encode(calls, nowUs) {
+    const nums = new Float64Array(calls.length * 5)
+    for (let e = 0; e < calls.length; e++) {
+      const c = calls[e]
+      nums.set([c.op, c.nums[0], c.nums[1], c.nums[2], c.nums[3]], 5 * e)
+    }
+    return { keys: encodeParts(calls.map((c) => c.key)), ids: encodeParts(calls.map((c) => c.id)), nums, nowUs }
+  },
+  direct: (n, b) => native.redisConcurrentDirect(n, b.keys, b.ids, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisConcurrentBatch(n, b.keys, b.ids, b.nums, b.nowUs, lane),
+  keyOf: (c) => c.key,
+
+  settle(store, { values, grants }, calls, resolve, reject) {
+    // this process's own waiters are woken from the reply, before the published message
+    for (const grant of grants) store._waiters.wake(grant)
+    for (let e = 0; e < calls.length; e++) {
+      if (values[RESULT * e] === WRONG_TYPE) reject[e](wrongType('concurrent limiter', store.keyPrefix))
+      else resolve[e](values.subarray(RESULT * e, RESULT * (e + 1)))
+    }
+  },
+
+  /**
+   * Flagged `degraded`: 'local' runs on the embedded store; 'allow' grants every lease, 'deny'
+   * none (a waiter gives up); releasing or extending a lease Redis holds cannot be confirmed
+   * (false: it is reclaimed after its lock time). Statistics need Redis.
+   */
+  whenDown(policy, c) {
+    let out
+    if (policy.mode === 'local') {
+      out = Float64Array.from(concurrent.memory(policy.local, c))
+    } else {
+      out = new Float64Array(RESULT)
+      const nowUs = policy.nowUs()
+      const allow = policy.mode === 'allow'
+      switch (c.op) {
+        case OP.acquire:
+          out[0] = allow ? 1 : 0
+          out[2] = allow ? 0 : nowUs + policy.retryUs
+          out[3] = nowUs
+          break
+        case OP.poll:
+          out[0] = allow ? 1 : -1
+          out[3] = nowUs
+          break
+        case OP.stats:
+          throw policy.error
+        default:
+          break // release, extend: 0, not confirmed (a lease granted under 'allow' never asks, see Lease)
+      }
+    }
+    out.degraded = true
+    return out
+  },
+}
+
+module.exports = concurrent

@@ -1,0 +1,67 @@
+'use strict'
+// The fair tenants' kind (FairTenant): registers a job of a tenant and counts the tenant's
+// jobs in each rule's window. Call: `{ key, id, nums }`, `nums` = `[mode (0 exact, 1
+// approximate), rules, (perMs, granularityMs) per rule]`. Result: a count per rule, the marker
+// in the first.
+
+const native = require('../native')
+const { encodeParts } = require('../codec')
+const { WRONG_TYPE, wrongType, longest } = require('./kind')
+
+class FairCall {
+  constructor(key, id, nums) {
+    this.key = key
+    this.id = id
+    this.nums = nums
+  }
+}
+
+const fair = {
+  code: 4,
+  name: 'fair',
+  lane: 5,
+  Call: FairCall,
+  statsKinds: ['fair'],
+  lifetimeMs: (o) => longest(o.rules, (r) => r.perMs),
+
+  memory(store, c) {
+    return native.memoryFair(store._handle, encodeParts([c.key]), encodeParts([c.id]), c.nums, store._begin())
+  },
+
+  encode(calls, nowUs) {
+    let length = 0
+    for (const c of calls) length += c.nums.length
+    const nums = new Float64Array(length)
+    let at = 0
+    for (const c of calls) {
+      nums.set(c.nums, at)
+      at += c.nums.length
+    }
+    return { keys: encodeParts(calls.map((c) => c.key)), ids: encodeParts(calls.map((c) => c.id)), nums, nowUs }
+  },
+  direct: (n, b) => native.redisFairDirect(n, b.keys, b.ids, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisFairBatch(n, b.keys, b.ids, b.nums, b.nowUs, lane),
+  keyOf: (c) => c.key,
+
+  settle(store, out, calls, resolve, reject) {
+    let o = 0
+    for (let e = 0; e < calls.length; e++) {
+      const rules = calls[e].nums[1]
+      if (out[o] === WRONG_TYPE) reject[e](wrongType('fair-tenant rule set', store.keyPrefix))
+      else resolve[e](out.subarray(o, o + rules))
+      o += rules
+    }
+  },
+
+  /**
+   * Flagged `degraded`: 'local' counts on the embedded store; 'allow' and 'deny' count nothing
+   * (no rule matches: the job keeps its default queue, and the enqueue goes on).
+   */
+  whenDown(policy, c) {
+    const out = policy.mode === 'local' ? Float64Array.from(fair.memory(policy.local, c)) : new Float64Array(c.nums[1])
+    out.degraded = true
+    return out
+  },
+}
+
+module.exports = fair

@@ -1,0 +1,48 @@
+'use strict'
+// What every kind file shares: the wrong-type marker of a result and its error, and the
+// shape of a kind (documented here, implemented once per kind in lib/kinds/<kind>.js).
+//
+// A kind is a plain object:
+// - `code`, `name`: its number and name in the registry (as src/store/kinds/mod.rs);
+//   `lane`: the RedisStore pool connection its batches use; `OP`: its operation codes.
+// - `statsKinds`: the kinds it counts statistics under; `lifetimeMs(options)`: how long the
+//   store keeps a limiter's state, from its `_statsOptions()` (0: unknown).
+// - `memory(store, call, degraded)`: runs one call on a MemoryStore, synchronously; answers
+//   the decoded result (`degraded`: answered for a RedisStore whose Redis is down).
+// - `cached(cache, call, atUs)` (optional): a RedisStore's local deny cache, before a call is
+//   queued: the answer when the cache has one, else undefined.
+// - `encode(calls, nowUs)`: a batch for native; `direct(native, batch)` makes the direct-lane
+//   task, `pooled(native, batch, lane)` runs it on the pool; `settle(store, out, calls,
+//   resolve, reject)` decodes the reply, rejects a call whose marker says wrong type;
+//   `keyOf(call)`: a store key of the call (its hash slot is probed when Redis is down).
+// - `alone(native, call, nowUs, lane)` (optional): a call that is never batched (a call with
+//   `alone: true`), e.g. a pacer's block.
+// - `whenDown(policy, call)`: the answer while Redis is down, by the store-down policy (see
+//   lib/store/whendown.js), or throws.
+
+const { SluiceError } = require('../errors')
+
+/**
+ * A call's marker in its result from Redis (the field that is never negative otherwise: a
+ * limiter's `remaining`, a pacer member's delay, a sliding call's retry, a quota call's
+ * timestamp, a fair call's first count, a concurrent operation's first value; see
+ * src/store/kinds/mod.rs `WRONG_TYPE`): its key holds a value of another type, another
+ * writer's, and nothing of the call was applied. Only that call rejects, with `wrongType`.
+ */
+const WRONG_TYPE = -2
+
+/**
+ * The error of such a call: ERR_SCRIPT, naming the limiter's kind and the key prefix, never
+ * the key (a name can be a user's data).
+ */
+const wrongType = (what, keyPrefix) =>
+  new SluiceError(
+    'ERR_SCRIPT',
+    `the key of this ${what} holds a value of another type: another writer uses sluice's key prefix ` +
+      `${JSON.stringify(keyPrefix)}; this call was not applied`,
+  )
+
+/** The longest of `f(x)` over `list` (0 for an empty or missing list). */
+const longest = (list, f) => (Array.isArray(list) ? list.reduce((m, x) => Math.max(m, Number(f(x)) || 0), 0) : 0)
+
+module.exports = { WRONG_TYPE, wrongType, longest }

@@ -1,0 +1,148 @@
+'use strict'
+// The pacer's kind (DistributedPacer, PacerComposite): a call reserves a slot (`pace`) or
+// admits now or refuses (`rateLimit`), on one pacer or on every member of a composite, all
+// or nothing; a block is a call of its own, never batched. Result per member:
+// `[delayUs, watermark, paced]`, the marker in `delayUs`.
+
+const native = require('../native')
+const { encodeParts } = require('../codec')
+const { WRONG_TYPE, wrongType } = require('./kind')
+
+/** The second number of a call's encoding: how a call is decided. */
+const OP = { rateLimit: 0, pace: 1 }
+/** Numbers per member in a batch (after the call's two: members, op). */
+const MEMBER_WIDTH = 4
+
+class PacerCall {
+  /**
+   * `owner`: a DistributedPacer (`keys` null: its own key and options) or a PacerComposite
+   * (`keys`: its members' keys, `args`: the flat batch encoding of the call).
+   */
+  constructor(owner, weight, pace, factor, keys = null, args = null) {
+    this.owner = owner
+    this.weight = weight
+    this.pace = pace
+    this.factor = factor
+    this.keys = keys
+    this.args = args
+    /** the owner's options when the deny cache was asked (null: not asked), and when */
+    this.sig = null
+    this.atUs = 0
+  }
+
+  get members() {
+    return this.keys === null ? 1 : this.keys.length
+  }
+}
+
+/** A block of one pacer key for `nums` = `[qps, maxBurst, factor, blockUs]`; answers µs until it ends. */
+class PacerBlockCall {
+  constructor(key, nums) {
+    this.key = key
+    this.nums = nums
+    this.alone = true
+  }
+}
+
+const pacer = {
+  code: 0,
+  name: 'pacer',
+  lane: 0,
+  OP,
+  Call: PacerCall,
+  BlockCall: PacerBlockCall,
+  statsKinds: ['pacer'],
+  lifetimeMs: (o) => (o.qps > 0 ? Math.ceil((((Number(o.maxBurst) || 0) + 1) / o.qps) * 1000) : 0),
+
+  memory(store, c, degraded) {
+    const nowUs = store._begin()
+    if (c.alone) return native.memoryPacerBlock(store._handle, c.key, c.nums, nowUs)
+    let out
+    if (c.keys === null) {
+      const owner = c.owner
+      const id = store._id(owner._storeKey, nowUs)
+      out = store._io
+      out[0] = c.weight
+      out[1] = owner._qps
+      out[2] = owner._maxBurst
+      out[3] = c.factor
+      out[4] = c.pace ? 1 : 0
+      out[5] = nowUs
+      native.memoryPacerStep(store._handle, id)
+    } else {
+      store._sweepFor(c.keys.length, nowUs)
+      out = native.memoryPacerBatch(store._handle, encodeParts(c.keys), new Float64Array(c.args), nowUs)
+    }
+    return c.owner._outcome(out, 0, c.weight, degraded)
+  },
+
+  cached(cache, c, atUs) {
+    if (c.pace || c.keys !== null) return undefined
+    const owner = c.owner
+    c.sig = owner._sig
+    c.atUs = atUs
+    const hit = cache.get(owner._storeKey, c.sig, c.weight, atUs)
+    if (hit === null) return undefined
+    const v = hit.values
+    return owner._outcome([hit.untilUs - atUs, v[1], v[2]], 0, c.weight, false)
+  },
+
+  encode(calls, nowUs) {
+    const keys = []
+    const args = []
+    for (const c of calls) {
+      if (c.keys === null) {
+        const owner = c.owner
+        keys.push(owner._storeKey)
+        args.push(1, c.pace ? 1 : 0, c.weight, owner._qps, owner._maxBurst, c.factor)
+      } else {
+        for (const key of c.keys) keys.push(key)
+        for (const x of c.args) args.push(x)
+      }
+    }
+    return { keys: encodeParts(keys), nums: new Float64Array(args), nowUs, first: keys[0] }
+  },
+  direct: (n, b) => native.redisPacerDirect(n, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisPacerBatch(n, b.keys, b.nums, b.nowUs, lane),
+  keyOf: (c) => (c.alone ? c.key : c.keys === null ? c.owner._storeKey : c.keys[0]),
+  alone: async (n, c, nowUs, lane) => (await native.redisPacerBlock(n, c.key, c.nums, nowUs, lane))[0],
+
+  settle(store, out, calls, resolve, reject) {
+    const cache = store._denyCache
+    let offset = 0
+    for (let e = 0; e < calls.length; e++) {
+      const c = calls[e]
+      const members = c.members
+      let wrong = false
+      for (let m = 0; m < members; m++) wrong ||= out[offset + 3 * m] === WRONG_TYPE
+      if (wrong) {
+        reject[e](wrongType(members === 1 ? 'pacer' : 'pacer composite', store.keyPrefix))
+      } else {
+        if (c.sig !== null && out[offset] > 0) {
+          cache.set(c.owner._storeKey, c.sig, c.weight, c.atUs, out[offset], out.slice(offset, offset + 3))
+        }
+        resolve[e](c.owner._outcome(out, offset, c.weight, false))
+      }
+      offset += 3 * members
+    }
+  },
+
+  /**
+   * 'allow' admits (no delay), 'deny' refuses rateLimit() until the next probe (and rejects
+   * pace(), which cannot refuse), 'local' decides on the embedded store. A block needs Redis
+   * except under 'local' (recorded in this process).
+   */
+  whenDown(policy, c) {
+    if (policy.mode === 'local') return pacer.memory(policy.local, c, true)
+    if (c.alone) throw policy.error
+    const members = c.members
+    const out = new Float64Array(3 * members)
+    if (policy.mode === 'deny') {
+      if (c.pace) throw policy.error
+      for (let i = 0; i < members; i++) out[3 * i] = policy.retryUs
+    }
+    return c.owner._outcome(out, 0, c.weight, true)
+  },
+}
+
+module.exports = pacer

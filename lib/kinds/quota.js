@@ -1,0 +1,103 @@
+'use strict'
+// The quotas' kind (QuotaLimiter, Sentry's sliding-window quotas). Call: `{ keys, nums, mode,
+// timestamp }`: the distinct counters' keys (in the codec's encoding) and `nums` =
+// `[counters, (window, granularity) per counter, requests, (amount, quotas, (counter, limit)
+// per quota) per request]`. Result: `[timestamp, (granted, reached per quota) per request]`
+// (nothing for `use`), the marker in the timestamp.
+
+const native = require('../native')
+const { WRONG_TYPE, wrongType, longest } = require('./kind')
+
+const MODE = { check: 1, checkAndUse: 2, use: 3 }
+
+class QuotaCall {
+  /** `timestamp`: seconds, or -1 for the store's clock (read now when it is a ManualClock). */
+  constructor(store, keys, nums, mode, timestamp) {
+    this.keys = keys
+    this.nums = nums
+    this.mode = mode
+    this.timestamp = timestamp
+    /** the timestamp Redis is given: a ManualClock's time is read when the call is made */
+    this.redisTimestamp = timestamp === -1 && store.clock ? Math.floor(store.clock.now() / 1000) : timestamp
+  }
+}
+
+const quota = {
+  code: 3,
+  name: 'quota',
+  lane: 4,
+  MODE,
+  Call: QuotaCall,
+  statsKinds: ['quota'],
+  lifetimeMs: (o) => longest(o.quotas, (q) => q.windowSeconds * 1000),
+
+  memory(store, c) {
+    return native.memoryQuota(store._handle, c.keys, c.nums, c.mode, c.timestamp, store._begin())
+  },
+
+  encode(calls) {
+    let length = 0
+    for (const c of calls) length += c.nums.length
+    const nums = new Float64Array(length)
+    const heads = new Float64Array(calls.length * 3)
+    let at = 0
+    for (let e = 0; e < calls.length; e++) {
+      const c = calls[e]
+      nums.set(c.nums, at)
+      at += c.nums.length
+      heads[3 * e] = c.nums.length
+      heads[3 * e + 1] = c.mode
+      heads[3 * e + 2] = c.redisTimestamp
+    }
+    return { keys: calls.map((c) => c.keys), heads, nums }
+  },
+  direct: (n, b) => native.redisQuotaDirect(n, b.keys, b.heads, b.nums),
+  pooled: (n, b, lane) => native.redisQuotaBatch(n, b.keys, b.heads, b.nums, lane),
+  keyOf: (c) => c.keys,
+
+  settle(store, out, calls, resolve, reject) {
+    let o = 0
+    for (let e = 0; e < calls.length; e++) {
+      const length = out[o]
+      // the timestamp is the marker
+      if (out[o + 1] === WRONG_TYPE) reject[e](wrongType('quota', store.keyPrefix))
+      else resolve[e](out.subarray(o + 1, o + 1 + length))
+      o += 1 + length
+    }
+  },
+
+  /**
+   * Flagged `degraded`: 'allow' grants what was requested, 'deny' grants nothing (every quota
+   * reached), 'local' decides on the embedded store; `useQuotas` is dropped under 'allow' and
+   * 'deny'.
+   */
+  whenDown(policy, c) {
+    let out
+    if (policy.mode === 'local') {
+      const local = policy.local
+      out = Float64Array.from(
+        native.memoryQuota(local._handle, c.keys, c.nums, c.mode, c.redisTimestamp, local._begin()),
+      )
+    } else {
+      const nums = c.nums
+      const counters = nums[0]
+      let i = 1 + 2 * counters
+      const requests = nums[i++]
+      const values = [c.redisTimestamp >= 0 ? c.redisTimestamp : Math.floor(policy.nowUs() / 1e6)]
+      const allow = policy.mode === 'allow'
+      for (let r = 0; r < requests; r++) {
+        const amount = nums[i]
+        const quotas = nums[i + 1]
+        i += 2 + 2 * quotas
+        values.push(allow ? amount : 0)
+        for (let j = 0; j < quotas; j++) values.push(allow ? 0 : 1)
+      }
+      out = new Float64Array(c.mode === MODE.use ? 0 : values.length)
+      if (c.mode !== MODE.use) out.set(values)
+    }
+    out.degraded = true
+    return out
+  },
+}
+
+module.exports = quota

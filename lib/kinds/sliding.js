@@ -1,0 +1,117 @@
+'use strict'
+// The sliding windows' kind (SlidingWindowLimiter): several exact sliding windows decided and
+// charged together. Call: `{ owner, op, weight, atUs }`, the windows from the owner's `_spec`
+// (`[windows, (limit, intervalUs) per window]`). Result: `[allowed, retryUs, (remaining,
+// retryUs) per window]`, the marker in the first `retryUs`.
+
+const native = require('../native')
+const { encodeParts } = require('../codec')
+const { WRONG_TYPE, wrongType, longest } = require('./kind')
+
+const OP = { take: 0, peek: 1, reset: 2, block: 3 }
+
+class SlidingCall {
+  constructor(owner, op, weight) {
+    this.owner = owner
+    this.op = op
+    this.weight = weight
+    /** when the deny cache was asked (local µs) */
+    this.atUs = 0
+  }
+}
+
+/** Numbers of the result of a call of `owner`. */
+const resultLength = (owner) => 2 * owner._windows.length + 2
+
+/** Appends the numbers of call `c` to `nums` from `at`; returns where they end. */
+function put(nums, at, c) {
+  const spec = c.owner._spec
+  nums[at] = c.op
+  nums[at + 1] = c.weight
+  for (let i = 0; i < spec.length; i++) nums[at + 2 + i] = spec[i]
+  return at + 2 + spec.length
+}
+
+const sliding = {
+  code: 2,
+  name: 'sliding',
+  lane: 3,
+  OP,
+  Call: SlidingCall,
+  statsKinds: ['sliding'],
+  lifetimeMs: (o) => longest(o.windows, (w) => w.intervalMs),
+
+  memory(store, c, degraded) {
+    const nowUs = store._begin()
+    const nums = new Float64Array(2 + c.owner._spec.length)
+    put(nums, 0, c)
+    return c.owner._decision(native.memorySliding(store._handle, encodeParts([c.owner._key]), nums, nowUs), 0, degraded)
+  },
+
+  cached(cache, c, atUs) {
+    c.atUs = atUs
+    const key = c.owner._key
+    if (c.op === OP.take) {
+      const hit = cache.get(key, c.owner._sig, c.weight, atUs)
+      if (hit === null) return undefined
+      const out = hit.values.slice()
+      const elapsedUs = atUs - hit.atUs
+      out[1] = hit.untilUs - atUs
+      for (let i = 3; i < out.length; i += 2) out[i] = Math.max(0, out[i] - elapsedUs)
+      return c.owner._decision(out, 0, false)
+    }
+    if (c.op === OP.reset) cache.delete(key)
+    return undefined
+  },
+
+  encode(calls, nowUs) {
+    let length = 0
+    for (const c of calls) length += 2 + c.owner._spec.length
+    const nums = new Float64Array(length)
+    let at = 0
+    for (const c of calls) at = put(nums, at, c)
+    return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
+  },
+  direct: (n, b) => native.redisSlidingDirect(n, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisSlidingBatch(n, b.keys, b.nums, b.nowUs, lane),
+  keyOf: (c) => c.owner._key,
+
+  settle(store, out, calls, resolve, reject) {
+    const cache = store._denyCache
+    let o = 0
+    for (let e = 0; e < calls.length; e++) {
+      const c = calls[e]
+      const length = resultLength(c.owner)
+      if (out[o + 1] === WRONG_TYPE) {
+        reject[e](wrongType('sliding-window limiter', store.keyPrefix))
+        o += length
+        continue
+      }
+      if (cache !== null && c.op === OP.take && out[o] === 0) {
+        cache.set(c.owner._key, c.owner._sig, c.weight, c.atUs, out[o + 1], out.slice(o, o + length))
+      }
+      resolve[e](c.owner._decision(out, o, false))
+      o += length
+    }
+  },
+
+  /** As the rate limiters' (lib/kinds/limit.js): a reset or a block needs Redis except under 'local'. */
+  whenDown(policy, c) {
+    const owner = c.owner
+    if (policy.mode === 'local') return sliding.memory(policy.local, c, true)
+    if (c.op === OP.reset || c.op === OP.block) throw policy.error
+    const windows = owner._windows
+    const out = new Float64Array(resultLength(owner))
+    if (policy.mode === 'allow') {
+      out[0] = 1
+      const charge = c.op === OP.take ? c.weight : 0
+      for (let i = 0; i < windows.length; i++) out[2 + 2 * i] = Math.max(0, windows[i].limit - charge)
+    } else {
+      out[1] = policy.retryUs
+      for (let i = 0; i < windows.length; i++) out[3 + 2 * i] = policy.retryUs
+    }
+    return owner._decision(out, 0, true)
+  },
+}
+
+module.exports = sliding
