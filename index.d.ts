@@ -49,78 +49,98 @@ export declare function connectRedis(options: NativeRedisOptions): Promise<Nativ
 /**
  * What to do next for a direct task: write `out` (`count` commands) and feed their replies
  * back to `redisDirectStep`; or, when `out` is absent, the call is done with `values` (and,
- * for concurrent operations, `grants`).
+ * for a kind that answers strings, `text`; `grants` is the same strings decoded, for the
+ * legacy concurrent entry).
  */
 export interface DirectStep {
   out?: Buffer
   count: number
   values?: Float64Array
+  text?: string
   grants?: Array<string>
 }
 
+/** One kind, as `kinds()` describes it. */
+export interface KindEntry {
+  /** The kind's name (its registry line's module). */
+  name: string
+  /** The code to pass as `kind` to `memoryCall`, `memoryStep`, `redisCall`, `redisDirect`. */
+  code: number
+  /** The numbers its calls carry (operation codes, modes), by name. */
+  ops: Record<string, number>
+}
+
 /**
- * One concurrent-limiter operation on the embedded store: `op` (1 acquire, 2 release,
- * 3 extend, 4 poll, 5 cancel, 6 stats), the lease or waiter id, `[limit, lockUs, waitUs,
- * ttlMs]`.
+ * Every kind of the registry: its name, code and operation codes (see each kind's file under
+ * `src/store/kinds/` for its call and result layouts).
+ */
+export declare function kinds(): Array<KindEntry>
+
+/**
+ * A call of kind `kind` on the embedded store: `text` (strings, encoded by lib/codec.js)
+ * and `nums` in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs`
+ * (-1 = the system clock). Answers the kind's flat results; with the strings it answers,
+ * for a kind that answers strings.
+ */
+export declare function memoryCall(handle: ExternalObject<'MemoryStore'>, kind: number, text: string, nums: Float64Array, nowUs: number): Array<number> | MemoryReply
+
+/**
+ * Legacy: one concurrent operation (`op`, the lease or waiter id, `[limit, lockUs, waitUs,
+ * ttlMs]`) on the embedded store; its reply unpadded.
  */
 export declare function memoryConcurrent(handle: ExternalObject<'MemoryStore'>, key: string, op: number, id: string, nums: Float64Array, nowUs: number): ConcurrentReply
 
-/**
- * Fair-tenant assignments on the embedded store, in the flat encoding of `decode_fair`
- * (`keys` and `ids` encoded by lib/codec.js; per call `[mode, horizonMs, granularityMs,
- * ruleCount, then perMs per rule]`); per call, the tenant's count in each rule's window.
- */
+/** Legacy: fair-tenant assignments on the embedded store (keys and ids as two lists). */
 export declare function memoryFair(handle: ExternalObject<'MemoryStore'>, keys: string, ids: string, nums: Float64Array, nowUs: number): Array<number>
 
 /**
- * Interns a key of the embedded store: the id to pass to `memoryPacerStep`, valid until a
+ * Interns a key of the embedded store: the id to pass to `memoryStep`, valid until a
  * `memorySweep` that returns true.
  */
 export declare function memoryIntern(handle: ExternalObject<'MemoryStore'>, key: string): number
 
-/**
- * One rate-limiter call (bucket, window, leaky/points) on the embedded store, on an interned
- * key, through the `io` buffer: in, `[kind, weight, limit, intervalUs, maxWaitUs, nowUs]`
- * (see `LimitBatch` for the codes); out, `[allowed (1/0), remaining, retryAfterUs,
- * resetAfterUs]` in its first four slots.
- */
+/** Legacy: `memoryStep` of the counting limiters. */
 export declare function memoryLimitStep(handle: ExternalObject<'MemoryStore'>, id: number): void
 
-/**
- * A batch on the embedded store, in the flat encoding of `PacerBatch::decode`; results per
- * member.
- */
+/** Legacy: `memoryCall` of pacer calls. */
 export declare function memoryPacerBatch(handle: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Array<number>
 
-/** Blocks a pacer on the embedded store (see `pacer::block`); µs until the block ends. */
+/** Legacy: a pacer block on the embedded store; µs until the block ends. */
 export declare function memoryPacerBlock(handle: ExternalObject<'MemoryStore'>, key: string, nums: Float64Array, nowUs: number): number
 
-/**
- * One pacer call on the embedded store, on an interned key. The store's `io` buffer carries
- * the numbers both ways (two arguments to convert instead of nine): in, `[weight, qps,
- * maxBurst, factor, pace (1/0), nowUs (-1 = system clock)]`; out, `[delayUs,
- * watermarkBefore, admitted (1/0)]` in its first three slots.
- */
+/** Legacy: `memoryStep` of the pacer. */
 export declare function memoryPacerStep(handle: ExternalObject<'MemoryStore'>, id: number): void
 
 /**
- * A quota call on the embedded store (mode 1 check, 2 checkAndUse, 3 use), in the flat
- * encoding of `QuotaCall`, at `timestamp` (whole seconds); `[timestamp, per request
- * granted, then reached (0/1) per quota]` (just the timestamp for use).
+ * Legacy: one quota call (`mode`, `timestamp` apart) on the embedded store; its result
+ * without its length.
  */
 export declare function memoryQuota(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, mode: number, timestamp: number, nowUs: number): Array<number>
 
-/**
- * Sliding-window calls on the embedded store, in the flat encoding of `SlidingBatch`
- * (`keys` encoded by lib/codec.js; per call `[op, weight, windowCount, then limit,
- * intervalUs per window]`); per call `[allowed, retryAfterUs, then remaining, retryAfterUs
- * per window]`.
- */
+/** The answer of a call whose kind answers strings too. */
+export interface MemoryReply {
+  values: Array<number>
+  /**
+   * Strings, in lib/codec.js' encoding (for concurrent: the grants made, `"<waiter id>
+   * <token>"`).
+   */
+  text: string
+}
+
+/** Legacy: `memoryCall` of sliding-window calls. */
 export declare function memorySliding(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, nowUs: number): Array<number>
 
 /**
+ * One call of kind `kind` on the embedded store, on an interned key, through the store's `io`
+ * buffer (two arguments to convert instead of nine): in, the kind's numbers with `nowUs`
+ * (-1 = the system clock) in slot 5; out, its result from slot 0 (see the kind's file;
+ * pacer and limit have this path).
+ */
+export declare function memoryStep(handle: ExternalObject<'MemoryStore'>, kind: number, id: number): void
+
+/**
  * Creates the embedded store's engine (synchronous: no tokio hop). `io` (6 numbers) carries
- * the numbers of every `memoryPacerStep` both ways.
+ * the numbers of every `memoryStep` both ways.
  */
 export declare function memoryStoreNew(io: Float64Array): ExternalObject<'MemoryStore'>
 
@@ -155,15 +175,24 @@ export interface NativeTlsOptions {
 }
 
 /**
- * Concurrent-limiter operations on a pool lane: `keys` and `ids` encoded by lib/codec.js,
- * `nums` = 5 per operation (`op, limit, lockUs, waitUs, ttlMs`, as `memoryConcurrent`). Resolves with
- * `values`, 9 numbers per operation (its reply, zero-padded), and `grants`, the slots it
- * handed to waiters (also published on `<key>:wake`).
+ * A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/codec.js) and
+ * `nums` in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs` (-1 =
+ * Redis' clock). Resolves with the kind's flat results; with the strings it answers, for a
+ * kind that answers strings.
+ */
+export declare function redisCall(store: NativeRedisStore, kind: number, text: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array | RedisReply>
+
+/**
+ * Legacy: concurrent-limiter operations on a pool lane (keys and ids as two lists, 5
+ * numbers per operation); resolves with 9 numbers per operation and the grants made.
  */
 export declare function redisConcurrentBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<ConcurrentBatchReply>
 
-/** Concurrent-limiter operations on the direct lane. */
+/** Legacy: concurrent-limiter operations on the direct lane. */
 export declare function redisConcurrentDirect(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
+
+/** The same call on the direct lane: a task for `redisDirectStep` (a standalone server only). */
+export declare function redisDirect(store: NativeRedisStore, kind: number, text: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /**
  * Runs a direct task until it needs replies: first with no replies, then with the replies
@@ -172,16 +201,16 @@ export declare function redisConcurrentDirect(store: NativeRedisStore, keys: str
  */
 export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): DirectStep
 
-/** Fair-tenant assignments on a pool lane (as `memoryFair`); one script call per slot. */
+/** Legacy: fair-tenant assignments on a pool lane (keys and ids as two lists). */
 export declare function redisFairBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
-/** Fair-tenant assignments on the direct lane. */
+/** Legacy: fair-tenant assignments on the direct lane. */
 export declare function redisFairDirect(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
-/** Rate-limiter calls (`LimitBatch::decode`'s flat encoding) on a pool lane. */
+/** Legacy: `redisCall` of counting-limiter calls. */
 export declare function redisLimitBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
-/** Rate-limiter calls on the direct lane. */
+/** Legacy: `redisDirect` of counting-limiter calls. */
 export declare function redisLimitDirect(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /**
@@ -190,30 +219,38 @@ export declare function redisLimitDirect(store: NativeRedisStore, keys: string, 
  */
 export declare function redisNextWakes(store: NativeRedisStore): Promise<string[]>
 
-/** Pacer calls (`PacerBatch::decode`'s flat encoding) on a pool lane; results per member. */
+/** Legacy: `redisCall` of pacer calls. */
 export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
-/** Blocks a pacer on a pool lane; resolves with `[µs until the block ends]`. */
+/** Legacy: a pacer block on a pool lane; resolves with `[µs until the block ends]`. */
 export declare function redisPacerBlock(store: NativeRedisStore, key: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
-/** Pacer calls on the direct lane. */
+/** Legacy: `redisDirect` of pacer calls. */
 export declare function redisPacerDirect(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /**
- * Quota calls on a pool lane: `keys[i]` and `heads[3 i ..]` = `[nums length, mode (1 check,
- * 2 checkAndUse, 3 use), timestamp (-1 = Redis' clock)]` per call, their `nums` (as
- * `memoryQuota`) concatenated. Resolves with, per call, its result length then its result.
- * Atomic when a call's counters share a slot; across slots, see `store::redis::windows`.
+ * Legacy: `redisCall` of quota calls; resolves with, per call, its result length then its
+ * result.
  */
 export declare function redisQuotaBatch(store: NativeRedisStore, keys: Array<string>, heads: Float64Array, nums: Float64Array, lane: number): Promise<Float64Array>
 
-/** Quota calls on the direct lane. */
+/** Legacy: `redisDirect` of quota calls. */
 export declare function redisQuotaDirect(store: NativeRedisStore, keys: Array<string>, heads: Float64Array, nums: Float64Array): ExternalObject<'DirectTask'>
 
-/** Sliding-window calls (the flat encoding of `memorySliding`) on a pool lane. */
+/** The answer of a call whose kind answers strings too. */
+export interface RedisReply {
+  values: Float64Array
+  /**
+   * Strings, in lib/codec.js' encoding (for concurrent: the grants made, `"<waiter id>
+   * <token>"`, also published on `<key>:wake`).
+   */
+  text: string
+}
+
+/** Legacy: `redisCall` of sliding-window calls. */
 export declare function redisSlidingBatch(store: NativeRedisStore, keys: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
 
-/** Sliding-window calls on the direct lane. */
+/** Legacy: `redisDirect` of sliding-window calls. */
 export declare function redisSlidingDirect(store: NativeRedisStore, keys: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /**
@@ -231,3 +268,9 @@ export declare function redisStopWakes(store: NativeRedisStore): void
 export declare function redisSubscribe(store: NativeRedisStore, channel: string): Promise<void>
 
 export declare function redisUnsubscribe(store: NativeRedisStore, channel: string): Promise<void>
+
+/**
+ * The marker a call's result carries in the field its kind names when the call's key holds
+ * a value of another type (nothing of the call was applied).
+ */
+export declare const WRONG_TYPE: number

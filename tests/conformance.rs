@@ -6,9 +6,9 @@
 //! `npm test` sets after starting its servers.
 
 use sluice::core::pacer::Decision;
+use sluice::store::kinds::pacer::PacerBatch;
 use sluice::store::memory::MemoryStore;
 use sluice::store::redis::{RedisOptions, RedisStore};
-use sluice::store::PacerBatch;
 use std::time::Duration;
 
 mod common;

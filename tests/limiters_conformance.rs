@@ -7,7 +7,7 @@
 //! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER`, which `npm test` sets.
 
 use sluice::core::concurrent::Request;
-use sluice::store::limits::{LimitBatch, ADJUST, PEEK, RESET};
+use sluice::store::kinds::limit::{LimitBatch, ADJUST, PEEK, RESET};
 use sluice::store::memory::MemoryStore;
 use sluice::store::redis::{RedisOptions, RedisStore};
 use std::time::Duration;
@@ -133,7 +133,7 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
       let mut expected = vec![];
       let mut expected_grants = vec![];
       for (key, id, op, nums) in &ops {
-        let (request, ttl_ms) = sluice::store::limits::decode_concurrent(*op, id, nums).expect("valid op");
+        let (request, ttl_ms) = sluice::store::kinds::concurrent::decode_concurrent(*op, id, nums).expect("valid op");
         let reply = model.concurrent(key, id, request, ttl_ms, now);
         expected_grants.extend(reply.grants.iter().map(|(id, token)| format!("{id} {token}")));
         let k = keys.iter().position(|x| x == key).unwrap_or(0);

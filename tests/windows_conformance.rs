@@ -5,9 +5,10 @@
 //!
 //! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER`, which `npm test` sets.
 
+use sluice::store::kinds::quota::{QuotaCall, QuotaMode, QUOTA_MARGIN_MS};
+use sluice::store::kinds::sliding::SlidingBatch;
 use sluice::store::memory::MemoryStore;
-use sluice::store::redis::{RedisOptions, RedisStore, QUOTA_MARGIN_MS};
-use sluice::store::windows::{QuotaCall, QuotaMode, SlidingBatch};
+use sluice::store::redis::{RedisOptions, RedisStore};
 use std::time::Duration;
 
 mod common;

@@ -1,6 +1,6 @@
 //! What the rate limiters share: their parameters, their two-number state, the operations a
 //! call can ask for and the decision it gets back. The algorithms themselves live in
-//! [`bucket`](super::bucket), [`window`](super::window) and [`leaky`](super::leaky); all three
+//! [`bucket`], [`window`] and [`leaky`]; all three
 //! are mirrored by `lua/limiter.lua`, which decides a batch of mixed kinds in one script call.
 //!
 //! Units: time in integer µs (`now_us` is µs since the epoch), `limit` and weights in

@@ -3,7 +3,8 @@
 //! hand-off (JS -> tokio -> JS woke two threads per call; a socket read on the JS thread
 //! wakes one, as for any JS Redis client).
 //!
-//! The store's batch functions are unchanged: they call [`RedisStore::run`] with a [`Lane`].
+//! The kinds' store calls are the same on both lanes: they call `RedisStore::run` with a
+//! [`Lane`].
 //! On [`Lane::Direct`], `run` encodes its command into the [`Exchange`] and waits for the
 //! reply; a [`DirectTask`] polls the whole call by hand (no runtime, no waker), hands the
 //! encoded commands to JS, and is polled again with the replies JS framed. Used on a
@@ -11,6 +12,7 @@
 
 use super::script::Script;
 use crate::error::{Error, ErrorKind, Result};
+use crate::store::kinds::Reply;
 use fred::bytes::Bytes;
 use fred::bytes_utils::Str;
 use fred::prelude::{Key, Value};
@@ -62,16 +64,16 @@ impl Exchange {
       s.out_count += 1;
       n
     };
-    Reply { exchange: self, n }.await
+    Awaited { exchange: self, n }.await
   }
 }
 
-struct Reply<'a> {
+struct Awaited<'a> {
   exchange: &'a Exchange,
   n: usize,
 }
 
-impl Future for Reply<'_> {
+impl Future for Awaited<'_> {
   type Output = Result<Value>;
 
   fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<Value>> {
@@ -183,22 +185,16 @@ pub fn reply_error(details: &str) -> Error {
   Error::new(kind, format!("redis: {details}"))
 }
 
-/// What a store call resolves with.
-pub enum Outcome {
-  Numbers(Vec<f64>),
-  Concurrent(Vec<f64>, Vec<String>),
-}
-
 type Call<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 /// One store call on the direct lane, polled by hand.
-pub struct DirectTask<'a, T = Outcome> {
+pub struct DirectTask<'a, T = Reply> {
   exchange: Arc<Exchange>,
   call: Option<Call<'a, T>>,
 }
 
 /// What the caller does next for a task.
-pub enum Step<T = Outcome> {
+pub enum Step<T = Reply> {
   /// Write these bytes (`count` commands), then feed back their `count` replies.
   Send(Vec<u8>, usize),
   Done(Result<T>),

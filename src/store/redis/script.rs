@@ -1,6 +1,14 @@
-//! The script registry: each Lua file embedded once, with its SHA1 for EVALSHA.
+//! Running a Lua script: each script embedded once with its SHA1 (each kind's file names its
+//! own), sent by EVALSHA on a lane (a pool connection or the direct socket), NOSCRIPT answered
+//! by one EVAL, TRYAGAIN retried within the deadline, and a server before Redis 7 given the
+//! scripts without their shebang.
 
-use std::sync::LazyLock;
+use super::connect::{redirectable, store_error};
+use super::{Lane, RedisStore};
+use crate::error::{Error, ErrorKind, Result};
+use fred::prelude::*;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// A Lua script and its SHA1.
 pub struct Script {
@@ -15,7 +23,8 @@ pub struct Script {
 }
 
 impl Script {
-  fn new(lua: &'static str) -> Script {
+  /// `lua` (an `include_str!` of a file under `lua/`), with its SHA1s computed once.
+  pub fn new(lua: &'static str) -> Script {
     let flagged = format!("#!lua\n{lua}");
     Script { lua, sha: fred::util::sha1_hash(lua), flagged_sha: fred::util::sha1_hash(&flagged), flagged }
   }
@@ -36,12 +45,63 @@ pub fn shebang_refused(details: &str) -> bool {
   details.contains("Error compiling script") && details.contains("'#'")
 }
 
-pub static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer.lua")));
-pub static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_undo.lua")));
-pub static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/limiter.lua")));
-pub static CONCURRENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/concurrent.lua")));
-pub static SLIDING: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/sliding.lua")));
-pub static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/quota.lua")));
-pub static FAIR: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/fair.lua")));
-pub static PACER_BLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/pacer_block.lua")));
-pub static STATS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/stats.lua")));
+impl RedisStore {
+  /// Runs a script; NOSCRIPT is answered by one EVAL on the same node. On the pool, the
+  /// deadline is fred's per-command timeout (`command_timeout`, one timer per round trip);
+  /// on the direct lane, the JS layer's. Keys and values are refcounted bytes, so the copy
+  /// kept for a NOSCRIPT retry is cheap.
+  pub(crate) async fn run(&self, lane: &Lane, script: &Script, keys: Vec<Key>, args: Vec<Value>) -> Result<Vec<Value>> {
+    let legacy = self.legacy_scripts.load(Ordering::Relaxed);
+    match self.run_as(lane, script, legacy, &keys, &args).await {
+      // a server before Redis 7 cannot compile the shebang: legacy scripts from now on
+      Err(e) if !legacy && shebang_refused(&e.message) => {
+        self.legacy_scripts.store(true, Ordering::Relaxed);
+        self.run_as(lane, script, true, &keys, &args).await
+      }
+      other => other,
+    }
+  }
+
+  async fn run_as(
+    &self,
+    lane: &Lane,
+    script: &Script,
+    legacy: bool,
+    keys: &[Key],
+    args: &[Value],
+  ) -> Result<Vec<Value>> {
+    let lane = match lane {
+      Lane::Pool(lane) => *lane,
+      Lane::Direct(exchange) => {
+        let reply = match exchange.script(script, legacy, keys, args, false).await {
+          Err(e) if e.message.starts_with("redis: NOSCRIPT") => exchange.script(script, legacy, keys, args, true).await,
+          other => other,
+        };
+        return match reply? {
+          Value::Array(values) => Ok(values),
+          Value::Null => Ok(vec![]),
+          _ => Err(Error::new(ErrorKind::Script, "malformed script reply")),
+        };
+      }
+    };
+    let client = self.client(lane)?.with_options(&redirectable());
+    let (sha, lua) = script.pick(legacy);
+    // While a slot moves, a script whose keys are split between the two nodes is refused with
+    // TRYAGAIN (not run): it is sent again after a short pause, within the call's deadline.
+    let deadline = tokio::time::Instant::now() + self.command_timeout;
+    let mut pause = Duration::from_millis(2);
+    loop {
+      let result = match client.evalsha::<Vec<Value>, _, _, _>(sha, keys.to_vec(), args.to_vec()).await {
+        Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(lua, keys.to_vec(), args.to_vec()).await,
+        other => other,
+      };
+      match result {
+        Err(e) if e.details().starts_with("TRYAGAIN") && tokio::time::Instant::now() + pause < deadline => {
+          tokio::time::sleep(pause).await;
+          pause = (pause * 2).min(Duration::from_millis(50));
+        }
+        other => return other.map_err(store_error),
+      }
+    }
+  }
+}

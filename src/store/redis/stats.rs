@@ -2,12 +2,16 @@
 //! slot (every operation's keys share one slot), all slots at once. Statistics are written in
 //! the background, so nothing here is ordered with decisions.
 
-use super::script::STATS;
-use super::{Lane, RedisStore, CHUNK};
-use crate::error::{Error, ErrorKind, Result};
+use super::calls::malformed;
+use super::script::Script;
+use super::{Lane, RedisStore};
+use crate::error::{Error, Result};
 use crate::store::validate_key;
 use fred::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+static STATS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/stats.lua")));
 
 /// One operation: its name, keys and arguments (see `lua/stats.lua`).
 #[derive(Clone, Debug, PartialEq)]
@@ -62,24 +66,12 @@ fn text(v: &Value) -> Option<String> {
 impl RedisStore {
   /// Runs `ops`; per operation its reply as strings (empty for writes).
   pub async fn stats_ops(&self, ops: &[StatsOp], lane: &Lane) -> Result<Vec<Vec<String>>> {
-    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
-    for (i, op) in ops.iter().enumerate() {
-      let slot = if self.cluster { fred::util::redis_keyslot(op.keys[0].as_bytes()) } else { 0 };
-      groups.entry((slot, i / CHUNK)).or_default().push(i);
-    }
-    let sent = groups.values().map(|group| self.stats_call(ops, group, lane));
-    let results = futures::future::join_all(sent).await;
-    let mut out = vec![vec![]; ops.len()];
-    for (group, result) in groups.values().zip(results) {
-      for (i, reply) in group.iter().zip(result?) {
-        out[*i] = reply;
-      }
-    }
-    Ok(out)
+    let groups = self.groups(ops.iter().map(|op| op.keys[0].as_str()));
+    self.per_slot(&groups, "statistics", |group| self.stats_call(ops, group, lane)).await
   }
 
   async fn stats_call(&self, ops: &[StatsOp], group: &[usize], lane: &Lane) -> Result<Vec<Vec<String>>> {
-    let malformed = || Error::new(ErrorKind::Script, "malformed statistics reply");
+    let bad = || malformed("statistics");
     let mut keys: Vec<Key> = vec![];
     let mut local: BTreeMap<&str, usize> = BTreeMap::new();
     let mut args: Vec<Value> = vec![];
@@ -99,14 +91,14 @@ impl RedisStore {
     }
     let reply = self.run(lane, &STATS, keys, args).await?;
     if reply.len() != group.len() {
-      return Err(malformed());
+      return Err(bad());
     }
     reply
       .iter()
       .map(|r| match r {
-        Value::Array(items) => items.iter().map(|v| text(v).ok_or_else(malformed)).collect(),
+        Value::Array(items) => items.iter().map(|v| text(v).ok_or_else(bad)).collect(),
         Value::Null => Ok(vec![]),
-        _ => Err(malformed()),
+        _ => Err(bad()),
       })
       .collect()
   }

@@ -1,124 +1,21 @@
-//! The sliding-window limiter and the quota limiter on Redis: `lua/sliding.lua` and
-//! `lua/quota.lua`, grouped per hash slot.
-//!
-//! A quota call whose counters all share one slot (always, on a standalone server) is one
-//! script call: `checkAndUseQuotas` is then atomic. A call that spans slots runs in phases,
-//! each phase one script call per slot, all slots at once:
-//!
-//! 1. read what every counter used (the first slot alone when Redis' clock gives the
-//!    timestamp, so every slot is read at that same second) and plan the grants exactly as
-//!    one atomic call would;
-//! 2. (`checkAndUse`) charge each slot's counters in order, each request at most its planned
-//!    grant and at most what is left now;
-//! 3. if a slot charged a request less than another slot (a concurrent call took units in
-//!    between), give the difference back on the other slots.
-//!
-//! No counter is ever charged past its limit (every charge is checked atomically on its
-//! slot); under contention across slots a request can be granted less than an atomic call
-//! would have granted it, never more.
-//!
-//! A key of another type (another writer uses our key prefix) fails only the calls that name
-//! it, and charges none of them: the scripts answer [`WRONG_TYPE`] for it before writing, a
-//! merged script call tells them which requests are one caller's call, a `checkAndUse` across
-//! slots reads every slot (phase 1) before it charges anything, and a `use` across slots takes
-//! back what the other slots added. Such a call is answered with
-//! the timestamp [`WRONG_TYPE`] and no grants; a sliding call, with `retry_after_us` =
-//! [`WRONG_TYPE`].
+//! The quota kind on Redis: `lua/quota.lua`, one script call per hash slot, in phases when a
+//! call's counters span slots (see the parent module's docs for the phases and what a key of
+//! another type does).
 
-use super::script::{QUOTA, SLIDING};
-use super::{number, Lane, RedisStore, CHUNK, WRONG_TYPE};
+use super::{use_amounts, QuotaCall, QuotaMode, QUOTA_MARGIN_MS};
 use crate::core::quota::{self, Grant, Request};
-use crate::core::sliding::{self, Op, WindowDecision};
 use crate::error::{Error, ErrorKind, Result};
-use crate::store::windows::{QuotaCall, QuotaMode, SlidingAction, SlidingBatch};
+use crate::store::kinds::WRONG_TYPE;
+use crate::store::redis::calls::{int, malformed, now_arg, number, CHUNK};
+use crate::store::redis::script::Script;
+use crate::store::redis::{Lane, RedisStore};
 use fred::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
-/// TTL margin of counters when the timestamp is not Redis' own clock, ms.
-pub const QUOTA_MARGIN_MS: f64 = 60_000.0;
-
-fn malformed(what: &str) -> Error {
-  Error::new(ErrorKind::Script, format!("malformed {what} reply"))
-}
-
-fn int(v: Option<&Value>, what: &str) -> Result<f64> {
-  v.and_then(Value::as_i64).map(|x| x as f64).ok_or_else(|| malformed(what))
-}
+static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/quota.lua")));
 
 impl RedisStore {
-  /// Decides a batch of sliding-window calls, in order per key; one script call per slot. A
-  /// call whose key holds a value of another type is not applied and is answered refused with
-  /// `retry_after_us` = [`WRONG_TYPE`].
-  pub async fn sliding_batch(
-    &self,
-    batch: &SlidingBatch,
-    now_us: Option<f64>,
-    lane: &Lane,
-  ) -> Result<Vec<sliding::Decision>> {
-    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
-    for (i, call) in batch.calls.iter().enumerate() {
-      let slot = if self.cluster { fred::util::redis_keyslot(batch.keys[call.key].as_bytes()) } else { 0 };
-      groups.entry((slot, i / CHUNK)).or_default().push(i);
-    }
-    let calls = groups.values().map(|calls| self.sliding_call(batch, calls, now_us, lane));
-    let results = futures::future::join_all(calls).await;
-    let mut decisions = vec![None; batch.calls.len()];
-    for (calls, result) in groups.values().zip(results) {
-      for (i, d) in calls.iter().zip(result?) {
-        decisions[*i] = Some(d);
-      }
-    }
-    decisions.into_iter().map(|d| d.ok_or_else(|| malformed("sliding"))).collect()
-  }
-
-  async fn sliding_call(
-    &self,
-    batch: &SlidingBatch,
-    calls: &[usize],
-    now_us: Option<f64>,
-    lane: &Lane,
-  ) -> Result<Vec<sliding::Decision>> {
-    let mut keys: Vec<Key> = vec![];
-    let mut local: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut args: Vec<Value> = vec![now_us.map(number).unwrap_or_else(|| Value::String("".into()))];
-    for i in calls {
-      let call = &batch.calls[*i];
-      let k = *local.entry(call.key).or_insert_with(|| {
-        keys.push(Key::from(batch.keys[call.key].as_str()));
-        keys.len()
-      });
-      let op = match call.action {
-        SlidingAction::Step(Op::Take) => 0,
-        SlidingAction::Step(Op::Peek) => 1,
-        SlidingAction::Reset => 2,
-        SlidingAction::Block => 3,
-      };
-      args.extend([Value::Integer(k as i64), Value::Integer(op), number(call.weight)]);
-      args.push(Value::Integer(call.windows.len() as i64));
-      for w in &call.windows {
-        args.extend([number(w.limit), number(w.interval_us)]);
-      }
-    }
-    let reply = self.run(lane, &SLIDING, keys, args).await?;
-    let mut fields = reply.iter();
-    let mut next = || int(fields.next(), "sliding");
-    let decisions = calls
-      .iter()
-      .map(|i| {
-        let allowed = next()? == 1.0;
-        let retry_after_us = next()?;
-        let windows = (0..batch.calls[*i].windows.len())
-          .map(|_| Ok(WindowDecision { remaining: next()?, retry_after_us: next()? }))
-          .collect::<Result<Vec<_>>>()?;
-        Ok(sliding::Decision { allowed, retry_after_us, windows })
-      })
-      .collect::<Result<Vec<_>>>()?;
-    if fields.next().is_some() {
-      return Err(malformed("sliding"));
-    }
-    Ok(decisions)
-  }
-
   /// One quota call. `timestamp`: whole seconds, or `None` for Redis' clock; `margin_ms` is
   /// added to every counter's TTL. Returns the timestamp used and the grants (none for
   /// [`QuotaMode::Use`]); or [`WRONG_TYPE`] and no grants when one of its counters holds a
@@ -150,7 +47,7 @@ impl RedisStore {
   ) -> Result<(f64, Vec<Grant>)> {
     let mut slots: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (c, key) in call.keys.iter().enumerate() {
-      let slot = if self.cluster { fred::util::redis_keyslot(key.as_bytes()) } else { 0 };
+      let slot = self.slot(key);
       slots.entry(slot).or_default().push(c);
     }
     let slots: Vec<Vec<usize>> = slots.into_values().collect();
@@ -218,7 +115,7 @@ impl RedisStore {
     lane: &Lane,
   ) -> Result<Vec<(f64, Vec<Grant>)>> {
     let slot_of = |call: &QuotaCall| -> Option<u16> {
-      let mut slots = call.keys.iter().map(|k| if self.cluster { fred::util::redis_keyslot(k.as_bytes()) } else { 0 });
+      let mut slots = call.keys.iter().map(|k| self.slot(k));
       let first = slots.next()?;
       slots.all(|s| s == first).then_some(first)
     };
@@ -549,12 +446,8 @@ impl RedisStore {
     lane: &Lane,
   ) -> Result<(f64, Vec<f64>)> {
     let keys: Vec<Key> = counters.iter().map(|c| Key::from(call.keys[*c].as_str())).collect();
-    let mut args = vec![
-      timestamp.map(number).unwrap_or_else(|| Value::String("".into())),
-      number(margin_ms),
-      Value::Integer(mode),
-      Value::Integer(counters.len() as i64),
-    ];
+    let mut args =
+      vec![now_arg(timestamp), number(margin_ms), Value::Integer(mode), Value::Integer(counters.len() as i64)];
     for c in counters {
       let (window_s, granularity_s) = call.shapes[*c];
       args.extend([number(window_s), number(granularity_s)]);
@@ -575,17 +468,6 @@ fn settle(t: f64, grants: Vec<Grant>) -> (f64, Vec<Grant>) {
   } else {
     (t, grants)
   }
-}
-
-/// What `useQuotas` adds to each counter: each request's amount once per distinct counter.
-fn use_amounts(call: &QuotaCall) -> Vec<f64> {
-  let mut amounts = vec![0.0; call.keys.len()];
-  for r in &call.requests {
-    for c in quota::distinct_counters(r) {
-      amounts[c] += r.requested;
-    }
-  }
-  amounts
 }
 
 #[cfg(test)]

@@ -1,0 +1,339 @@
+//! The counting limiters' kind (`TokenBucketLimiter`/fixed window, `WindowLimiter`,
+//! `LeakyBucketLimiter`/`PointsLimiter`): calls of any of their algorithms, decided in order in
+//! one store call. Script `lua/limiter.lua`; one string per limiter key (16 or 24 bytes).
+//!
+//! A call, as JS sends it: `text` = one key per entry (in the encoding of `crate::codec`),
+//! `nums` = [`LIMIT_FIELDS`] numbers per entry: `kind, weight, limit, interval_us,
+//! max_wait_us`, where `kind` is [`BUCKET`], [`WINDOW`] or [`LEAKY`] and `max_wait_us` ≥ 0
+//! asks for a take, [`PEEK`] for a take's answer without the charge, [`ADJUST`] for an
+//! unconditional charge (weight may be negative), [`RESET`] to delete the key, [`BLOCK`] to
+//! admit nobody for `weight` µs. Results: [`LIMIT_RESULT_FIELDS`] numbers per entry:
+//! `allowed (0/1), remaining, retry_after_us, reset_after_us`; `remaining` is
+//! [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a value of another type (Redis).
+//!
+//! The io-buffer step (`memory_io`): in, the entry's five numbers then `nowUs` (-1 = the
+//! system clock); out, its four result numbers.
+
+use super::{memory_now, Kind, Reply};
+use crate::core::limit::{self, Decision, Op, Params, State, MAX_DELAY_US};
+use crate::error::{Error, Result};
+use crate::store::memory::{Inner, MemoryStore};
+use crate::store::redis::calls::{int, malformed, now_arg, number};
+use crate::store::redis::script::Script;
+use crate::store::redis::{Lane, RedisStore};
+use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
+use fred::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
+
+static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/limiter.lua")));
+
+/// The counting limiters' kind (see the module docs).
+pub struct Limit;
+
+pub const LIMIT_FIELDS: usize = 5;
+pub const LIMIT_RESULT_FIELDS: usize = 4;
+/// `kind` code of the fixed window (calendar-aligned bucket).
+pub const BUCKET: f64 = limit::Kind::Bucket as u8 as f64;
+/// `kind` code of the window that starts at its first call.
+pub const WINDOW: f64 = limit::Kind::Window as u8 as f64;
+/// `kind` code of the leaky bucket (also the points limiter's).
+pub const LEAKY: f64 = limit::Kind::Leaky as u8 as f64;
+/// `max_wait_us` code of an unconditional charge.
+pub const ADJUST: f64 = -1.0;
+/// `max_wait_us` code of a reset.
+pub const RESET: f64 = -2.0;
+/// `max_wait_us` code of a peek.
+pub const PEEK: f64 = -3.0;
+/// `max_wait_us` code of a block (the weight field holds its duration, µs).
+pub const BLOCK: f64 = -4.0;
+
+/// What one entry does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Action {
+  Step(Op),
+  Reset,
+  /// Nobody is admitted for the entry's weight in µs (see `limit::block`).
+  Block,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LimitEntry {
+  /// Index into [`LimitBatch::keys`].
+  pub key: usize,
+  pub kind: limit::Kind,
+  pub params: Params,
+  pub weight: f64,
+  pub action: Action,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LimitBatch {
+  /// Distinct full store keys.
+  pub keys: Vec<String>,
+  pub entries: Vec<LimitEntry>,
+}
+
+impl LimitBatch {
+  /// Decodes and validates the flat encoding; nothing invalid reaches a store.
+  pub fn decode(keys: &str, args: &[f64]) -> Result<LimitBatch> {
+    if !args.len().is_multiple_of(LIMIT_FIELDS) {
+      return Err(Error::argument("malformed limiter batch: truncated"));
+    }
+    let mut batch = LimitBatch::default();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut key_iter = crate::codec::parts(keys);
+    for f in args.chunks(LIMIT_FIELDS) {
+      let key = key_iter.next().ok_or_else(|| Error::argument("malformed limiter batch: missing key"))??;
+      validate_key(key)?;
+      let (kind, params, weight, action) = decode_entry(f)?;
+      let next = index.len();
+      let slot = *index.entry(key).or_insert(next);
+      if slot == batch.keys.len() {
+        batch.keys.push(key.to_owned());
+      }
+      batch.entries.push(LimitEntry { key: slot, kind, params, weight, action });
+    }
+    if key_iter.next().is_some() {
+      return Err(Error::argument("malformed limiter batch: more keys than entries"));
+    }
+    Ok(batch)
+  }
+}
+
+/// Decodes and validates one entry's [`LIMIT_FIELDS`] numbers.
+pub fn decode_entry(f: &[f64]) -> Result<(limit::Kind, Params, f64, Action)> {
+  let kind = limit::Kind::from_code(f[0]).ok_or_else(|| Error::argument("malformed limiter call: bad kind"))?;
+  let (weight, limit, interval_us, max_wait_us) = (f[1], f[2], f[3], f[4]);
+  if !integer_in(limit, 1.0, MAX_LIMIT) {
+    return Err(Error::argument(format!("limit must be an integer in [1, {MAX_LIMIT}], got {limit}")));
+  }
+  if !(interval_us.is_finite() && (1.0..=MAX_INTERVAL_US).contains(&interval_us)) {
+    return Err(Error::argument(format!("interval must be in [1 µs, 10 years], got {interval_us} µs")));
+  }
+  let action = if max_wait_us == ADJUST {
+    Action::Step(Op::Adjust)
+  } else if max_wait_us == RESET {
+    Action::Reset
+  } else if max_wait_us == PEEK {
+    Action::Step(Op::Peek)
+  } else if max_wait_us == BLOCK {
+    if !integer_in(weight, 1.0, MAX_INTERVAL_US) {
+      return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {weight}")));
+    }
+    return Ok((kind, Params { limit, interval_us }, weight, Action::Block));
+  } else if max_wait_us.is_finite() && (0.0..=MAX_DELAY_US).contains(&max_wait_us) {
+    Action::Step(Op::Take { max_wait_us })
+  } else {
+    return Err(Error::argument(format!("malformed limiter call: bad max wait {max_wait_us}")));
+  };
+  let lowest = if action == Action::Step(Op::Adjust) { -MAX_LIMIT } else { 0.0 };
+  if !integer_in(weight, lowest, MAX_LIMIT) {
+    return Err(Error::argument(format!("weight must be an integer in [{lowest}, {MAX_LIMIT}], got {weight}")));
+  }
+  Ok((kind, Params { limit, interval_us }, weight, action))
+}
+
+/// The decision reported for a reset: the limiter at full capacity.
+pub fn reset_decision(params: &Params) -> Decision {
+  Decision { allowed: true, remaining: params.limit, retry_after_us: 0.0, reset_after_us: 0.0 }
+}
+
+/// Flattens decisions for the JS layer.
+pub fn encode_limit_decisions(decisions: &[Decision]) -> Vec<f64> {
+  let mut out = Vec::with_capacity(decisions.len() * LIMIT_RESULT_FIELDS);
+  for d in decisions {
+    out.extend([if d.allowed { 1.0 } else { 0.0 }, d.remaining, d.retry_after_us, d.reset_after_us]);
+  }
+  out
+}
+
+impl Kind for Limit {
+  type Call = LimitBatch;
+  type State = State;
+  const OPS: &'static [(&'static str, f64)] = &[
+    ("bucket", BUCKET),
+    ("window", WINDOW),
+    ("leaky", LEAKY),
+    ("adjust", ADJUST),
+    ("reset", RESET),
+    ("peek", PEEK),
+    ("block", BLOCK),
+  ];
+
+  fn decode(text: &str, nums: &[f64]) -> Result<LimitBatch> {
+    LimitBatch::decode(text, nums)
+  }
+
+  fn memory(store: &MemoryStore, batch: &LimitBatch, now_us: f64) -> Result<Reply> {
+    Ok(Reply::numbers(encode_limit_decisions(&store.limit_batch(batch, now_us))))
+  }
+
+  async fn redis(store: &RedisStore, batch: &LimitBatch, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
+    Ok(Reply::numbers(encode_limit_decisions(&store.limit_batch(batch, now_us, lane).await?)))
+  }
+
+  fn memory_io(store: &MemoryStore, id: usize, io: &mut [f64]) -> Result<()> {
+    let (kind, params, weight, action) = decode_entry(&io[..LIMIT_FIELDS])?;
+    let d = store.limit_step_id(id, kind, &params, weight, action, memory_now(io[5])?)?;
+    io[..4].copy_from_slice(&[if d.allowed { 1.0 } else { 0.0 }, d.remaining, d.retry_after_us, d.reset_after_us]);
+    Ok(())
+  }
+}
+
+/// One rate-limiter call on an interned key.
+fn step_on(
+  inner: &mut Inner,
+  id: usize,
+  kind: limit::Kind,
+  params: &Params,
+  weight: f64,
+  action: Action,
+  now_us: f64,
+) -> Decision {
+  let live = inner.load::<Limit>(id, now_us).map(|(state, expires_us)| (*state, expires_us));
+  let state = live.map(|(s, _)| s);
+  let op = match action {
+    Action::Reset => {
+      inner.clear(id);
+      return reset_decision(params);
+    }
+    Action::Block => {
+      let (blocked, until) = limit::block(state, weight, now_us);
+      inner.save::<Limit>(id, blocked, live.map_or(0.0, |(_, e)| e).max(until));
+      let left = until - now_us;
+      return Decision { allowed: false, remaining: 0.0, retry_after_us: left, reset_after_us: left };
+    }
+    Action::Step(op) => op,
+  };
+  let outcome = limit::step(kind, state, params, weight, op, now_us);
+  if let Some((next, ttl_ms)) = outcome.save {
+    inner.save::<Limit>(id, next, now_us + ttl_ms * 1000.0);
+  }
+  outcome.decision
+}
+
+impl MemoryStore {
+  /// One rate-limiter call on an interned key (the synchronous hot path of the JS layer).
+  pub fn limit_step_id(
+    &self,
+    id: usize,
+    kind: limit::Kind,
+    params: &Params,
+    weight: f64,
+    action: Action,
+    now_us: f64,
+  ) -> Result<Decision> {
+    let mut inner = self.lock();
+    inner.check(id)?;
+    Ok(step_on(&mut inner, id, kind, params, weight, action, now_us))
+  }
+
+  /// Rate-limiter calls, in order, under one lock acquisition.
+  pub fn limit_batch(&self, batch: &LimitBatch, now_us: f64) -> Vec<Decision> {
+    let mut inner = self.lock();
+    let ids: Vec<usize> = batch.keys.iter().map(|k| inner.intern(k)).collect();
+    batch
+      .entries
+      .iter()
+      .map(|e| step_on(&mut inner, ids[e.key], e.kind, &e.params, e.weight, e.action, now_us))
+      .collect()
+  }
+}
+
+impl RedisStore {
+  /// Decides a batch of rate-limiter calls; one script call per hash slot.
+  pub async fn limit_batch(&self, batch: &LimitBatch, now_us: Option<f64>, lane: &Lane) -> Result<Vec<Decision>> {
+    let keys = batch.entries.iter().map(|e| batch.keys[e.key].as_str());
+    let groups = self.groups(keys);
+    self.per_slot(&groups, "limiter", |entries| self.limit_call(batch, entries, now_us, lane)).await
+  }
+
+  async fn limit_call(
+    &self,
+    batch: &LimitBatch,
+    entries: &[usize],
+    now_us: Option<f64>,
+    lane: &Lane,
+  ) -> Result<Vec<Decision>> {
+    let mut keys: Vec<Key> = vec![];
+    let mut local: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut args: Vec<Value> = Vec::with_capacity(1 + entries.len() * 5);
+    args.push(now_arg(now_us));
+    for e in entries {
+      let entry = &batch.entries[*e];
+      let k = *local.entry(entry.key).or_insert_with(|| {
+        keys.push(Key::from(batch.keys[entry.key].as_str()));
+        keys.len()
+      });
+      let max_wait = match entry.action {
+        Action::Reset => RESET,
+        Action::Block => BLOCK,
+        Action::Step(Op::Adjust) => ADJUST,
+        Action::Step(Op::Peek) => PEEK,
+        Action::Step(Op::Take { max_wait_us }) => max_wait_us,
+      };
+      args.extend([
+        Value::Integer((k * 4 + entry.kind as usize) as i64),
+        number(entry.weight),
+        number(entry.params.limit),
+        number(entry.params.interval_us),
+        number(max_wait),
+      ]);
+    }
+    let reply = self.run(lane, &LIMITER, keys, args).await?;
+    if reply.len() != entries.len() * LIMIT_RESULT_FIELDS {
+      return Err(malformed("limiter"));
+    }
+    // a key of another type: remaining is WRONG_TYPE, passed on as is
+    reply
+      .chunks(LIMIT_RESULT_FIELDS)
+      .map(|f| {
+        let int = |i: usize| int(f.get(i), "limiter");
+        Ok(Decision { allowed: int(0)? == 1.0, remaining: int(1)?, retry_after_us: int(2)?, reset_after_us: int(3)? })
+      })
+      .collect()
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::error::ErrorKind;
+
+  #[test]
+  fn decodes_mixed_kinds_and_actions() {
+    let args =
+      [0.0, 1.0, 5.0, 1e6, 0.0, 2.0, -3.0, 10.0, 1e6, ADJUST, 1.0, 0.0, 2.0, 1e6, RESET, 2.0, 1.0, 10.0, 1e6, 5e5];
+    let b = LimitBatch::decode("1:a1:b1:c1:b", &args).unwrap();
+    assert_eq!(b.keys, ["a", "b", "c"]);
+    assert_eq!(b.entries[1].action, Action::Step(Op::Adjust));
+    assert_eq!(b.entries[2].action, Action::Reset);
+    assert_eq!(b.entries[3].key, 1);
+    assert_eq!(b.entries[3].action, Action::Step(Op::Take { max_wait_us: 5e5 }));
+    assert_eq!([BUCKET, WINDOW, LEAKY], [0.0, 1.0, 2.0]);
+  }
+
+  #[test]
+  fn rejects_bad_numbers_and_shapes() {
+    for args in [
+      [3.0, 1.0, 5.0, 1e6, 0.0],
+      [0.0, 1.5, 5.0, 1e6, 0.0],
+      [0.0, -1.0, 5.0, 1e6, 0.0],
+      [0.0, 1.0, 0.0, 1e6, 0.0],
+      [0.0, 1.0, 2.5, 1e6, 0.0],
+      [0.0, 1.0, 5.0, 0.0, 0.0],
+      [0.0, 1.0, 5.0, f64::NAN, 0.0],
+      [0.0, 1.0, 5.0, 1e6, -5.0],
+      [0.0, 0.0, 5.0, 1e6, BLOCK],
+      [0.0, 1.5, 5.0, 1e6, BLOCK],
+      [0.0, 1e16, 5.0, 1e6, BLOCK],
+      [0.0, 1.0, 5.0, 1e6, f64::INFINITY],
+      [0.0, 2e9, 5.0, 1e6, 0.0],
+    ] {
+      assert_eq!(LimitBatch::decode("1:a", &args).unwrap_err().kind, ErrorKind::InvalidArgument, "{args:?}");
+    }
+    assert!(LimitBatch::decode("1:a1:b", &[0.0, 1.0, 5.0, 1e6, 0.0]).is_err());
+    assert!(LimitBatch::decode("1:a", &[0.0, 1.0, 5.0, 1e6]).is_err());
+  }
+}

@@ -1,0 +1,86 @@
+//! What every kind's Redis calls share: calls grouped per hash slot (one script call per slot
+//! and [`CHUNK`], all slots at once, results put back in call order), script arguments as
+//! numbers, the "malformed reply" error, and the message of a call refused for a key of
+//! another type ([`WRONG_TYPE`](crate::store::kinds::WRONG_TYPE)).
+
+use super::RedisStore;
+use crate::error::{Error, ErrorKind, Result};
+use fred::prelude::*;
+use std::collections::BTreeMap;
+use std::future::Future;
+
+/// Calls per script call: a batch is split in chunks of this many per slot, so one script
+/// call never runs for long (the JS layer already sends at most this many per batch).
+pub const CHUNK: usize = 64;
+
+/// The error of a reply that does not have the shape its script promises; `what` names the
+/// kind.
+pub fn malformed(what: &str) -> Error {
+  Error::new(ErrorKind::Script, format!("malformed {what} reply"))
+}
+
+/// An integer field of a reply, as a double.
+pub fn int(v: Option<&Value>, what: &str) -> Result<f64> {
+  v.and_then(Value::as_i64).map(|x| x as f64).ok_or_else(|| malformed(what))
+}
+
+/// A number as a script argument: an integer as such, anything else as its shortest exact
+/// decimal string (f64 Display; Lua's `tonumber` reads back the same double).
+pub fn number(x: f64) -> Value {
+  if x.fract() == 0.0 && x.abs() < 1e15 {
+    Value::Integer(x as i64)
+  } else {
+    Value::String(x.to_string().into())
+  }
+}
+
+/// The `now_us` argument of a script: the caller's time, or `''` for Redis' clock (`TIME`).
+pub fn now_arg(now_us: Option<f64>) -> Value {
+  now_us.map(number).unwrap_or_else(|| Value::String("".into()))
+}
+
+/// The message of a call refused for a key of another type (never with the key: a name can
+/// be a user's data); `what` is the limiter's kind.
+pub fn wrong_type_message(what: &str) -> String {
+  format!("the key of this {what} holds a value of another type: another writer uses sluice's key prefix")
+}
+
+impl RedisStore {
+  /// The hash slot of `key` on a cluster; 0 on a standalone server (one group for all).
+  pub fn slot(&self, key: &str) -> u16 {
+    if self.cluster {
+      fred::util::redis_keyslot(key.as_bytes())
+    } else {
+      0
+    }
+  }
+
+  /// Calls grouped for script calls, given each call's key: by hash slot, then in chunks of
+  /// [`CHUNK`] calls, each group in call order.
+  pub fn groups<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Vec<Vec<usize>> {
+    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
+    for (i, key) in keys.into_iter().enumerate() {
+      groups.entry((self.slot(key), i / CHUNK)).or_default().push(i);
+    }
+    groups.into_values().collect()
+  }
+
+  /// Runs `call` once per group (of [`groups`](Self::groups)), all at once, and puts each
+  /// call's result back in call order; the first failed group fails the whole. `call` gets a
+  /// group's call indices and answers one result per index; `what` names the kind.
+  pub async fn per_slot<'g, T, F, Fut>(&self, groups: &'g [Vec<usize>], what: &str, call: F) -> Result<Vec<T>>
+  where
+    F: FnMut(&'g [usize]) -> Fut,
+    Fut: Future<Output = Result<Vec<T>>>,
+  {
+    let n = groups.iter().map(Vec::len).sum();
+    let results = futures::future::join_all(groups.iter().map(|g| g.as_slice()).map(call)).await;
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    for (group, result) in groups.iter().zip(results) {
+      for (i, value) in group.iter().zip(result?) {
+        out[*i] = Some(value);
+      }
+    }
+    out.into_iter().map(|v| v.ok_or_else(|| malformed(what))).collect()
+  }
+}
