@@ -186,20 +186,29 @@ class FairTenant {
    * of the rule that matched (-1: none), `counts` the tenant's count per rule, `degraded`
    * true when counted without Redis (see RedisStore's `whenDown`).
    */
-  async route(tenant, jobId, defaultQueue) {
-    tenant = keyPart('tenant', tenant, MAX_TENANT)
-    jobId = keyPart('jobId', jobId, MAX_JOB_ID)
-    if (typeof defaultQueue !== 'string' || defaultQueue.length === 0) {
-      throw invalidArgument('defaultQueue must be a non-empty string')
+  route(tenant, jobId, defaultQueue) {
+    let call
+    try {
+      tenant = keyPart('tenant', tenant, MAX_TENANT)
+      jobId = keyPart('jobId', jobId, MAX_JOB_ID)
+      if (typeof defaultQueue !== 'string' || defaultQueue.length === 0) {
+        throw invalidArgument('defaultQueue must be a non-empty string')
+      }
+      call = new FAIR.Call(this._key(tenant), jobId, this._nums)
+    } catch (err) {
+      return Promise.reject(err)
     }
-    const store = this._store
-    const key = this._key(tenant)
-    const counts = await store._call(FAIR, new FAIR.Call(key, jobId, this._nums))
+    // no await: a MemoryStore's answer is ready, and one promise per route is enough
+    return this._store._call(FAIR, call).then((counts) => this._routed(counts, defaultQueue))
+  }
+
+  /** @internal the route of a job whose tenant counts are `counts` (counted in statistics) */
+  _routed(counts, defaultQueue) {
     let rule = -1
     for (let i = 0; i < this._rules.length; i++) {
       if (counts[i] > this._rules[i].threshold) rule = i
     }
-    const book = store._stats
+    const book = this._store._stats
     if (book !== null) book.decision(this, rule < 0, 1, false, counts.degraded === true)
     return {
       queue: rule < 0 ? defaultQueue : this._rules[rule].queue,
