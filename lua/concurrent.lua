@@ -18,7 +18,8 @@
 --            operation instead of four); wait_us: 0 = do not queue; ttl_ms: the expiry of the
 --            limiter's keys
 -- then       2 values per operation: <(g * 1024 + parameter set) * 8 + op> <id> (g and the
---            set 1-based); op: 1 acquire, 2 release, 3 extend, 4 poll, 5 cancel, 6 stats.
+--            set 1-based); op: 1 acquire, 2 release, 3 extend, 4 poll, 5 cancel, 6 stats (the
+--            concurrent kind's operation codes, src/store/kinds/concurrent.rs).
 --            Release and extend name a
 --            lease taken at once by '<id>|<token>|<acquired_us>' (from the acquire reply),
 --            one handed over from the queue by its id

@@ -4,7 +4,8 @@
 -- KEYS[k]   a tenant's record: exact, a sorted set (member = job id, score = ms); approximate,
 --           a hash (field = '<granularity ms>:<granule index>', value = jobs counted in it)
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
--- then      per call: <key index (1-based)> <mode (0 exact, 1 approximate)> <horizon_ms>
+-- then      per call: <key index (1-based)> <mode (0 exact, 1 approximate: the fair kind's
+--           operation codes, src/store/kinds/fair.rs)> <horizon_ms>
 --           <job id> <rule count> then <per_ms> <granularity_ms> per rule (0 when exact)
 -- Returns   flat array: per call, its count in each rule's window (this job included); or
 --           -2 then 0 per further rule when the call's key holds a value of another type

@@ -7,6 +7,7 @@
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      5 numbers per call: <key index (1-based) * 4 + kind> <weight> <limit>
 --           <interval_us> <max_wait_us>
+--           (the codes are the limit kind's operation codes, src/store/kinds/limit.rs)
 --           kind: 0 bucket, 1 window, 2 leaky; max_wait_us >= 0: take (charge if it fits
 --           now, or for leaky within max_wait_us by reserving a later slot), -1: adjust
 --           (charge unconditionally, negative refunds), -2: reset (delete the key),

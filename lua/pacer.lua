@@ -9,7 +9,8 @@
 -- then      entries. A single call: <(key index * 1048576 + parameter set) * 4 + mode>
 --           (key index and parameter set 1-based). A composite: <-(members * 4 + mode)>, then
 --           per member <key index * 1048576 + parameter set>.
---           mode: 1 pace, 0 rateLimit; +2 = also return the raw state before and after
+--           mode: 1 pace, 0 rateLimit (the pacer kind's operation codes, src/store/kinds/pacer);
+--           +2 = also return the raw state before and after
 --           (single calls only; used to undo a cross-slot composite charge)
 -- Returns   flat array, per member in order: delay_us (integer), watermark_before in
 --           millionths of a weight unit (integer)

@@ -7,7 +7,8 @@
 --           running total charged to older granules)
 -- ARGV[1]   timestamp: whole seconds, or '' to use the server clock (TIME)
 -- ARGV[2]   ttl margin, ms, added to every PEXPIRE (60 s under a test clock)
--- ARGV[3]   mode: 1 read, 2 charge, 3 add
+-- ARGV[3]   mode: 1 read, 2 charge, 3 add (this script's own; a call's check / checkAndUse /
+--           use codes are the quota kind's, src/store/kinds/quota, which sends these phases)
 -- ARGV[4]   C = #KEYS, then per counter: <window_s> <granularity_s>
 -- then      read: nothing; charge: per caller's call <r>, then its r requests, each
 --           <requested> <q> then q x (<counter index (1-based)> <limit>); add: per counter

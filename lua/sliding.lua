@@ -7,7 +7,8 @@
 --           before it, zero-padded to 17 digits (so equal scores sort in log order)
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      per call: <key index (1-based)> <op> <weight> <window count> then per window
---           <limit> <interval_us>; op 0: take (charge every window if all have room),
+--           <limit> <interval_us>; op (the sliding kind's operation codes,
+--           src/store/kinds/sliding.rs) 0: take (charge every window if all have room),
 --           1: peek (the answer of a take, charging nothing), 2: reset (delete the log),
 --           3: block (nobody admitted for <weight> µs; the log is kept)
 -- Returns   flat array per call: allowed (0/1), retry_after_us, then per window:

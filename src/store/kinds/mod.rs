@@ -7,17 +7,10 @@
 //! and reply decoding, its step on the memory store, how its results are flattened, and its
 //! operation codes. The core step functions stay in `crate::core`.
 //!
-//! The registry line (the `registry!` invocation at the bottom) gives each kind its numeric
-//! code and name, and generates what is generic over the kinds: the memory store's per-key
+//! The registry line (the `registry!` invocation at the bottom) declares each kind's module
+//! and gives the kind its numeric code and name, and generates what is generic over the kinds: the memory store's per-key
 //! [`Held`] state (one variant per kind), the dispatch from a code to the kind ([`visit`]),
 //! and the table exported to JS ([`table`]). Nothing outside this module matches on kinds.
-
-pub mod concurrent;
-pub mod fair;
-pub mod limit;
-pub mod pacer;
-pub mod quota;
-pub mod sliding;
 
 use crate::error::{Error, Result};
 use crate::store::memory::{system_now_us, MemoryStore};
@@ -121,6 +114,8 @@ pub fn memory_now(now_us: f64) -> Result<f64> {
 
 macro_rules! registry {
   ($($code:literal $module:ident::$kind:ident,)*) => {
+    $(pub mod $module;)*
+
     /// What a key of the memory store holds: nothing yet, or one kind's state.
     #[derive(Default)]
     pub enum Held {
@@ -158,7 +153,8 @@ macro_rules! registry {
   };
 }
 
-// The registry: one line per kind, `<code> <module>::<type>`; the module's name is the kind's.
+// The registry: one line per kind, `<code> <module>::<type>`: the kind's file (or directory)
+// `<module>`, its name, and the type implementing `Kind` there. Codes are never reused.
 registry! {
   0 pacer::Pacer,
   1 limit::Limit,
