@@ -136,7 +136,7 @@ class FairTenant {
     this._segment = mode === 'exact' ? 'fair' : 'fair-approx'
     this._statsKind = 'fair'
     this._statsName = name
-    const nums = [mode === 'exact' ? 0 : 1, pers.length]
+    const nums = [FAIR.MODE[mode], pers.length]
     pers.forEach((per, i) => nums.push(per, granularities[i]))
     this._nums = Float64Array.from(nums)
   }

@@ -235,7 +235,7 @@ class PacerComposite {
       return Promise.resolve({ delayMs: 0, reason: 'no pacers', pacer: null, watermarks: [], degraded: false })
     }
     const keys = []
-    const args = [this._leaves.length, pace ? 1 : 0]
+    const args = [this._leaves.length, pace ? PACER.OP.pace : PACER.OP.rateLimit]
     for (const leaf of this._leaves) {
       keys.push(leaf._storeKey)
       const factor = leaf._factor === undefined ? (pace ? 0.5 : 1) : leaf._factor

@@ -6,9 +6,10 @@
 
 const native = require('../native')
 const { encodeParts } = require('../codec')
-const { WRONG_TYPE, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
-const OP = { acquire: 1, release: 2, extend: 3, poll: 4, cancel: 5, stats: 6 }
+const { acquire, release, extend, poll, cancel, stats } = OPS.concurrent
+const OP = { acquire, release, extend, poll, cancel, stats }
 const RESULT = 9
 
 class ConcurrentCall {

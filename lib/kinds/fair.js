@@ -6,7 +6,10 @@
 
 const native = require('../native')
 const { encodeParts } = require('../codec')
-const { WRONG_TYPE, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
+
+/** The first number of a call: how the tenant's jobs are counted (FairTenant's `mode`). */
+const MODE = { exact: OPS.fair.exact, approximate: OPS.fair.approximate }
 
 class FairCall {
   constructor(key, id, nums) {
@@ -20,6 +23,7 @@ const fair = {
   code: 4,
   name: 'fair',
   lane: 5,
+  MODE,
   Call: FairCall,
   statsKinds: ['fair'],
   lifetimeMs: (o) => longest(o.rules, (r) => r.perMs),

@@ -4,7 +4,8 @@
 //
 // A kind is a plain object:
 // - `code`, `name`: its number and name in the registry (as src/store/kinds/mod.rs);
-//   `lane`: the RedisStore pool connection its batches use; `OP`: its operation codes.
+//   `lane`: the RedisStore pool connection its batches use; `OP`: its operation codes (from
+//   the native registry, `OPS` below).
 // - `statsKinds`: the kinds it counts statistics under; `lifetimeMs(options)`: how long the
 //   store keeps a limiter's state, from its `_statsOptions()` (0: unknown).
 // - `memory(store, call, degraded)`: runs one call on a MemoryStore, synchronously; answers
@@ -20,7 +21,14 @@
 // - `whenDown(policy, call)`: the answer while Redis is down, by the store-down policy (see
 //   lib/store/whendown.js), or throws.
 
+const native = require('../native')
 const { SluiceError } = require('../errors')
+
+/**
+ * The operation codes and other numbers of each kind's calls, by kind name, as the native
+ * registry exports them (src/store/kinds/<kind>: `OPS`): defined once, in Rust.
+ */
+const OPS = Object.fromEntries(native.kinds().map((k) => [k.name, Object.freeze({ ...k.ops })]))
 
 /**
  * A call's marker in its result from Redis (the field that is never negative otherwise: a
@@ -45,4 +53,4 @@ const wrongType = (what, keyPrefix) =>
 /** The longest of `f(x)` over `list` (0 for an empty or missing list). */
 const longest = (list, f) => (Array.isArray(list) ? list.reduce((m, x) => Math.max(m, Number(f(x)) || 0), 0) : 0)
 
-module.exports = { WRONG_TYPE, wrongType, longest }
+module.exports = { OPS, WRONG_TYPE, wrongType, longest }

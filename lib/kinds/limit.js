@@ -6,12 +6,13 @@
 
 const native = require('../native')
 const { appendPart } = require('../codec')
-const { WRONG_TYPE, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
+const { bucket, window, leaky, adjust, reset, peek, block } = OPS.limit
 /** The algorithms (the owner's `_kind`); points is leaky with other names. */
-const ALGORITHM = { bucket: 0, window: 1, leaky: 2, points: 2 }
+const ALGORITHM = { bucket, window, leaky, points: leaky }
 /** Operations other than a take, in the `maxWaitUs` field. */
-const OP = { adjust: -1, reset: -2, peek: -3, block: -4 }
+const OP = { adjust, reset, peek, block }
 /** Numbers per call in a batch. */
 const WIDTH = 5
 

@@ -6,10 +6,10 @@
 
 const native = require('../native')
 const { encodeParts } = require('../codec')
-const { WRONG_TYPE, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
 /** The second number of a call's encoding: how a call is decided. */
-const OP = { rateLimit: 0, pace: 1 }
+const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace }
 /** Numbers per member in a batch (after the call's two: members, op). */
 const MEMBER_WIDTH = 4
 
@@ -94,7 +94,7 @@ const pacer = {
       if (c.keys === null) {
         const owner = c.owner
         keys.push(owner._storeKey)
-        args.push(1, c.pace ? 1 : 0, c.weight, owner._qps, owner._maxBurst, c.factor)
+        args.push(1, c.pace ? OP.pace : OP.rateLimit, c.weight, owner._qps, owner._maxBurst, c.factor)
       } else {
         for (const key of c.keys) keys.push(key)
         for (const x of c.args) args.push(x)

@@ -6,9 +6,10 @@
 // (nothing for `use`), the marker in the timestamp.
 
 const native = require('../native')
-const { WRONG_TYPE, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
 
-const MODE = { check: 1, checkAndUse: 2, use: 3 }
+const { check, checkAndUse, use } = OPS.quota
+const MODE = { check, checkAndUse, use }
 
 class QuotaCall {
   /** `timestamp`: seconds, or -1 for the store's clock (read now when it is a ManualClock). */

@@ -6,9 +6,10 @@
 
 const native = require('../native')
 const { encodeParts } = require('../codec')
-const { WRONG_TYPE, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
 
-const OP = { take: 0, peek: 1, reset: 2, block: 3 }
+const { take, peek, reset, block } = OPS.sliding
+const OP = { take, peek, reset, block }
 
 class SlidingCall {
   constructor(owner, op, weight) {
