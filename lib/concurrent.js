@@ -14,7 +14,7 @@ const {
   aborted,
   MAX_LIMIT,
   MAX_MS,
-} = require('./limiters')
+} = require('./limiter')
 const CONCURRENT = require('./kinds/concurrent')
 
 const { acquire: ACQUIRE, release: RELEASE, extend: EXTEND, poll: POLL, cancel: CANCEL, stats: STATS } = CONCURRENT.OP

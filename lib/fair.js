@@ -3,7 +3,7 @@
 // fair kind's (lib/kinds/fair.js).
 
 const { invalidConfig, invalidArgument } = require('./errors')
-const { checkInteger, MAX_MS } = require('./limiters')
+const { checkInteger, MAX_MS } = require('./limiter')
 const { MemoryStore, RedisStore } = require('./store')
 const FAIR = require('./kinds/fair')
 

@@ -4,7 +4,7 @@
 
 const { MemoryStore, RedisStore } = require('./store')
 const { invalidConfig, invalidArgument, ownProps } = require('./errors')
-const { blockMs } = require('./limiters')
+const { blockMs } = require('./limiter')
 const { escapeKey } = require('./stats')
 const PACER = require('./kinds/pacer')
 

@@ -3,25 +3,12 @@
 // options and results. Their calls are the sliding and quota kinds' (lib/kinds/).
 
 const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('./errors')
-const { checkInteger, blockMs, MAX_LIMIT, MAX_MS } = require('./limiters')
-const { MemoryStore, RedisStore } = require('./store')
+const { checkInteger, checkStore, plainObject, windowsOption, blockMs, NAME, MAX_LIMIT, MAX_MS } = require('./limiter')
 const { encodeParts } = require('./codec')
 const SLIDING = require('./kinds/sliding')
 const QUOTA = require('./kinds/quota')
 
-const NAME = /^[A-Za-z0-9_-]{1,256}$/
-const MAX_WINDOWS = 16
 const OP = SLIDING.OP
-
-function checkStore(store) {
-  if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
-    throw invalidConfig('store must be a MemoryStore or a RedisStore')
-  }
-}
-
-function plainObject(value) {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
 
 /**
  * Several exact sliding windows on one name (say 25 per 5 s and 300 per 60 s), decided and
@@ -45,24 +32,7 @@ class SlidingWindowLimiter {
     if (typeof name !== 'string' || !NAME.test(name)) {
       throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
     }
-    if (!Array.isArray(windows) || windows.length < 1 || windows.length > MAX_WINDOWS) {
-      throw invalidConfig(`windows must be an array of 1..${MAX_WINDOWS} { limit, intervalMs }`)
-    }
-    // Array.from visits the holes of a sparse array (as undefined), where map skips them
-    this._windows = Array.from(windows, (w, i) => {
-      if (!plainObject(w)) throw invalidConfig(`windows[${i}] must be an object { limit, intervalMs }`)
-      w = ownProps(w)
-      for (const key of Object.keys(w)) {
-        if (key !== 'limit' && key !== 'intervalMs') {
-          throw invalidConfig(`unknown window option ${JSON.stringify(key)} in windows[${i}]`)
-        }
-      }
-      return Object.freeze({
-        limit: checkInteger(`windows[${i}].limit`, w.limit, 1, MAX_LIMIT),
-        intervalMs: checkInteger(`windows[${i}].intervalMs`, w.intervalMs, 1, MAX_MS),
-      })
-    })
-    Object.freeze(this._windows)
+    this._windows = windowsOption(windows)
     this._store = store
     this._name = name
     this._key = `${store.keyPrefix}:sliding:{${name}}`

@@ -6,7 +6,7 @@
 const native = require('../native')
 const { fromNative } = require('../errors')
 const { StatsBook, byLastUse } = require('../stats')
-const { memoryOptions } = require('./options')
+const { memoryOptions, STORE } = require('./options')
 const { Waiters } = require('./waiters')
 const { closedError, statsOffError } = require('./errors')
 
@@ -30,6 +30,11 @@ class MemoryStore {
     this._untilSweep = SWEEP_EVERY
     this._closed = false
     this._waiters = new Waiters()
+  }
+
+  /** @internal the mark limiters check a store by (see lib/store/options.js) */
+  get [STORE]() {
+    return true
   }
 
   /**

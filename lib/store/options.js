@@ -34,6 +34,15 @@ const REDIS_OPTIONS = [
   'tls',
 ]
 
+/**
+ * The mark of a sluice store (both stores set it): limiters check their store by it without
+ * requiring the stores' modules (which require the kind registry, which holds limiter classes).
+ */
+const STORE = Symbol('sluice.store')
+
+/** Whether `x` is a MemoryStore or a RedisStore. */
+const isStore = (x) => x !== null && typeof x === 'object' && x[STORE] === true
+
 /** The options both stores have (`keyPrefix`, `clock`), after rejecting names not in `allowed`. */
 function storeOptions(options, allowed) {
   if (options === undefined || options === null) options = {}
@@ -188,4 +197,4 @@ function redisOptions(options) {
   }
 }
 
-module.exports = { memoryOptions, redisOptions }
+module.exports = { STORE, isStore, memoryOptions, redisOptions }

@@ -11,7 +11,7 @@ const { StatsBook } = require('../stats')
 const { DirectConnection } = require('./direct')
 const { DenyCache } = require('./denycache')
 const { WhenDown } = require('./whendown')
-const { redisOptions } = require('./options')
+const { redisOptions, STORE } = require('./options')
 const { Circuit } = require('./circuit')
 const { Lanes } = require('./lanes')
 const { RedisWaiters } = require('./waiters')
@@ -34,6 +34,11 @@ const PRIVATE = Symbol('sluice.private')
  * answer: then 'up'. Meanwhile calls are answered by `whenDown` (see whendown.js).
  */
 class RedisStore extends EventEmitter {
+  /** @internal the mark limiters check a store by (see lib/store/options.js) */
+  get [STORE]() {
+    return true
+  }
+
   constructor(token, nativeStore, direct, o) {
     if (token !== PRIVATE) throw invalidConfig('use `await RedisStore.connect(options)`')
     super()
