@@ -200,6 +200,12 @@ mod tests {
   }
 
   #[test]
+  fn a_key_costs_no_more_than_before_the_registry() {
+    // every key holds a Held, as large as the largest kind's state: kinds box large states
+    assert!(std::mem::size_of::<Held>() <= 32, "Held is {} bytes", std::mem::size_of::<Held>());
+  }
+
+  #[test]
   fn sweep_frees_only_expired_keys_and_is_amortised() {
     let store = MemoryStore::new();
     for i in 0..1500 {

@@ -119,7 +119,7 @@ pub fn grant_text(id: &str, token: f64) -> String {
 
 impl Kind for Concurrent {
   type Call = ConcurrentCall;
-  type State = Semaphore;
+  type State = Box<Semaphore>;
   const OPS: &'static [(&'static str, f64)] = &[
     ("acquire", ACQUIRE),
     ("release", RELEASE),

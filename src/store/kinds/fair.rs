@@ -130,7 +130,7 @@ fn decode_calls<'a>(mut next: impl FnMut() -> (Part<'a>, Part<'a>), nums: &[f64]
 
 impl Kind for Fair {
   type Call = Vec<FairCall>;
-  type State = FairState;
+  type State = Box<FairState>;
   const OPS: &'static [(&'static str, f64)] = &[("exact", EXACT), ("approximate", APPROXIMATE)];
 
   /// `text` holds each assignment's key then its id.

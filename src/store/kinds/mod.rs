@@ -36,7 +36,8 @@ impl Reply {
 pub trait Kind: Sized + Send + Sync + 'static {
   /// A decoded, validated store call (usually a batch of the kind's calls).
   type Call: Send + Sync + 'static;
-  /// What one key holds in the memory store (kinds called by key: fresh = `Default`).
+  /// What one key holds in the memory store (kinds called by key: fresh = `Default`). Every
+  /// key is as large as the largest kind's state, so a state over 24 bytes is boxed.
   type State: Send + 'static;
   /// Operation codes and other numbers the JS layer writes into a call, by name (exported to
   /// JS by the bindings' `kinds()`; the Lua headers cite them).

@@ -130,7 +130,7 @@ pub fn encode_sliding(decisions: &[Decision]) -> Vec<f64> {
 
 impl Kind for Sliding {
   type Call = SlidingBatch;
-  type State = Log;
+  type State = Box<Log>;
   const OPS: &'static [(&'static str, f64)] = &[("take", TAKE), ("peek", PEEK), ("reset", RESET), ("block", BLOCK)];
 
   fn decode(text: &str, nums: &[f64]) -> Result<SlidingBatch> {
@@ -157,7 +157,7 @@ impl MemoryStore {
         let (log, expires_us) = inner.keyed::<Sliding>(&batch.keys[call.key], now_us);
         match call.action {
           SlidingAction::Reset => {
-            (*log, *expires_us) = (Log::default(), 0.0);
+            (*log, *expires_us) = (Box::default(), 0.0);
             Decision {
               allowed: true,
               retry_after_us: 0.0,
