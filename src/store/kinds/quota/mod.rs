@@ -132,7 +132,7 @@ impl QuotaCall {
       let mut quotas = vec![];
       for _ in 0..count as usize {
         let (counter, limit) = (next()?, next()?);
-        if !integer_in(counter, 0.0, (call.keys.len() - 1) as f64) {
+        if !integer_in(counter, 0.0, call.keys.len() as f64 - 1.0) {
           return Err(malformed());
         }
         if !integer_in(limit, 0.0, MAX_QUOTA) {
@@ -305,6 +305,8 @@ mod tests {
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, -1.0, 1.0, 0.0, 5.0]), ErrorKind::InvalidArgument);
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 1.0, 5.0]), ErrorKind::InvalidArgument);
     assert_eq!(config(&[1.0, 10.0, 5.0, 1.0, 1.0, 1.0, 0.0, 5.0, 9.0]), ErrorKind::InvalidArgument);
+    // no counters: refused, not an index underflow
+    assert_eq!(QuotaCall::decode("", &[0.0, 1.0, 1.0, 1.0, 0.0, 5.0]).unwrap_err().kind, ErrorKind::InvalidArgument);
     assert_eq!(quota_timestamp(-1.0), Ok(None));
     assert!(quota_timestamp(1.5).is_err());
   }
