@@ -2,16 +2,18 @@
 
 // The decision of an HTTP door, shared by sluice/express and sluice/fastify: a request's key
 // and weight, the limiter (or limiters) deciding it, made once per key in a cache bounded by
-// bytes, the outcome each kind's decision gives (its windows' remaining and reset), and the
-// refund skipFailedRequests / skipSuccessfulRequests ask for. The adapters only read a
-// request and write a response; options are lib/http/options.js, keys and counter names
-// lib/http/key.js, header formats lib/http/headers.js.
+// bytes, the outcome of a decision (its windows' remaining and reset), and the refund
+// skipFailedRequests / skipSuccessfulRequests ask for. What each kind makes for a door key
+// and how its decision reads as windows are the kind's (`door` in lib/kinds/<kind>.js, found
+// through the registry). The adapters only read a request and write a response; options are
+// lib/http/options.js, keys and counter names lib/http/key.js, header formats
+// lib/http/headers.js.
 
-const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, elapsedMs } = require('../limiters')
-const { SlidingWindowLimiter } = require('../windows')
-const { DistributedPacer, PacerComposite } = require('../pacer')
+const lib = require('../index')
+const { classEntry, classEntries } = require('../kinds')
+const { elapsedMs } = require('../limiter')
 const { SluiceError, invalidConfig, invalidArgument } = require('../errors')
-const { checkIdentifier, policyNames, MAX_LIMIT } = require('./options')
+const { checkIdentifier, policyNames, algorithmOf, MAX_LIMIT } = require('./options')
 const { keyId, nameOf, ipKey } = require('./key')
 const { headers } = require('./headers')
 
@@ -50,7 +52,9 @@ class Door {
   async resetKey(key) {
     const c = this.config
     if (c.windows === null) throw invalidConfig('resetKey needs the door to make its limiters (not limiter(req))')
-    if (c.algorithm === 'gcra') throw invalidConfig("resetKey is not available with algorithm 'gcra'")
+    if (algorithmOf(c).resettable === false) {
+      throw invalidConfig(`resetKey is not available with algorithm '${c.algorithm}'`)
+    }
     const limiter = this._make(keyId(String(key)), c.limitFn ? 1 : null)
     await Promise.all((Array.isArray(limiter) ? limiter : [limiter]).map((l) => l.reset()))
   }
@@ -83,7 +87,8 @@ class Door {
     id = id.split('').join('')
     const cacheKey = limit === null ? id : `${limit}:${id}`
     const limiter = this._make(id, limit)
-    const made = Array.isArray(limiter) ? limiter : limiter instanceof PacerComposite ? limiter._leaves : [limiter]
+    const members = algorithmOf(this.config).members
+    const made = members ? members(limiter) : Array.isArray(limiter) ? limiter : [limiter]
     const bytes = ENTRY_BYTES + 2 * cacheKey.length + made.length * (LIMITER_BYTES + 2 * nameLength(made[0]))
     const max = this.config.cacheBytes
     if (bytes > max) return limiter
@@ -100,42 +105,8 @@ class Door {
   /** @internal the limiter (or limiters, one per window) of a key known by `id` and a limit */
   _make(id, limit) {
     const c = this.config
-    const windows = c.windows.map((w) => ({ ...w, limit: w.limit === null ? limit : w.limit }))
-    const name = nameOf(c.counter, id)
-    const store = c.store
-    switch (c.algorithm) {
-      case 'sliding':
-        return new SlidingWindowLimiter(store, {
-          name,
-          windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
-        })
-      case 'gcra': {
-        const pacers = windows.map(
-          (w, i) =>
-            new DistributedPacer(store, {
-              // a pacer's key may hold any character: `.` is in no counter name
-              key: windows.length === 1 ? name : `${name}.${i}`,
-              qps: (w.limit * 1000) / w.windowMs,
-              maxBurst: w.limit,
-            }),
-        )
-        return pacers.length === 1 ? pacers[0] : new PacerComposite(pacers)
-      }
-      default: {
-        const Kind = c.algorithm === 'fixed' ? BucketLimiter : c.algorithm === 'window' ? WindowLimiter : LeakyLimiter
-        const made = windows.map(
-          (w, i) =>
-            new Kind(store, {
-              // `_<window>`: a second `_`, so never the name of one window of another key
-              name: windows.length === 1 ? name : `${name}_${i}`,
-              limit: w.limit,
-              interval: w.windowMs,
-              waitTimeoutMs: 0,
-            }),
-        )
-        return made.length === 1 ? made[0] : made
-      }
-    }
+    const windows = c.windows.map((w) => ({ limit: w.limit === null ? limit : w.limit, windowMs: w.windowMs }))
+    return algorithmOf(c).make(lib, c.store, nameOf(c.counter, id), windows)
   }
 
   /**
@@ -185,64 +156,8 @@ class Door {
   }
 
   /** @internal the outcome of the door's own limiter(s) for a request (algorithm and windows of the config) */
-  async _check(limiter, key, weight, windows, at) {
-    switch (this.config.algorithm) {
-      case 'sliding': {
-        const d = await limiter.check(weight)
-        windows.forEach((w, i) => fromSliding(w, d.windows[i]))
-        return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
-      }
-      case 'gcra': {
-        const o = await limiter.rateLimit(weight)
-        const allowed = o.delayMs === 0
-        const marks = windows.length === 1 ? [o.watermark] : o.watermarks
-        windows.forEach((w, i) => fromGcra(w, marks[i], weight, allowed, o.delayMs))
-        return outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null, at)
-      }
-      default: {
-        if (Array.isArray(limiter)) return this._chargeEach(limiter, key, weight, windows, at)
-        // one counter: the common case, kept short (the weight is checked: straight to the
-        // store), and counted in the store's statistics as check() counts
-        const d = await limiter._call(weight, 0, true)
-        fromDecision(windows[0], d)
-        const refund = this._refundOf(limiter, weight, d, at)
-        return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
-      }
-    }
-  }
-
-  /**
-   * @internal several counters (fixed, window, leaky with `limits`), all or nothing: each
-   * window is charged on its own, and when one refuses, those that admitted give their charge
-   * back. Not atomic: a concurrent request can be refused by a charge about to be refunded
-   * (issue 25 item 4 replaces this with one all-or-nothing store call).
-   */
-  async _chargeEach(limiters, key, weight, windows, at) {
-    const c = this.config
-    const decisions = await Promise.all(limiters.map((l) => l.check(weight)))
-    const allowed = decisions.every((d) => d.allowed)
-    let retryAfterMs = 0
-    decisions.forEach((d, i) => {
-      fromDecision(windows[i], d)
-      if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
-    })
-    const degraded = decisions.some((d) => d.degraded)
-    const atE = this.elapsedAt(at)
-    if (!allowed && weight > 0) {
-      // all or nothing: the windows that admitted give their charge back
-      await Promise.all(
-        decisions.map((d, i) => {
-          if (!d.allowed) return null
-          windows[i].remaining = Math.min(windows[i].limit, d.remaining + weight)
-          return limiters[i]._refund(weight, d, atE)
-        }),
-      )
-    }
-    const refund =
-      allowed && weight > 0 && c.refunds
-        ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], atE)))
-        : null
-    return outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at)
+  _check(limiter, key, weight, windows, at) {
+    return algorithmOf(this.config).check(this, limiter, key, weight, windows, at)
   }
 
   /**
@@ -250,7 +165,7 @@ class Door {
    * skipSuccessfulRequests ask (else null), tied to the window the server charged: time is
    * measured from `at` on the monotonic clock (issue 24)
    */
-  _refundOf(limiter, weight, d, at) {
+  refundOf(limiter, weight, d, at) {
     if (!d.allowed || weight === 0 || !this.config.refunds) return null
     const atE = this.elapsedAt(at)
     return () => limiter._refund(weight, d, atE)
@@ -258,40 +173,29 @@ class Door {
 
   /** @internal the outcome of a limiter given by `limiter(req)` (null: not limited) */
   async _custom(limiter, key, weight, at) {
-    const c = this.config
     if (limiter === null || limiter === undefined) return null
-    if (limiter instanceof DistributedPacer || limiter instanceof PacerComposite) {
-      // a window per pacer (a composite's members, nested ones included)
-      const pacers = limiter instanceof DistributedPacer ? [limiter] : limiter._leaves
-      if (pacers.length === 0) return null // a composite of no pacers limits nothing
-      const o = await limiter.rateLimit(weight)
-      const allowed = o.delayMs === 0
-      const marks = limiter instanceof DistributedPacer ? [o.watermark] : o.watermarks
-      const windows = pacers.map((p, i) => pacerWindow(p, marks[i], weight, allowed, o.delayMs))
-      return outcome(key, weight, policyNames(windows, c.identifier), allowed, o.degraded, o.delayMs, null, at)
-    }
-    if (limiter instanceof SlidingWindowLimiter) {
-      if (c.skipFailedRequests || c.skipSuccessfulRequests) throw noRefund()
-      const d = await limiter.check(weight)
-      const windows = limiter.windows.map((w, i) =>
-        fromSliding({ name: '', limit: w.limit, windowMs: w.intervalMs }, d.windows[i]),
-      )
-      return outcome(key, weight, policyNames(windows, c.identifier), d.allowed, d.degraded, d.retryAfterMs, null, at)
-    }
-    if (
-      limiter instanceof BucketLimiter ||
-      limiter instanceof WindowLimiter ||
-      limiter instanceof LeakyLimiter ||
-      limiter instanceof PointsLimiter
-    ) {
-      const d = await limiter.check(weight)
-      const w = fromDecision({ name: '', limit: limiter.limit, windowMs: limiter.intervalMs }, d)
-      const refund = this._refundOf(limiter, weight, d, at)
-      return outcome(key, weight, policyNames([w], c.identifier), d.allowed, d.degraded, d.retryAfterMs, refund, at)
-    }
-    throw invalidConfig(
-      'limiter(req) must return a Bucket/Window/Leaky/Points/SlidingWindow limiter, a DistributedPacer, a PacerComposite or null',
-    )
+    const entry = classEntry(lib, limiter, 'door.limiters')
+    if (entry === undefined) throw invalidConfig(`limiter(req) must return ${acceptedText()} or null`)
+    return entry.check(this, limiter, key, weight, at)
+  }
+
+  /**
+   * @internal an outcome: `{ allowed, degraded, key, weight, windows, main, retryAfterMs,
+   * refund, at }` (`main`: the window with fewest remaining, the one single-window headers
+   * describe)
+   */
+  outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at) {
+    return outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at)
+  }
+
+  /** @internal windows of a limiter(req) limiter named for the headers (lib/http/options.js policyNames) */
+  named(windows) {
+    return policyNames(windows, this.config.identifier)
+  }
+
+  /** @internal the error of a limiter(req) limiter that cannot refund while the door is asked to */
+  noRefund() {
+    return invalidConfig(`skipFailedRequests and skipSuccessfulRequests need a ${refundableText()} limiter`)
   }
 
   /**
@@ -358,60 +262,22 @@ class Door {
   }
 }
 
-// How each kind's decision describes a door window `w` ({ name, limit, windowMs }): its
-// `remaining` and `resetMs` (ms from the decision to the reset the headers report). Counters
-// and sliding windows give both in their Decision; a pacer gives only its delay and its
-// bucket level before the call, so its remaining and reset are derived here. These move into
-// each kind's file with the kind registry ("how it describes itself to HTTP headers", issue
-// 25 item 1).
+/** `a, b or c` */
+const either = (list) => (list.length < 2 ? list.join('') : `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`)
+/** `Bucket/SlidingWindow` of `BucketLimiter, SlidingWindowLimiter` */
+const shortNames = (names) => names.map((n) => n.replace(/Limiter$/, ''))
 
-/** A counter's Decision (bucket, window, leaky, points), as the store answered it. */
-function fromDecision(w, d) {
-  w.remaining = d.remaining
-  w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
-  return w
+/** What limiter(req) may return, in words: `a Bucket/.../SlidingWindow limiter, a DistributedPacer, a PacerComposite`. */
+function acceptedText() {
+  const names = classEntries('door.limiters').map(([name]) => name)
+  const limiters = names.filter((n) => n.endsWith('Limiter'))
+  const others = names.filter((n) => !n.endsWith('Limiter'))
+  return [`a ${shortNames(limiters).join('/')} limiter`, ...others.map((n) => `a ${n}`)].join(', ')
 }
 
-/**
- * A sliding window's part `dw` of its Decision. It names no reset: until it has room
- * (refused), else its length at most.
- */
-function fromSliding(w, dw) {
-  w.remaining = dw.remaining
-  w.resetMs = dw.retryAfterMs > 0 ? dw.retryAfterMs : w.windowMs
-  return w
-}
-
-/**
- * A pacer's part of a 'gcra' door's rateLimit() outcome (the pacer of `limit` per
- * `windowMs`, maxBurst `limit`): `mark` is its bucket level before the call. Remaining is
- * what the level leaves after an admitted charge; the reset, when the bucket is empty again
- * (refused: when a retry would be admitted, the delay).
- */
-function fromGcra(w, mark, weight, allowed, delayMs) {
-  const qps = (w.limit * 1000) / w.windowMs
-  const level = Math.min(w.limit, mark + (allowed ? weight : 0))
-  w.remaining = Math.max(0, Math.floor(w.limit - level))
-  w.resetMs = allowed ? Math.ceil((level / qps) * 1000) : delayMs
-  return w
-}
-
-/**
- * The window of a pacer `p` given by `limiter(req)`: its maxBurst (rounded down: a policy's
- * quota is an Integer) per the time its bucket takes to drain; the reset is the delay.
- */
-function pacerWindow(p, mark, weight, allowed, delayMs) {
-  return {
-    name: '',
-    limit: Math.floor(p._maxBurst),
-    windowMs: Math.ceil((p._maxBurst / p._qps) * 1000) || 1000,
-    remaining: Math.max(0, Math.floor(p._maxBurst - mark - (allowed ? weight : 0))),
-    resetMs: delayMs,
-  }
-}
-
-const noRefund = () =>
-  invalidConfig('skipFailedRequests and skipSuccessfulRequests need a Bucket, Window, Leaky or Points limiter')
+/** The limiter(req) classes that refund, in words: `Bucket, Window, Leaky or Points`. */
+const refundableText = () =>
+  either(shortNames(classEntries('door.limiters').flatMap(([name, e]) => (e.refunds ? [name] : []))))
 
 function outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at) {
   let main = 0
@@ -430,9 +296,9 @@ function describe(value) {
   return typeof value
 }
 
-/** The characters of a made limiter's name (or pacer key): what its strings cost. */
+/** The characters of a made limiter's name (or a pacer's key): what its strings cost. */
 function nameLength(limiter) {
-  return limiter instanceof DistributedPacer ? limiter.key.length : limiter.name.length
+  return (limiter.name ?? limiter.key).length
 }
 
 module.exports = { Door, DOOR }

@@ -2,12 +2,24 @@
 
 // The options of an HTTP door (sluice/express, sluice/fastify): validated at setup into the
 // door's config (ERR_INVALID_CONFIG for anything wrong), the names of its windows and
-// policies, and the warning when two doors of one process name their counters alike.
+// policies, and the warning when two doors of one process name their counters alike. The
+// `algorithm` names are the kinds' (`door.algorithms` in lib/kinds/<kind>.js).
 
 const { MemoryStore, RedisStore } = require('../store')
 const { invalidConfig } = require('../errors')
+const { KINDS } = require('../kinds')
 
-const ALGORITHMS = ['fixed', 'window', 'sliding', 'leaky', 'gcra']
+/** Every door algorithm by name, from the kind registry, in the order messages list them. */
+const ALGORITHMS = new Map(
+  KINDS.flatMap((k) => Object.entries(k.door?.algorithms ?? {})).sort(([, a], [, b]) => a.order - b.order),
+)
+/** `'a', 'b' or 'c'` */
+const quotedEither = (names) => {
+  const q = names.map((n) => `'${n}'`)
+  return q.length < 2 ? q.join('') : `${q.slice(0, -1).join(', ')} or ${q.at(-1)}`
+}
+/** The algorithm of a door's config (its kind's `door.algorithms` entry). */
+const algorithmOf = (config) => ALGORITHMS.get(config.algorithm)
 const HEADER_DRAFTS = ['draft-6', 'draft-7', 'draft-8', 'draft-10']
 const MAX_LIMIT = 1e9
 const MAX_WINDOW_MS = 315_360_000_000
@@ -116,8 +128,8 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
     identifier: null,
     cacheBytes: DEFAULT_CACHE_BYTES,
   }
-  if (!ALGORITHMS.includes(config.algorithm)) {
-    throw invalidConfig(`algorithm must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}`)
+  if (typeof config.algorithm !== 'string' || !ALGORITHMS.has(config.algorithm)) {
+    throw invalidConfig(`algorithm must be one of ${[...ALGORITHMS.keys()].map((a) => `'${a}'`).join(', ')}`)
   }
   for (const name of ['statusCode', 'downStatusCode']) {
     if (o[name] === undefined) continue
@@ -202,10 +214,11 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
       w.name = config.windows.length === 1 ? (id ?? named[0]) : id === null ? named[i] : `${id}-${named[i]}`
     })
     config.counter = id ?? named.join('.') // names the counters
-    if (config.algorithm === 'sliding' || config.algorithm === 'gcra') {
+    if (!algorithmOf(config).refunds) {
       if (config.skipFailedRequests || config.skipSuccessfulRequests) {
+        const refunding = [...ALGORITHMS].filter(([, a]) => a.refunds).map(([name]) => name)
         throw invalidConfig(
-          `skipFailedRequests and skipSuccessfulRequests refund a charge: algorithm 'fixed', 'window' or 'leaky' only`,
+          `skipFailedRequests and skipSuccessfulRequests refund a charge: algorithm ${quotedEither(refunding)} only`,
         )
       }
     }
@@ -262,4 +275,4 @@ function policyNames(windows, identifier) {
   return windows
 }
 
-module.exports = { doorConfig, checkIdentifier, policyNames, MAX_LIMIT }
+module.exports = { doorConfig, checkIdentifier, policyNames, algorithmOf, MAX_LIMIT }

@@ -92,4 +92,23 @@ const concurrent = {
   },
 }
 
+// --- How the sites above the stores see a concurrent limiter (see lib/kinds/kind.js) ------
+
+concurrent.inspect = {
+  limiter: (lib, store, { name, options: o }) =>
+    new lib.ConcurrentLimiter(store, { name, limit: o.limit, lockTimeoutMs: o.lockTimeoutMs }),
+  async state(limiter, info) {
+    const s = await limiter.stats()
+    const limit = info.options.limit
+    return { held: s.current, waiting: s.waiting, limit, fill: limit > 0 ? Math.min(1, s.current / limit) : 1 }
+  },
+  limitText: (o) => `${o.limit} at once`,
+  words: (st, f) => `${f.count(st.held)} of ${f.count(st.limit)} held, ${f.count(st.waiting)} waiting`,
+  /** Leases held now (sluice/metrics' `sluice_leases_held`). */
+  leasesHeld: async (limiter) => (await limiter.stats()).current,
+}
+
+/** sluice/bullmq: a lease per job (Sidekiq's backoff when none is free, no early delivery). */
+concurrent.bullmq = { ConcurrentLimiter: { role: 'concurrent' } }
+
 module.exports = concurrent

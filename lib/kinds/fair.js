@@ -68,4 +68,17 @@ const fair = {
   },
 }
 
+// --- How the sites above the stores see a fair tenant (see lib/kinds/kind.js) -------------
+
+fair.inspect = {
+  limiter: (lib, store, { name, options: o }) =>
+    new lib.FairTenant(store, {
+      name,
+      mode: o.mode,
+      rules: o.rules.map((r) => ({ queue: r.queue, threshold: r.threshold, perMs: r.perMs })),
+      maxWindowMs: Math.max(...o.rules.map((r) => r.perMs)),
+    }),
+  limitText: (o, per) => (o.rules || []).map((r) => `>${r.threshold}/${per(r.perMs)} → ${r.queue}`).join(', '),
+}
+
 module.exports = fair

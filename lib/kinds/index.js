@@ -1,7 +1,8 @@
 'use strict'
 // The kind registry: every kind of call the stores run, one line each, in the order and with
-// the codes of src/store/kinds/mod.rs. The stores, the store-down policy and the statistics
-// iterate it instead of switching on kinds.
+// the codes of src/store/kinds/mod.rs. The stores, the store-down policy, the statistics, the
+// HTTP doors, lib/inspect.js (CLI, dashboard), sluice/metrics and sluice/bullmq iterate it
+// instead of switching on kinds (see lib/kinds/kind.js for what a kind file gives each).
 
 const KINDS = [
   require('./pacer'),
@@ -20,4 +21,32 @@ const STATS_KINDS = [...BY_STATS_KIND.keys()]
 
 const byName = Object.fromEntries(KINDS.map((k) => [k.name, k]))
 
-module.exports = { KINDS, BY_STATS_KIND, STATS_KINDS, ...byName }
+/** path -> [[className, entry]] over the registry (see classEntries) */
+const entriesByPath = new Map()
+
+/**
+ * Every `[className, entry]` of the section at `path` (e.g. 'bullmq', 'door.limiters') of
+ * every kind, in registry order: a section maps the name of a limiter class, as the package
+ * exports it (lib/index.js), to what a site knows of that class.
+ */
+function classEntries(path) {
+  let list = entriesByPath.get(path)
+  if (list === undefined) {
+    const at = (kind) => path.split('.').reduce((o, p) => (o === undefined ? o : o[p]), kind)
+    list = KINDS.flatMap((k) => Object.entries(at(k) ?? {}))
+    entriesByPath.set(path, list)
+  }
+  return list
+}
+
+/**
+ * The entry of the section at `path` for the class `limiter` is an instance of, or undefined.
+ * `lib` is the package's exports (lib/index.js), injected by the site: a kind file names its
+ * classes and never requires them (they require it).
+ */
+function classEntry(lib, limiter, path) {
+  for (const [name, entry] of classEntries(path)) if (limiter instanceof lib[name]) return entry
+  return undefined
+}
+
+module.exports = { KINDS, BY_STATS_KIND, STATS_KINDS, classEntries, classEntry, ...byName }

@@ -129,4 +129,123 @@ const limit = {
   },
 }
 
+// --- How the sites above the stores see a rate limiter (see lib/kinds/kind.js) ------------
+
+/** The limiter class of each statistics kind, by its name in the package's exports. */
+const CLASS = { bucket: 'BucketLimiter', window: 'WindowLimiter', leaky: 'LeakyLimiter', points: 'PointsLimiter' }
+
+/** A counter's Decision, as the store answered it, as door window `w`: remaining and reset. */
+function fromDecision(w, d) {
+  w.remaining = d.remaining
+  w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
+  return w
+}
+
+/**
+ * Several counters (a door's `limits`), all or nothing: each window is charged on its own,
+ * and when one refuses, those that admitted give their charge back. Not atomic: a concurrent
+ * request can be refused by a charge about to be refunded (issue 25 item 4 replaces this
+ * with one all-or-nothing store call).
+ */
+async function chargeEach(door, limiters, key, weight, windows, at) {
+  const decisions = await Promise.all(limiters.map((l) => l.check(weight)))
+  const allowed = decisions.every((d) => d.allowed)
+  let retryAfterMs = 0
+  decisions.forEach((d, i) => {
+    fromDecision(windows[i], d)
+    if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
+  })
+  const degraded = decisions.some((d) => d.degraded)
+  const atE = door.elapsedAt(at)
+  if (!allowed && weight > 0) {
+    // all or nothing: the windows that admitted give their charge back
+    await Promise.all(
+      decisions.map((d, i) => {
+        if (!d.allowed) return null
+        windows[i].remaining = Math.min(windows[i].limit, d.remaining + weight)
+        return limiters[i]._refund(weight, d, atE)
+      }),
+    )
+  }
+  const refund =
+    allowed && weight > 0 && door.config.refunds
+      ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], atE)))
+      : null
+  return door.outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at)
+}
+
+/** A door algorithm of counters of `statsKind`: one limiter per window. */
+const counters = (statsKind, order) => ({
+  order,
+  refunds: true,
+  make(lib, store, name, windows) {
+    const made = windows.map(
+      (w, i) =>
+        new lib[CLASS[statsKind]](store, {
+          // `_<window>`: a second `_`, so never the name of one window of another key
+          name: windows.length === 1 ? name : `${name}_${i}`,
+          limit: w.limit,
+          interval: w.windowMs,
+          waitTimeoutMs: 0,
+        }),
+    )
+    return made.length === 1 ? made[0] : made
+  },
+  async check(door, limiter, key, weight, windows, at) {
+    if (Array.isArray(limiter)) return chargeEach(door, limiter, key, weight, windows, at)
+    // one counter: the common case, kept short (the weight is checked: straight to the
+    // store), and counted in the store's statistics as check() counts
+    const d = await limiter._call(weight, 0, true)
+    fromDecision(windows[0], d)
+    const refund = door.refundOf(limiter, weight, d, at)
+    return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
+  },
+})
+
+/** A counter given by `limiter(req)`: one window, refunded when asked. */
+const counterRequest = {
+  refunds: true,
+  async check(door, limiter, key, weight, at) {
+    const d = await limiter.check(weight)
+    const w = fromDecision({ name: '', limit: limiter.limit, windowMs: limiter.intervalMs }, d)
+    const refund = door.refundOf(limiter, weight, d, at)
+    return door.outcome(key, weight, door.named([w]), d.allowed, d.degraded, d.retryAfterMs, refund, at)
+  },
+}
+
+limit.door = {
+  algorithms: { fixed: counters('bucket', 1), window: counters('window', 2), leaky: counters('leaky', 4) },
+  limiters: Object.fromEntries(Object.values(CLASS).map((name) => [name, counterRequest])),
+}
+
+limit.inspect = {
+  resettable: true,
+  limiter: (lib, store, { kind, name, options: o }) =>
+    kind === 'points'
+      ? new lib.PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
+      : new lib[CLASS[kind]](store, { name, limit: o.limit, interval: o.intervalMs }),
+  async state(limiter) {
+    const d = await limiter.peek()
+    return {
+      remaining: d.remaining,
+      limit: d.limit,
+      retryAfterMs: d.retryAfterMs,
+      resetAfterMs: d.resetAfterMs,
+      fill: d.limit > 0 ? 1 - d.remaining / d.limit : 1,
+    }
+  },
+  limitText: (o, per, info) =>
+    info.kind === 'points' ? `${o.points} points / ${per(o.intervalMs)}` : `${o.limit} / ${per(o.intervalMs)}`,
+  words: (st, f) => `${f.count(st.remaining)} of ${f.count(st.limit)} left`,
+}
+
+/** sluice/bullmq: rate limiters; Leaky and Points charge later slots, Bucket and Window prefetch. */
+const rateOf = (l) => (l.limit * 1000) / l.intervalMs
+limit.bullmq = {
+  BucketLimiter: { role: 'rate', prefetch: true, rateOf },
+  WindowLimiter: { role: 'rate', prefetch: true, rateOf },
+  LeakyLimiter: { role: 'rate', reserves: true, rateOf },
+  PointsLimiter: { role: 'rate', reserves: true, rateOf },
+}
+
 module.exports = limit

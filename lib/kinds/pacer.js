@@ -145,4 +145,106 @@ const pacer = {
   },
 }
 
+// --- How the sites above the stores see a pacer (see lib/kinds/kind.js) -------------------
+
+/**
+ * A pacer's part of a 'gcra' door's rateLimit() outcome (the pacer of `limit` per
+ * `windowMs`, maxBurst `limit`): `mark` is its bucket level before the call. Remaining is
+ * what the level leaves after an admitted charge; the reset, when the bucket is empty again
+ * (refused: when a retry would be admitted, the delay). JS arithmetic on the watermark: the
+ * pacer's answer carries no remaining or reset.
+ */
+function fromGcra(w, mark, weight, allowed, delayMs) {
+  const qps = (w.limit * 1000) / w.windowMs
+  const level = Math.min(w.limit, mark + (allowed ? weight : 0))
+  w.remaining = Math.max(0, Math.floor(w.limit - level))
+  w.resetMs = allowed ? Math.ceil((level / qps) * 1000) : delayMs
+  return w
+}
+
+/**
+ * The window of a pacer `p` given by `limiter(req)`: its maxBurst (rounded down: a policy's
+ * quota is an Integer) per the time its bucket takes to drain; the reset is the delay.
+ */
+function pacerWindow(p, mark, weight, allowed, delayMs) {
+  return {
+    name: '',
+    limit: Math.floor(p._maxBurst),
+    windowMs: Math.ceil((p._maxBurst / p._qps) * 1000) || 1000,
+    remaining: Math.max(0, Math.floor(p._maxBurst - mark - (allowed ? weight : 0))),
+    resetMs: delayMs,
+  }
+}
+
+/** A pacer (or, `composite`, a PacerComposite) given by `limiter(req)`: a window per member. */
+const pacerRequest = (composite) => ({
+  refunds: false,
+  async check(door, limiter, key, weight, at) {
+    const pacers = composite ? limiter._leaves : [limiter]
+    if (pacers.length === 0) return null // a composite of no pacers limits nothing
+    const o = await limiter.rateLimit(weight)
+    const allowed = o.delayMs === 0
+    const marks = composite ? o.watermarks : [o.watermark]
+    const windows = pacers.map((p, i) => pacerWindow(p, marks[i], weight, allowed, o.delayMs))
+    return door.outcome(key, weight, door.named(windows), allowed, o.degraded, o.delayMs, null, at)
+  },
+})
+
+pacer.door = {
+  algorithms: {
+    gcra: {
+      order: 5,
+      refunds: false,
+      resettable: false,
+      /** A pacer per window (a composite of them for several), maxBurst its limit. */
+      make(lib, store, name, windows) {
+        const pacers = windows.map(
+          (w, i) =>
+            new lib.DistributedPacer(store, {
+              // a pacer's key may hold any character: `.` is in no counter name
+              key: windows.length === 1 ? name : `${name}.${i}`,
+              qps: (w.limit * 1000) / w.windowMs,
+              maxBurst: w.limit,
+            }),
+        )
+        return pacers.length === 1 ? pacers[0] : new lib.PacerComposite(pacers)
+      },
+      members: (limiter) => limiter._leaves ?? [limiter],
+      async check(door, limiter, key, weight, windows, at) {
+        const o = await limiter.rateLimit(weight)
+        const allowed = o.delayMs === 0
+        const marks = windows.length === 1 ? [o.watermark] : o.watermarks
+        windows.forEach((w, i) => fromGcra(w, marks[i], weight, allowed, o.delayMs))
+        return door.outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null, at)
+      },
+    },
+  },
+  limiters: { DistributedPacer: pacerRequest(false), PacerComposite: pacerRequest(true) },
+}
+
+pacer.inspect = {
+  limiter: (lib, store, { name, options: o }) =>
+    new lib.DistributedPacer(store, { key: name, qps: o.qps, maxBurst: o.maxBurst }),
+  async state(limiter, info) {
+    const o = await limiter.rateLimit(0) // a probe: charges nothing, counts nothing
+    const maxBurst = info.options.maxBurst
+    return {
+      backlogMs: o.delayMs,
+      watermark: o.watermark,
+      fill: o.delayMs > 0 ? 1 : maxBurst > 0 ? Math.min(1, Math.max(0, o.watermark / maxBurst)) : 0,
+    }
+  },
+  limitText: (o) => `${o.qps}/s, burst ${o.maxBurst}`,
+  words: (st, f) => (st.backlogMs > 0 ? `backlog ${f.ms(st.backlogMs)}` : `burst used ${f.count(st.watermark)}`),
+}
+
+pacer.bullmq = {
+  DistributedPacer: { role: 'pacer', paces: true, spacingMs: (p) => 1000 / p._qps },
+  PacerComposite: {
+    role: 'pacer',
+    spacingMs: (c) => Math.max(0, ...c._leaves.map((p) => 1000 / p._qps)),
+    members: (c) => c._leaves,
+  },
+}
+
 module.exports = pacer

@@ -101,4 +101,13 @@ const quota = {
   },
 }
 
+// --- How the sites above the stores see the quotas (see lib/kinds/kind.js) ---------------
+
+/** A quota prefix has no limiter object of its own: its statistics are read through one. */
+quota.inspect = {
+  limiter: () => null,
+  stats: (lib, store, info) => new lib.QuotaLimiter(store).stats(info.name),
+  limitText: (o) => `${(o.quotas || []).length} quota${(o.quotas || []).length === 1 ? '' : 's'}`,
+}
+
 module.exports = quota

@@ -115,4 +115,70 @@ const sliding = {
   },
 }
 
+// --- How the sites above the stores see a sliding-window limiter (see lib/kinds/kind.js) --
+
+/**
+ * A sliding window's part `dw` of its Decision as door window `w`. It names no reset: until
+ * it has room (refused), else its length at most.
+ */
+function fromSliding(w, dw) {
+  w.remaining = dw.remaining
+  w.resetMs = dw.retryAfterMs > 0 ? dw.retryAfterMs : w.windowMs
+  return w
+}
+
+sliding.door = {
+  algorithms: {
+    sliding: {
+      order: 3,
+      refunds: false,
+      /** One limiter of every window, charged together. */
+      make: (lib, store, name, windows) =>
+        new lib.SlidingWindowLimiter(store, {
+          name,
+          windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
+        }),
+      async check(door, limiter, key, weight, windows, at) {
+        const d = await limiter.check(weight)
+        windows.forEach((w, i) => fromSliding(w, d.windows[i]))
+        return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
+      },
+    },
+  },
+  limiters: {
+    SlidingWindowLimiter: {
+      refunds: false,
+      async check(door, limiter, key, weight, at) {
+        if (door.config.refunds) throw door.noRefund()
+        const d = await limiter.check(weight)
+        const windows = limiter.windows.map((w, i) =>
+          fromSliding({ name: '', limit: w.limit, windowMs: w.intervalMs }, d.windows[i]),
+        )
+        return door.outcome(key, weight, door.named(windows), d.allowed, d.degraded, d.retryAfterMs, null, at)
+      },
+    },
+  },
+}
+
+sliding.inspect = {
+  resettable: true,
+  limiter: (lib, store, { name, options: o }) => new lib.SlidingWindowLimiter(store, { name, windows: o.windows }),
+  async state(limiter) {
+    const d = await limiter.peek(0)
+    const windows = d.windows.map((w) => ({ limit: w.limit, intervalMs: w.intervalMs, remaining: w.remaining }))
+    return { windows, fill: Math.max(0, ...windows.map((w) => (w.limit > 0 ? 1 - w.remaining / w.limit : 1))) }
+  },
+  limitText: (o, per) => (o.windows || []).map((w) => `${w.limit} / ${per(w.intervalMs)}`).join(', '),
+  words: (st, f) =>
+    st.windows.map((w) => `${f.count(w.remaining)}/${f.count(w.limit)} per ${f.interval(w.intervalMs)}`).join(', '),
+}
+
+/** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
+sliding.bullmq = {
+  SlidingWindowLimiter: {
+    role: 'rate',
+    rateOf: (l) => Math.min(...l.windows.map((w) => (w.limit * 1000) / w.intervalMs)),
+  },
+}
+
 module.exports = sliding
