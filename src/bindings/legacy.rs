@@ -3,7 +3,7 @@
 //! its old arguments and results. To be deleted once lib/ calls the registry's entries.
 
 use super::memory::{call_of, step, Handle};
-use super::redis::{decode, direct, pending, spawn, NativeRedisStore, NativeTask};
+use super::redis::{decode, direct, spawn, NativeRedisStore, NativeTask, Pending};
 use super::{js, js_error};
 use crate::error::{Error, ErrorKind};
 use crate::store::kinds::concurrent::{decode_concurrent, decode_ops, Concurrent};
@@ -303,7 +303,7 @@ pub fn redis_fair_batch<'env>(
   lane: u32,
 ) -> Result<PromiseRaw<'env, Float64Array>> {
   let calls = js(decode_fair(&keys, &ids, &nums))?;
-  spawn(env, store, lane, pending::<Fair>(calls, js(explicit_now(now_us))?), numbers)
+  spawn(env, store, lane, Pending::<Fair> { call: calls, now: js(explicit_now(now_us))? }, numbers)
 }
 
 /// Legacy: fair-tenant assignments on the direct lane.
@@ -316,7 +316,7 @@ pub fn redis_fair_direct(
   now_us: f64,
 ) -> Result<External<NativeTask>> {
   let calls = js(decode_fair(&keys, &ids, &nums))?;
-  Ok(direct(store, pending::<Fair>(calls, js(explicit_now(now_us))?)))
+  Ok(direct(store, Pending::<Fair> { call: calls, now: js(explicit_now(now_us))? }))
 }
 
 /// The answer to `redisConcurrentBatch`.
@@ -341,7 +341,7 @@ pub fn redis_concurrent_batch<'env>(
   let call = js(decode_ops(&keys, &ids, &nums))?;
   let finish =
     |reply: Reply| Ok(ConcurrentBatchReply { values: Float64Array::new(reply.numbers), grants: grants(reply.text)? });
-  spawn(env, store, lane, pending::<Concurrent>(call, js(explicit_now(now_us))?), finish)
+  spawn(env, store, lane, Pending::<Concurrent> { call, now: js(explicit_now(now_us))? }, finish)
 }
 
 /// Legacy: concurrent-limiter operations on the direct lane.
@@ -354,5 +354,5 @@ pub fn redis_concurrent_direct(
   now_us: f64,
 ) -> Result<External<NativeTask>> {
   let call = js(decode_ops(&keys, &ids, &nums))?;
-  Ok(direct(store, pending::<Concurrent>(call, js(explicit_now(now_us))?)))
+  Ok(direct(store, Pending::<Concurrent> { call, now: js(explicit_now(now_us))? }))
 }

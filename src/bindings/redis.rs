@@ -10,7 +10,6 @@ use super::{js, js_error};
 use crate::error::Error;
 use crate::store::kinds::{self, explicit_now, Kind, Registered, Reply, Visit};
 use crate::store::redis::{DirectTask, Lane, RedisOptions, RedisStore, Step};
-use futures::future::BoxFuture;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::sync::Arc;
@@ -116,53 +115,42 @@ impl NativeRedisStore {
   }
 }
 
-/// A store call decoded and validated on the JS thread, waiting for its lane (a pool
-/// connection, or the JS thread's direct socket), where it makes its script calls.
-pub(super) type Pending =
-  Box<dyn FnOnce(Arc<RedisStore>, Lane) -> BoxFuture<'static, crate::error::Result<Reply>> + Send>;
-
-/// A decoded call of kind `K` at `now` (`None`: Redis' clock), ready for a lane.
-pub(super) fn pending<K: Kind>(call: K::Call, now: Option<f64>) -> Pending {
-  Box::new(move |store, lane| Box::pin(async move { K::redis(&store, &call, now, &lane).await }))
+/// A call of kind `K`, decoded and validated on the JS thread, at its time (`None`: Redis'
+/// clock), waiting for its lane (a pool connection, or the JS thread's direct socket).
+pub(super) struct Pending<K: Kind> {
+  pub(super) call: K::Call,
+  pub(super) now: Option<f64>,
 }
 
 /// Decodes a call of kind `K` (`nowUs` -1: Redis' clock).
-pub(super) fn decode<K: Kind>(text: &str, nums: &[f64], now_us: f64) -> Result<Pending> {
+pub(super) fn decode<K: Kind>(text: &str, nums: &[f64], now_us: f64) -> Result<Pending<K>> {
   let call = js(K::decode(text, nums))?;
-  Ok(pending::<K>(call, js(explicit_now(now_us))?))
+  Ok(Pending { call, now: js(explicit_now(now_us))? })
 }
 
-/// Decodes a call of the kind numbered `kind`.
-fn decode_kind(kind: u32, text: &str, nums: &[f64], now_us: f64) -> Result<Pending> {
-  struct Decode<'a>(&'a str, &'a [f64], f64);
-  impl Visit for Decode<'_> {
-    type Out = Result<Pending>;
-    fn visit<K: Registered>(self) -> Self::Out {
-      decode::<K>(self.0, self.1, self.2)
-    }
-  }
-  js(kinds::visit(kind, Decode(text, nums, now_us)))?
-}
-
-/// Runs `call` on pool lane `lane`, spawned in call order: its ticket is taken here, on the
-/// JS thread, and it sends on its turn (see `SendOrder`); resolves with `finish(reply)`.
-pub(super) fn spawn<'env, T: ToNapiValue + Send + 'static>(
+/// Runs `pending` on pool lane `lane`, spawned in call order: its ticket is taken here, on
+/// the JS thread, and it sends on its turn (see `SendOrder`); resolves with `finish(reply)`.
+pub(super) fn spawn<'env, K: Kind, T: ToNapiValue + Send + 'static>(
   env: &'env Env,
   store: &NativeRedisStore,
   lane: u32,
-  call: Pending,
+  pending: Pending<K>,
   finish: fn(Reply) -> Result<T>,
 ) -> Result<PromiseRaw<'env, T>> {
   let inner = store.inner.clone();
   let ticket = inner.order.ticket();
-  let call = call(inner.clone(), Lane::Pool(lane));
-  env.spawn_future(async move { finish(inner.order.run(ticket, call).await.map_err(js_error)?) })
+  env.spawn_future(async move {
+    let lane = Lane::Pool(lane);
+    let call = K::redis(&inner, &pending.call, pending.now, &lane);
+    finish(inner.order.run(ticket, call).await.map_err(js_error)?)
+  })
 }
 
-/// Starts `call` on the direct lane: nothing is sent until `redisDirectStep`.
-pub(super) fn direct(store: &NativeRedisStore, call: Pending) -> External<NativeTask> {
+/// Starts `pending` on the direct lane: nothing is sent until `redisDirectStep`.
+pub(super) fn direct<K: Kind>(store: &NativeRedisStore, pending: Pending<K>) -> External<NativeTask> {
   let inner = store.inner.clone();
-  External::new(parking_lot::Mutex::new(DirectTask::new(move |lane| call(inner, lane))))
+  let task = DirectTask::new(move |lane| async move { K::redis(&inner, &pending.call, pending.now, &lane).await });
+  External::new(parking_lot::Mutex::new(task))
 }
 
 /// The answer of a call whose kind answers strings too.
@@ -196,7 +184,14 @@ pub fn redis_call<'env>(
   now_us: f64,
   lane: u32,
 ) -> Result<PromiseRaw<'env, Either<Float64Array, RedisReply>>> {
-  spawn(env, store, lane, decode_kind(kind, &text, &nums, now_us)?, finish)
+  struct Call<'a, 'env>(&'env Env, &'a NativeRedisStore, &'a str, &'a [f64], f64, u32);
+  impl<'env> Visit for Call<'_, 'env> {
+    type Out = Result<PromiseRaw<'env, Either<Float64Array, RedisReply>>>;
+    fn visit<K: Registered>(self) -> Self::Out {
+      spawn(self.0, self.1, self.5, decode::<K>(self.2, self.3, self.4)?, finish)
+    }
+  }
+  js(kinds::visit(kind, Call(env, store, &text, &nums, now_us, lane)))?
 }
 
 /// The same call on the direct lane: a task for `redisDirectStep` (a standalone server only).
@@ -208,7 +203,14 @@ pub fn redis_direct(
   nums: Float64Array,
   now_us: f64,
 ) -> Result<External<NativeTask>> {
-  Ok(direct(store, decode_kind(kind, &text, &nums, now_us)?))
+  struct Direct<'a>(&'a NativeRedisStore, &'a str, &'a [f64], f64);
+  impl Visit for Direct<'_> {
+    type Out = Result<External<NativeTask>>;
+    fn visit<K: Registered>(self) -> Self::Out {
+      Ok(direct(self.0, decode::<K>(self.1, self.2, self.3)?))
+    }
+  }
+  js(kinds::visit(kind, Direct(store, &text, &nums, now_us)))?
 }
 
 /// A store call on the direct lane, as JS holds it.
