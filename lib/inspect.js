@@ -2,51 +2,31 @@
 
 // Looking at the limiters a store has seen, for operators (the CLI and sluice/dashboard): a
 // limiter object made from a registry entry, its statistics and its live state, read without
-// charging anything.
+// charging anything, and its limit and state in words. What each kind gives is its `inspect`
+// section (lib/kinds/<kind>.js), found through the registry.
 
-const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter } = require('./limiters')
-const { SlidingWindowLimiter, QuotaLimiter } = require('./windows')
-const { DistributedPacer } = require('./pacer')
-const { ConcurrentLimiter } = require('./concurrent')
-const { FairTenant } = require('./fair')
-const { KINDS } = require('./stats')
+const lib = require('./index')
+const { STATS_KINDS, BY_STATS_KIND } = require('./kinds')
+
+/** Every statistics kind (what `store.limiters()` names each entry's kind). */
+const KINDS = STATS_KINDS
+
+/** What the kind of a statistics kind tells these tools (its `inspect` section), or {}. */
+const inspectOf = (kind) => BY_STATS_KIND.get(kind)?.inspect ?? {}
 
 /** The kinds whose counts `reset()` forgets. */
-const RESETTABLE = ['bucket', 'window', 'leaky', 'points', 'sliding']
+const RESETTABLE = STATS_KINDS.filter((kind) => inspectOf(kind).resettable === true)
 
-/** A limiter object for a registry entry `{ kind, name, options }` (null for a quota prefix). */
+/** A limiter object for a registry entry `{ kind, name, options }` (null when the kind has none, e.g. a quota prefix). */
 function limiterOf(store, info) {
-  const { kind, name, options: o } = info
-  switch (kind) {
-    case 'bucket':
-      return new BucketLimiter(store, { name, limit: o.limit, interval: o.intervalMs })
-    case 'window':
-      return new WindowLimiter(store, { name, limit: o.limit, interval: o.intervalMs })
-    case 'leaky':
-      return new LeakyLimiter(store, { name, limit: o.limit, interval: o.intervalMs })
-    case 'points':
-      return new PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
-    case 'sliding':
-      return new SlidingWindowLimiter(store, { name, windows: o.windows })
-    case 'pacer':
-      return new DistributedPacer(store, { key: name, qps: o.qps, maxBurst: o.maxBurst })
-    case 'concurrent':
-      return new ConcurrentLimiter(store, { name, limit: o.limit, lockTimeoutMs: o.lockTimeoutMs })
-    case 'fair':
-      return new FairTenant(store, {
-        name,
-        mode: o.mode,
-        rules: o.rules.map((r) => ({ queue: r.queue, threshold: r.threshold, perMs: r.perMs })),
-        maxWindowMs: Math.max(...o.rules.map((r) => r.perMs)),
-      })
-    default:
-      return null
-  }
+  const make = inspectOf(info.kind).limiter
+  return make ? make(lib, store, info) : null
 }
 
 /** The statistics of a registry entry, over every process. */
 async function statsOf(store, info) {
-  if (info.kind === 'quota') return new QuotaLimiter(store).stats(info.name)
+  const own = inspectOf(info.kind).stats
+  if (own) return own(lib, store, info)
   return limiterOf(store, info).stats()
 }
 
@@ -57,68 +37,42 @@ async function statsOf(store, info) {
  */
 async function stateOf(store, info) {
   const limiter = limiterOf(store, info)
-  switch (info.kind) {
-    case 'bucket':
-    case 'window':
-    case 'leaky':
-    case 'points': {
-      const d = await limiter.peek()
-      return {
-        remaining: d.remaining,
-        limit: d.limit,
-        retryAfterMs: d.retryAfterMs,
-        resetAfterMs: d.resetAfterMs,
-        fill: d.limit > 0 ? 1 - d.remaining / d.limit : 1,
-      }
-    }
-    case 'sliding': {
-      const d = await limiter.peek(0)
-      const windows = d.windows.map((w) => ({ limit: w.limit, intervalMs: w.intervalMs, remaining: w.remaining }))
-      return { windows, fill: Math.max(0, ...windows.map((w) => (w.limit > 0 ? 1 - w.remaining / w.limit : 1))) }
-    }
-    case 'pacer': {
-      const o = await limiter.rateLimit(0) // a probe: charges nothing, counts nothing
-      const maxBurst = info.options.maxBurst
-      return {
-        backlogMs: o.delayMs,
-        watermark: o.watermark,
-        fill: o.delayMs > 0 ? 1 : maxBurst > 0 ? Math.min(1, Math.max(0, o.watermark / maxBurst)) : 0,
-      }
-    }
-    case 'concurrent': {
-      const s = await limiter.stats()
-      const limit = info.options.limit
-      return { held: s.current, waiting: s.waiting, limit, fill: limit > 0 ? Math.min(1, s.current / limit) : 1 }
-    }
-    default:
-      return { fill: null }
-  }
+  const state = inspectOf(info.kind).state
+  return state ? state(limiter, info) : { fill: null }
 }
+
+/** `90s`, `2h`, `1500ms`: an interval in a limit's text. */
+const per = (ms) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`)
 
 /** A short text of a limiter's limit, from its registry options. */
 function limitText(info) {
-  const o = info.options || {}
-  const per = (ms) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`)
-  switch (info.kind) {
-    case 'bucket':
-    case 'window':
-    case 'leaky':
-      return `${o.limit} / ${per(o.intervalMs)}`
-    case 'points':
-      return `${o.points} points / ${per(o.intervalMs)}`
-    case 'sliding':
-      return (o.windows || []).map((w) => `${w.limit} / ${per(w.intervalMs)}`).join(', ')
-    case 'pacer':
-      return `${o.qps}/s, burst ${o.maxBurst}`
-    case 'concurrent':
-      return `${o.limit} at once`
-    case 'quota':
-      return `${(o.quotas || []).length} quota${(o.quotas || []).length === 1 ? '' : 's'}`
-    case 'fair':
-      return (o.rules || []).map((r) => `>${r.threshold}/${per(r.perMs)} → ${r.queue}`).join(', ')
-    default:
-      return ''
-  }
+  const text = inspectOf(info.kind).limitText
+  return text ? text(info.options || {}, per, info) : ''
+}
+
+/** Words for numbers and durations in a state's text (as the dashboard page shows them). */
+const WORDS = {
+  count(n) {
+    if (typeof n !== 'number' || !Number.isFinite(n)) return '–'
+    const a = Math.abs(n)
+    if (a >= 1e9) return `${(n / 1e9).toFixed(1)}G`
+    if (a >= 1e6) return `${(n / 1e6).toFixed(1)}M`
+    if (a >= 1e4) return `${(n / 1e3).toFixed(1)}k`
+    return Number.isInteger(n) ? String(n) : n.toFixed(1)
+  },
+  ms(x) {
+    if (typeof x !== 'number') return '–'
+    if (x < 1000) return `${Math.round(x)} ms`
+    if (x < 60_000) return `${(x / 1000).toFixed(1)} s`
+    return `${(x / 60_000).toFixed(1)} min`
+  },
+  interval: per,
+}
+
+/** What a limiter's live state (stateOf's) says, in words ('' when its kind has none). */
+function stateWords(info, state) {
+  const words = inspectOf(info.kind).words
+  return words ? words(state, WORDS) : ''
 }
 
 // --- showing names to people --------------------------------------------------------------
@@ -209,6 +163,7 @@ module.exports = {
   statsOf,
   stateOf,
   limitText,
+  stateWords,
   termText,
   quoted,
   jsonText,

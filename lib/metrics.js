@@ -7,7 +7,8 @@
 
 const { SluiceError, invalidConfig } = require('./errors')
 const { MemoryStore, RedisStore } = require('./store')
-const { ConcurrentLimiter } = require('./concurrent')
+const { BY_STATS_KIND } = require('./kinds')
+const { limiterOf } = require('./inspect')
 
 /** Seconds; the default buckets of `sluice_wait_seconds`. */
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60]
@@ -70,17 +71,18 @@ function families(store, limiterLabel) {
   return [...out.values()]
 }
 
-/** Leases held now, per concurrent limiter this process has used (one read each). */
+/**
+ * Leases held now, per limiter this process has used whose kind holds leases (concurrent:
+ * its `inspect.leasesHeld`, lib/kinds/), one read each.
+ */
 async function leasesHeld(store, limiterLabel) {
   const out = new Map()
-  const concurrent = store._stats.totals().filter((e) => e.kind === 'concurrent')
+  const holding = store._stats.totals().filter((e) => BY_STATS_KIND.get(e.kind)?.inspect?.leasesHeld !== undefined)
   await Promise.all(
-    concurrent.map(async (e) => {
-      const { limit, lockTimeoutMs } = e.options
-      const limiter = new ConcurrentLimiter(store, { name: e.name, limit, lockTimeoutMs })
-      const v = await limiter.stats()
+    holding.map(async (e) => {
+      const held = await BY_STATS_KIND.get(e.kind).inspect.leasesHeld(limiterOf(store, e))
       const label = String(limiterLabel(e.name, e.kind))
-      out.set(label, (out.get(label) || 0) + v.current)
+      out.set(label, (out.get(label) || 0) + held)
     }),
   )
   return out

@@ -4,8 +4,7 @@
 // prefetched admissions) or a pacer, retried when the limiter says, and a pacer's wait that
 // reserves no slot it will not wait for.
 
-const { DistributedPacer } = require('../pacer')
-const { isPacer } = require('./limiters')
+const { isPacer, paces } = require('./limiters')
 const { sleep } = require('./support')
 
 /** One try of a rate limiter or pacer: 0 when admitted (and charged), else ms to retry after. */
@@ -22,7 +21,7 @@ async function tryOnce(limiter, prefetch) {
 
 /** Admits within `maxWaitMs` (retrying when the limiter says), or the last retry hint. */
 async function admit(limiter, maxWaitMs, prefetch) {
-  if (maxWaitMs > 0 && limiter instanceof DistributedPacer) return paced(limiter, maxWaitMs)
+  if (maxWaitMs > 0 && paces(limiter)) return paced(limiter, maxWaitMs)
   const deadline = Date.now() + maxWaitMs
   for (;;) {
     const retryMs = await tryOnce(limiter, prefetch)

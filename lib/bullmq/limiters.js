@@ -1,39 +1,35 @@
 'use strict'
 
-// What sluice/bullmq knows of each limiter kind: which kinds are rate limiters, pacers or
-// reserve later slots, a limiter's sustained rate, the spacing of its slots, and how early a
-// job that waits for a slot is delivered. The one place here that tells kinds apart.
+// What sluice/bullmq knows of each limiter kind, from the kinds' `bullmq` sections
+// (lib/kinds/<kind>.js, by limiter class): which limiters are rate limiters, pacers or
+// concurrent, which reserve later slots or may be prefetched, a limiter's sustained rate, the
+// spacing of its slots, and how early a job that waits for a slot is delivered. The one place
+// here that tells kinds apart.
 
-const { DistributedPacer, PacerComposite } = require('../pacer')
-const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter } = require('../limiters')
-const { SlidingWindowLimiter } = require('../windows')
+const lib = require('../index')
+const { classEntry } = require('../kinds')
 
-const isRateLimiter = (l) =>
-  l instanceof BucketLimiter ||
-  l instanceof WindowLimiter ||
-  l instanceof LeakyLimiter ||
-  l instanceof PointsLimiter ||
-  l instanceof SlidingWindowLimiter
-const isPacer = (l) => l instanceof DistributedPacer || l instanceof PacerComposite
+/** What the registry says of `l`'s class for sluice/bullmq (undefined: not a limiter it knows). */
+const entryOf = (l) => classEntry(lib, l, 'bullmq')
+const roleOf = (l) => entryOf(l)?.role
+const isRateLimiter = (l) => roleOf(l) === 'rate'
+const isPacer = (l) => roleOf(l) === 'pacer'
+const isConcurrent = (l) => roleOf(l) === 'concurrent'
 /** Limiters that charge a later slot now (`check` with a wait): Leaky and Points. */
-const reservesSlots = (l) => l instanceof LeakyLimiter || l instanceof PointsLimiter
+const reservesSlots = (l) => entryOf(l)?.reserves === true
 /** Limiters whose admissions may be taken ahead (see prefetch.js): Bucket and Window. */
-const prefetchable = (l) => l instanceof BucketLimiter || l instanceof WindowLimiter
+const prefetchable = (l) => entryOf(l)?.prefetch === true
+/** A pacer that can wait for a slot of its own (`pace()`): DistributedPacer. */
+const paces = (l) => entryOf(l)?.paces === true
 const nameOf = (l) => l.name || l.key || 'composite'
 
 /** A rate limiter's sustained rate, per second (the slowest window of a sliding limiter). */
-function rateOf(limiter) {
-  if (limiter instanceof SlidingWindowLimiter) {
-    return Math.min(...limiter.windows.map((w) => (w.limit * 1000) / w.intervalMs))
-  }
-  return (limiter.limit * 1000) / limiter.intervalMs
-}
+const rateOf = (limiter) => entryOf(limiter).rateOf(limiter)
 
 /** The time between two slots of a rate limiter or pacer at its sustained rate, ms. */
 function spacingMs(limiter) {
-  if (limiter instanceof DistributedPacer) return 1000 / limiter._qps
-  if (limiter instanceof PacerComposite) return Math.max(0, ...limiter._leaves.map((p) => 1000 / p._qps))
-  return 1000 / rateOf(limiter)
+  const e = entryOf(limiter)
+  return e.spacingMs ? e.spacingMs(limiter) : 1000 / e.rateOf(limiter)
 }
 
 /**
@@ -48,11 +44,13 @@ const SLOT_LEAD_MS = 400
 const leadOf = (limiter) => Math.min(SLOT_LEAD_MS, 4 * spacingMs(limiter))
 
 /** The members a composite's statistics are kept on (a limiter alone: itself). */
-const membersOf = (limiter) => (limiter instanceof PacerComposite ? limiter._leaves : [limiter])
+const membersOf = (limiter) => entryOf(limiter)?.members?.(limiter) ?? [limiter]
 
 module.exports = {
   isRateLimiter,
   isPacer,
+  isConcurrent,
+  paces,
   reservesSlots,
   prefetchable,
   nameOf,

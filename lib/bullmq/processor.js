@@ -5,9 +5,17 @@
 // backoff, or fails with OverLimitError past `reschedule` refusals.
 
 const { OverLimitError, invalidConfig } = require('../errors')
-const { ConcurrentLimiter } = require('../concurrent')
 const { MAX_MS } = require('../limiters')
-const { isRateLimiter, isPacer, reservesSlots, prefetchable, nameOf, spacingMs, leadOf } = require('./limiters')
+const {
+  isRateLimiter,
+  isPacer,
+  isConcurrent,
+  reservesSlots,
+  prefetchable,
+  nameOf,
+  spacingMs,
+  leadOf,
+} = require('./limiters')
 const { slotAfter, reserve } = require('./slots')
 const { Prefetch } = require('./prefetch')
 const { admit } = require('./admit')
@@ -85,14 +93,14 @@ function limitProcessor(processor, options) {
     }
     let delayMs
     if (backoff) delayMs = await backoff(job, overrated, err)
-    else if (chosen instanceof ConcurrentLimiter) delayMs = sidekiqBackoff(overrated)
+    else if (isConcurrent(chosen)) delayMs = sidekiqBackoff(overrated)
     else if (isPacer(chosen)) delayMs = retryAfterMs
     else delayMs = await slotAfter(chosen, retryAfterMs)
     if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {
       throw invalidConfig(`backoff must return ms >= 0, got ${String(delayMs)}`)
     }
     // a slot from the reschedule queue is waited for as any slot; a backoff is not a slot
-    const leadMs = backoff || chosen instanceof ConcurrentLimiter ? 0 : Math.min(leadOf(chosen), delayMs)
+    const leadMs = backoff || isConcurrent(chosen) ? 0 : Math.min(leadOf(chosen), delayMs)
     await moveUntil(job, token, chosen, Date.now() + delayMs, leadMs, { c: overrated, h: false, b: false })
     throw new DelayedError(err.message)
   }
@@ -112,7 +120,7 @@ function limitProcessor(processor, options) {
   return async function limitedProcessor(job, token) {
     const chosen = await limiter(job)
     if (chosen === null || chosen === undefined) return processor(job, token)
-    const concurrent = chosen instanceof ConcurrentLimiter
+    const concurrent = isConcurrent(chosen)
     if (!concurrent && !isRateLimiter(chosen) && !isPacer(chosen)) {
       throw invalidConfig('limiter(job) must return a sluice limiter, a pacer, a composite, or null')
     }

@@ -4,7 +4,7 @@
 // and fullest first), one group's keys, one limiter's options, statistics, history and live
 // state, and a reset. Nothing here knows HTTP beyond the HttpError it throws for a 404/400.
 
-const { RESETTABLE, limiterOf, stateOf, limitText } = require('../inspect')
+const { RESETTABLE, limiterOf, stateOf, stateWords, limitText } = require('../inspect')
 const { HttpError } = require('./respond')
 
 /** Limiters whose statistics a list reads at most (the most recently used). */
@@ -101,7 +101,10 @@ function createApi(store, groupOf) {
     const states = await Promise.all(
       infos.map((info, i) =>
         wantState(info, i)
-          ? stateOf(store, info).catch((err) => ({ fill: null, error: { code: err.code || 'ERR_INTERNAL' } }))
+          ? stateOf(store, info).then(
+              (state) => ({ ...state, text: stateWords(info, state) }),
+              (err) => ({ fill: null, error: { code: err.code || 'ERR_INTERNAL' } }),
+            )
           : null,
       ),
     )

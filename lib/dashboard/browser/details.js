@@ -17,7 +17,7 @@ export function groupView(d) {
       'tr',
       { 'data-name': k.name, onclick: () => (location.hash = target) },
       h('td', {}, h('a', { class: 'name', href: target }, shown(k.name))),
-      h('td', {}, fillCell(k.fill, stateText(g.kind, k.state))),
+      h('td', {}, fillCell(k.fill, stateText(k.state))),
       h('td', { class: 'num' }, fmt(k.recent.admitted), h('div', { class: 'sub' }, `${fmt(k.stats.admitted)} in all`)),
       h(
         'td',
@@ -76,6 +76,7 @@ function shownState(st) {
   if (st.error) return { error: st.error.code }
   const out = {}
   for (const [k, v] of Object.entries(st)) {
+    if (k === 'text') continue // the state in words: shown on its card
     if (k === 'fill') out.fill = pct(v)
     else if (k === 'windows')
       v.forEach((w) => (out[`per ${interval(w.intervalMs)}`] = `${fmt(w.remaining)} of ${fmt(w.limit)} left`))
@@ -127,7 +128,7 @@ export function limiterView(d, ctx) {
       { class: 'cards' },
       card(
         st && typeof st.fill === 'number' ? pct(st.fill) : '–',
-        st && !st.error ? stateText(d.kind, st) || 'fill now' : 'fill now',
+        st && !st.error ? stateText(st) || 'fill now' : 'fill now',
       ),
       card(fmt(d.recent.admitted), `admitted, last ${d.recent.minutes} min`),
       card(fmt(d.recent.refused), `refused, last ${d.recent.minutes} min`, d.recent.refused ? 'refused' : ''),

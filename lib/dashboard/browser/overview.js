@@ -38,7 +38,7 @@ export function overview(d, ctx) {
   const rows = groups.map((g) => {
     const hot = g.recent.refused > 0 || (g.fill !== null && g.fill >= 0.8)
     const target = g.keys === 1 ? limiterHash(g.kind, g.name) : groupHash(g.kind, g.group)
-    const state = g.keys === 1 ? stateText(g.kind, g.state) : g.fullest !== null ? `fullest: ${shown(g.fullest)}` : ''
+    const state = g.keys === 1 ? stateText(g.state) : g.fullest !== null ? `fullest: ${shown(g.fullest)}` : ''
     return h(
       'tr',
       {

@@ -1,8 +1,8 @@
 // The dashboard page's building blocks: per-minute charts, fill bars and cells, cards, lists
-// of statistics, and a limiter's live state in words (per kind).
+// of statistics, and a limiter's live state in words (as the server words it).
 
 import { h, s } from './dom.js'
-import { fmt, ms, interval, pct, shown } from './format.js'
+import { fmt, pct, shown } from './format.js'
 
 /** Stacked bars per minute: admitted below, refused above. */
 export function chart(history, { small = false } = {}) {
@@ -61,25 +61,11 @@ export function fillBar(fill) {
   )
 }
 
-/** What a limiter holds now, in words. */
-export function stateText(kind, st) {
+/** What a limiter holds now, in words (the server's, by the limiter's kind: `state.text`). */
+export function stateText(st) {
   if (!st) return ''
   if (st.error) return `state unavailable (${st.error.code})`
-  switch (kind) {
-    case 'bucket':
-    case 'window':
-    case 'leaky':
-    case 'points':
-      return `${fmt(st.remaining)} of ${fmt(st.limit)} left`
-    case 'sliding':
-      return st.windows.map((w) => `${fmt(w.remaining)}/${fmt(w.limit)} per ${interval(w.intervalMs)}`).join(', ')
-    case 'pacer':
-      return st.backlogMs > 0 ? `backlog ${ms(st.backlogMs)}` : `burst used ${fmt(st.watermark)}`
-    case 'concurrent':
-      return `${fmt(st.held)} of ${fmt(st.limit)} held, ${fmt(st.waiting)} waiting`
-    default:
-      return ''
-  }
+  return typeof st.text === 'string' ? st.text : ''
 }
 
 export function fillCell(fill, text) {
