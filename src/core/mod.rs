@@ -11,4 +11,5 @@ pub mod limit;
 pub mod pacer;
 pub mod quota;
 pub mod sliding;
+pub mod sliding_counter;
 pub mod window;

@@ -163,6 +163,7 @@ registry! {
   3 quota::Quota,
   4 fair::Fair,
   5 concurrent::Concurrent,
+  6 sliding_counter::SlidingCounter,
 }
 
 #[cfg(test)]

@@ -1,0 +1,234 @@
+//! The approximate sliding window kind (`SlidingCounterLimiter`): two counters per window
+//! (`crate::core::sliding_counter`), several windows per limiter, all checked and charged
+//! together. Script `lua/sliding_counter.lua`; one hash per limiter key.
+//!
+//! A call, as JS sends it: `text` = one key per call (in the encoding of `crate::codec`),
+//! `nums` = per call `[op, weight, window count, then per window limit, interval_us]`, `op`
+//! one of [`TAKE`], [`PEEK`], [`RESET`], [`BLOCK`] (nobody admitted for `weight` µs) or
+//! [`ADJUST`] (charge `weight` unconditionally, negative refunds). Results per call:
+//! `[allowed (0/1), retry_after_us, then per window remaining, retry_after_us,
+//! reset_after_us]`; `retry_after_us` is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a
+//! value of another type (Redis: nothing applied, the call refused).
+
+use super::{Kind, Reply};
+use crate::core::sliding::Window;
+use crate::core::sliding_counter::{reset_us, Decision, Op, State, WindowDecision};
+use crate::error::{Error, Result};
+use crate::store::memory::MemoryStore;
+use crate::store::redis::calls::{int, malformed, now_arg, number};
+use crate::store::redis::script::Script;
+use crate::store::redis::{Lane, RedisStore};
+use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
+use fred::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/sliding_counter.lua")));
+
+/// The approximate sliding window kind (see the module docs).
+pub struct SlidingCounter;
+
+/// Most windows per limiter.
+pub const MAX_WINDOWS: usize = 16;
+pub const TAKE: f64 = 0.0;
+pub const PEEK: f64 = 1.0;
+pub const RESET: f64 = 2.0;
+pub const BLOCK: f64 = 3.0;
+pub const ADJUST: f64 = 4.0;
+
+/// One call, decoded and validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+  pub key: String,
+  pub op: f64,
+  pub weight: f64,
+  pub windows: Vec<Window>,
+}
+
+/// Decodes one call's numbers from `nums`; returns it and how many numbers it took.
+fn decode_call(key: &str, nums: &[f64]) -> Result<(Call, usize)> {
+  let bad = || Error::argument("malformed sliding-counter call");
+  let [op, weight, count, ..] = *nums else { return Err(bad()) };
+  if ![TAKE, PEEK, RESET, BLOCK, ADJUST].contains(&op) {
+    return Err(bad());
+  }
+  if !integer_in(count, 1.0, MAX_WINDOWS as f64) || nums.len() < 3 + 2 * count as usize {
+    return Err(bad());
+  }
+  let windows: Vec<Window> =
+    nums[3..3 + 2 * count as usize].chunks(2).map(|w| Window { limit: w[0], interval_us: w[1] }).collect();
+  for w in &windows {
+    if !integer_in(w.limit, 1.0, MAX_LIMIT) {
+      return Err(Error::argument(format!("limit must be an integer in [1, {MAX_LIMIT}], got {}", w.limit)));
+    }
+    if !integer_in(w.interval_us, 1.0, MAX_INTERVAL_US) {
+      return Err(Error::argument(format!("interval must be whole µs in [1, 10 years], got {}", w.interval_us)));
+    }
+  }
+  let (lo, hi) = match op {
+    BLOCK => (1.0, MAX_INTERVAL_US),
+    ADJUST => (-MAX_LIMIT, MAX_LIMIT),
+    _ => (0.0, MAX_LIMIT),
+  };
+  if !integer_in(weight, lo, hi) {
+    return Err(Error::argument(format!("weight must be an integer in [{lo}, {hi}], got {weight}")));
+  }
+  validate_key(key)?;
+  Ok((Call { key: key.to_owned(), op, weight, windows }, 3 + 2 * count as usize))
+}
+
+fn flatten(decisions: &[Decision]) -> Vec<f64> {
+  let mut out = vec![];
+  for d in decisions {
+    out.extend([if d.allowed { 1.0 } else { 0.0 }, d.retry_after_us]);
+    for w in &d.windows {
+      out.extend([w.remaining, w.retry_after_us, w.reset_after_us]);
+    }
+  }
+  out
+}
+
+impl Kind for SlidingCounter {
+  type Call = Vec<Call>;
+  type State = Box<State>;
+  const OPS: &'static [(&'static str, f64)] =
+    &[("take", TAKE), ("peek", PEEK), ("reset", RESET), ("block", BLOCK), ("adjust", ADJUST)];
+
+  fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
+    let mut calls = vec![];
+    let mut keys = crate::codec::parts(text);
+    let mut at = 0;
+    while at < nums.len() {
+      let key = keys.next().ok_or_else(|| Error::argument("malformed sliding-counter batch: missing key"))??;
+      let (call, used) = decode_call(key, &nums[at..])?;
+      calls.push(call);
+      at += used;
+    }
+    if keys.next().is_some() || calls.is_empty() {
+      return Err(Error::argument("malformed sliding-counter batch: keys and calls do not match"));
+    }
+    Ok(calls)
+  }
+
+  fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
+    let mut inner = store.lock();
+    let decisions: Vec<Decision> = calls
+      .iter()
+      .map(|call| {
+        let (state, expires_us) = inner.keyed::<SlidingCounter>(&call.key, now_us);
+        match call.op {
+          RESET => {
+            (*state, *expires_us) = (Box::default(), 0.0);
+            let windows = call.windows.iter().map(|w| WindowDecision { remaining: w.limit, ..idle() }).collect();
+            Decision { allowed: true, retry_after_us: 0.0, windows }
+          }
+          BLOCK => {
+            let left = state.block(call.weight, now_us) - now_us;
+            *expires_us = expires_us.max(now_us + left);
+            let windows = (0..call.windows.len())
+              .map(|i| {
+                let c = state.counters.get(i).copied().unwrap_or_default();
+                let reset = reset_us(&c, &call.windows[i], now_us).max(left);
+                WindowDecision { remaining: 0.0, retry_after_us: left, reset_after_us: reset }
+              })
+              .collect();
+            Decision { allowed: false, retry_after_us: left, windows }
+          }
+          op => {
+            let op = match op {
+              TAKE => Op::Take,
+              PEEK => Op::Peek,
+              _ => Op::Adjust,
+            };
+            let d = state.step(&call.windows, call.weight, op, now_us);
+            *expires_us = state.ttl_ms(&call.windows, now_us).map_or(0.0, |ms| now_us + ms * 1000.0);
+            d
+          }
+        }
+      })
+      .collect();
+    Ok(Reply::numbers(flatten(&decisions)))
+  }
+
+  async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
+    let groups = store.groups(calls.iter().map(|c| c.key.as_str()));
+    let decisions =
+      store.per_slot(&groups, "sliding-counter", |part| script_call(store, calls, part, now_us, lane)).await?;
+    Ok(Reply::numbers(flatten(&decisions)))
+  }
+}
+
+fn idle() -> WindowDecision {
+  WindowDecision { remaining: 0.0, retry_after_us: 0.0, reset_after_us: 0.0 }
+}
+
+/// The calls `part` of `calls` (one hash slot) in one script call.
+async fn script_call(
+  store: &RedisStore,
+  calls: &[Call],
+  part: &[usize],
+  now_us: Option<f64>,
+  lane: &Lane,
+) -> Result<Vec<Decision>> {
+  let mut keys: Vec<Key> = vec![];
+  let mut local: BTreeMap<&str, usize> = BTreeMap::new();
+  let mut args: Vec<Value> = vec![now_arg(now_us)];
+  for i in part {
+    let call = &calls[*i];
+    let k = *local.entry(call.key.as_str()).or_insert_with(|| {
+      keys.push(Key::from(call.key.as_str()));
+      keys.len()
+    });
+    args.extend([Value::Integer(k as i64), Value::Integer(call.op as i64), number(call.weight)]);
+    args.push(Value::Integer(call.windows.len() as i64));
+    for w in &call.windows {
+      args.extend([number(w.limit), number(w.interval_us)]);
+    }
+  }
+  let reply = store.run(lane, &SCRIPT, keys, args).await?;
+  let mut fields = reply.iter();
+  let mut next = || int(fields.next(), "sliding-counter");
+  let decisions = part
+    .iter()
+    .map(|i| {
+      let allowed = next()? == 1.0;
+      let retry_after_us = next()?;
+      let windows = (0..calls[*i].windows.len())
+        .map(|_| Ok(WindowDecision { remaining: next()?, retry_after_us: next()?, reset_after_us: next()? }))
+        .collect::<Result<Vec<_>>>()?;
+      Ok(Decision { allowed, retry_after_us, windows })
+    })
+    .collect::<Result<Vec<_>>>()?;
+  if fields.next().is_some() {
+    return Err(malformed("sliding-counter"));
+  }
+  Ok(decisions)
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::error::ErrorKind;
+
+  #[test]
+  fn decodes_calls_and_refuses_bad_numbers() {
+    let nums = [0.0, 1.0, 2.0, 5.0, 1e6, 10.0, 6e7, 4.0, -3.0, 1.0, 5.0, 1e6];
+    let calls = SlidingCounter::decode("1:a1:b", &nums).unwrap();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].windows.len(), 2);
+    assert_eq!((calls[1].op, calls[1].weight), (ADJUST, -3.0));
+    for bad in [
+      vec![5.0, 1.0, 1.0, 5.0, 1e6],
+      vec![3.0, 0.0, 1.0, 5.0, 1e6],
+      vec![0.0, -1.0, 1.0, 5.0, 1e6],
+      vec![0.0, 1.5, 1.0, 5.0, 1e6],
+      vec![0.0, 1.0, 0.0],
+      vec![0.0, 1.0, 2.0, 5.0, 1e6],
+      vec![0.0, 1.0, 1.0, 0.0, 1e6],
+      vec![0.0, 1.0, 1.0, 5.0, 0.5],
+    ] {
+      assert_eq!(SlidingCounter::decode("1:a", &bad).unwrap_err().kind, ErrorKind::InvalidArgument, "{bad:?}");
+    }
+    assert!(SlidingCounter::decode("1:a1:b", &[0.0, 1.0, 1.0, 5.0, 1e6]).is_err());
+  }
+}
