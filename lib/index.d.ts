@@ -566,6 +566,37 @@ export declare class SlidingWindowLimiter {
   ensure<T>(fn: () => T | Promise<T>, options?: { weight?: number }): Promise<T>
 }
 
+/** A SlidingCounterLimiter's answer: the most restrictive window's, plus every window's own. */
+export interface SlidingCounterDecision extends Decision {
+  windows: { limit: number; intervalMs: number; remaining: number; retryAfterMs: number; resetAfterMs: number }[]
+}
+
+/**
+ * An approximate sliding window per window of `windows` (Cloudflare's estimate: two counters
+ * per window, whatever the limit), decided and charged together: the weight in the window
+ * ending now is the previous calendar window's weight times the share of it still covered,
+ * plus the current one's. A calendar window never admits more than its limit; over a sliding
+ * window it can admit more (or less) when the previous window's calls were bunched.
+ */
+export interface SlidingCounterLimiter<P extends LimiterPolicy = LimiterPolicy>
+  extends Omit<RateLimiter<P>, 'intervalMs' | 'check' | 'peek'> {
+  /** The smallest window's limit: the largest weight that can ever be admitted. */
+  readonly limit: number
+  readonly windows: readonly Readonly<SlidingWindow>[]
+  /** Charges weight (default 1) to every window if all have room now; otherwise nothing. */
+  check(weight?: number): Promise<SlidingCounterDecision>
+  /** The decision a call of weight 1 would get now, charging nothing. */
+  peek(): Promise<SlidingCounterDecision>
+}
+/** An approximate sliding window per window of `windows`, decided and charged together. */
+export declare const SlidingCounterLimiter: {
+  new <P extends LimiterPolicy = 'raise'>(
+    store: Store,
+    options: LimiterOptions<P> & { windows: SlidingWindow[] },
+  ): SlidingCounterLimiter<P>
+  readonly prototype: SlidingCounterLimiter
+}
+
 /** Sentry's Quota: `limit` per `windowSeconds`, counted in granules of `granularitySeconds` (which must divide the window). */
 export interface Quota {
   windowSeconds: number

@@ -8,6 +8,7 @@ const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, UnlimitedLimi
 const { ConcurrentLimiter, Lease } = require('./concurrent')
 const { SlidingWindowLimiter, QuotaLimiter } = require('./windows')
 const { FairTenant } = require('./fair')
+const { Limiter: SlidingCounterLimiter } = require('./kinds/sliding-counter')
 
 module.exports = {
   SluiceError,
@@ -26,6 +27,7 @@ module.exports = {
   ConcurrentLimiter,
   Lease,
   SlidingWindowLimiter,
+  SlidingCounterLimiter,
   QuotaLimiter,
   FairTenant,
 }

@@ -17,6 +17,7 @@ export const {
   ConcurrentLimiter,
   Lease,
   SlidingWindowLimiter,
+  SlidingCounterLimiter,
   QuotaLimiter,
   FairTenant,
 } = sluice

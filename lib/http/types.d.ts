@@ -8,6 +8,7 @@ import type {
   LeakyLimiter,
   PointsLimiter,
   SlidingWindowLimiter,
+  SlidingCounterLimiter,
   DistributedPacer,
   PacerComposite,
 } from '../index.js'
@@ -19,6 +20,7 @@ export type DoorLimiter =
   | LeakyLimiter
   | PointsLimiter
   | SlidingWindowLimiter
+  | SlidingCounterLimiter
   | DistributedPacer
   | PacerComposite
   | null
@@ -47,9 +49,10 @@ export interface DoorOptions<Req, Res> {
   /**
    * 'fixed' (default): BucketLimiter, calendar-aligned windows; 'window': starts at the first
    * request; 'sliding': an exact sliding window; 'leaky': a burst of `limit`, then one per
-   * windowMs / limit; 'gcra': DistributedPacer.rateLimit, qps = limit / windowMs, maxBurst = limit.
+   * windowMs / limit; 'gcra': DistributedPacer.rateLimit, qps = limit / windowMs, maxBurst = limit;
+   * 'sliding-counter': an approximate sliding window, two counters per window (SlidingCounterLimiter).
    */
-  algorithm?: 'fixed' | 'window' | 'sliding' | 'leaky' | 'gcra'
+  algorithm?: 'fixed' | 'window' | 'sliding' | 'leaky' | 'gcra' | 'sliding-counter'
   /** Several windows, all or nothing (instead of limit and windowMs). */
   limits?: { limit: number; windowMs: number }[]
   /**

@@ -11,6 +11,7 @@ const KINDS = [
   require('./quota'),
   require('./fair'),
   require('./concurrent'),
+  require('./sliding-counter'),
 ]
 
 /** The kind of each statistics kind (`bucket` -> the limit kind, ...). */

@@ -1,0 +1,256 @@
+'use strict'
+// The approximate sliding window's kind and its limiter, SlidingCounterLimiter: per window two
+// counters (this calendar window's and the previous one's, weighted by its overlap with the
+// sliding window: Cloudflare's estimate), several windows decided and charged together. Call:
+// `{ owner, op, weight }`, the windows from the owner's `_spec`. Result: `[allowed, retryUs,
+// (remaining, retryUs, resetUs) per window]`, the wrong-type marker in the first `retryUs`
+// (src/store/kinds/sliding_counter.rs, lua/sliding_counter.lua).
+
+const native = require('../native')
+const { encodeParts } = require('../codec')
+const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
+const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('../limiter')
+
+const NATIVE_NAME = 'sliding_counter'
+const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
+const OP = OPS[NATIVE_NAME]
+
+class SlidingCounterCall {
+  constructor(owner, op, weight) {
+    this.owner = owner
+    this.op = op
+    this.weight = weight
+  }
+}
+
+/** Numbers of the result of a call of `owner`. */
+const resultLength = (owner) => 3 * owner._windows.length + 2
+
+/** Appends the numbers of call `c` to `nums` from `at`; returns where they end. */
+function put(nums, at, c) {
+  const spec = c.owner._spec
+  nums[at] = c.op
+  nums[at + 1] = c.weight
+  for (let i = 0; i < spec.length; i++) nums[at + 2 + i] = spec[i]
+  return at + 2 + spec.length
+}
+
+function encode(calls, nowUs) {
+  let length = 0
+  for (const c of calls) length += 2 + c.owner._spec.length
+  const nums = new Float64Array(length)
+  let at = 0
+  for (const c of calls) at = put(nums, at, c)
+  return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
+}
+
+const slidingCounter = {
+  code: CODE,
+  name: 'sliding-counter',
+  lane: CODE,
+  OP,
+  Call: SlidingCounterCall,
+  statsKinds: ['sliding-counter'],
+  // the previous calendar window still counts for a whole interval after it ends
+  lifetimeMs: (o) => 2 * longest(o.windows, (w) => w.intervalMs),
+
+  memory(store, c, degraded) {
+    const b = encode([c], store._begin())
+    return c.owner._decision(native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs), 0, degraded)
+  },
+
+  encode,
+  direct: (n, b) => native.redisDirect(n, CODE, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisCall(n, CODE, b.keys, b.nums, b.nowUs, lane),
+  keyOf: (c) => c.owner._key,
+
+  settle(store, out, calls, resolve, reject) {
+    let o = 0
+    for (let e = 0; e < calls.length; e++) {
+      const c = calls[e]
+      if (out[o + 1] === WRONG_TYPE) reject[e](wrongType('sliding-counter limiter', store.keyPrefix))
+      else resolve[e](c.owner._decision(out, o, false))
+      o += resultLength(c.owner)
+    }
+  },
+
+  /** As the rate limiters': 'local' decides on the embedded store; a reset or a block needs Redis. */
+  whenDown(policy, c) {
+    const owner = c.owner
+    if (policy.mode === 'local') return slidingCounter.memory(policy.local, c, true)
+    if (c.op === OP.reset || c.op === OP.block) throw policy.error
+    const windows = owner._windows
+    const out = new Float64Array(resultLength(owner))
+    if (policy.mode === 'allow' || c.op === OP.adjust) {
+      out[0] = 1
+      const charge = c.op === OP.take ? c.weight : 0
+      for (let i = 0; i < windows.length; i++) out[2 + 3 * i] = Math.max(0, windows[i].limit - charge)
+    } else {
+      out[1] = policy.retryUs
+      for (let i = 0; i < windows.length; i++) out[3 + 3 * i] = out[4 + 3 * i] = policy.retryUs
+    }
+    return owner._decision(out, 0, true)
+  },
+}
+
+const ms = (us) => (us > 0 ? Math.ceil(us / 1000) : 0)
+
+/**
+ * An approximate sliding window per window of `windows` (say 100 per minute and 1,000 per
+ * hour), decided and charged together, in two counters per window whatever the limit: the
+ * weight in the window ending now is estimated as the previous calendar window's weight times
+ * the share of it the sliding window still covers, plus the current one's. A call is admitted
+ * only if every window's estimate has room for it. Bound: a calendar window never admits more
+ * than its limit; over a sliding window it can admit more (or less) when the previous window's
+ * calls were bunched. Its Decision describes the most restrictive window, plus `windows[]`.
+ */
+class SlidingCounterLimiter extends Limiter {
+  constructor(store, options) {
+    const common = limiterOptions(store, options, ['windows'])
+    super(store, common, 'sliding-counter')
+    this._windows = windowsOption(common.options.windows)
+    this._limit = Math.min(...this._windows.map((w) => w.limit))
+    this._spec = [this._windows.length]
+    for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)
+  }
+
+  /** @internal the options shown by `store.limiters()` */
+  _statsOptions() {
+    return { windows: this._windows }
+  }
+
+  /** The windows, as configured. */
+  get windows() {
+    return this._windows
+  }
+
+  /** @internal one call of this kind */
+  _call(op, weight) {
+    return this._store._call(slidingCounter, new SlidingCounterCall(this, op, weight))
+  }
+
+  /** @internal a take (see Limiter), counted in statistics when `count` */
+  _take(weight, _maxWaitUs, count) {
+    if (!count) return this._call(OP.take, weight)
+    return this._call(OP.take, weight).then((d) => {
+      this._count(d, weight)
+      return d
+    })
+  }
+
+  /** @internal another operation (see Limiter) */
+  _op(name, weight) {
+    return this._call(OP[name], weight)
+  }
+
+  /**
+   * @internal a refund comes off the previous calendar window first, so it never frees room
+   * the refunded call did not take; once the shortest window has passed since the call, the
+   * call may be two calendar windows back and the refund is skipped
+   */
+  _refundable(_d, atMs) {
+    const shortest = Math.min(...this._windows.map((w) => w.intervalMs))
+    return elapsedMs(this._store) < atMs + shortest
+  }
+
+  /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
+  _decision(out, o, degraded = false) {
+    const allowed = out[o] === 1
+    let pick = 0
+    const windows = this._windows.map((w, i) => {
+      const at = o + 2 + 3 * i
+      return {
+        limit: w.limit,
+        intervalMs: w.intervalMs,
+        remaining: out[at],
+        retryAfterMs: ms(out[at + 1]),
+        resetAfterMs: ms(out[at + 2]),
+      }
+    })
+    // the most restrictive window: the one that refuses longest, or the one with least room
+    for (let i = 1; i < windows.length; i++) {
+      const w = windows[i]
+      const b = windows[pick]
+      if (allowed ? w.remaining < b.remaining : w.retryAfterMs > b.retryAfterMs) pick = i
+    }
+    const m = windows[pick]
+    return {
+      allowed,
+      limit: m.limit,
+      remaining: m.remaining,
+      retryAfterMs: ms(out[o + 1]),
+      resetAfterMs: m.resetAfterMs,
+      degraded,
+      windows,
+    }
+  }
+}
+
+// --- How the sites above the stores see it (see lib/kinds/kind.js) --
+
+/** A window `dw` of its Decision as door window `w`: if it refuses, until it admits; else its full reset. */
+function fromWindow(w, dw) {
+  w.remaining = dw.remaining
+  w.resetMs = dw.retryAfterMs > 0 ? dw.retryAfterMs : dw.resetAfterMs
+  return w
+}
+
+/** The door's answer for `d`, a decision of `limiter` on door windows `windows`. */
+function doorOutcome(door, limiter, key, weight, windows, d, at) {
+  windows.forEach((w, i) => fromWindow(w, d.windows[i]))
+  const refund = door.refundOf(limiter, weight, d, at)
+  return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
+}
+
+slidingCounter.door = {
+  algorithms: {
+    'sliding-counter': {
+      order: 6,
+      refunds: true,
+      /** One limiter of every window, charged together in one call. */
+      make: (lib, store, name, windows) =>
+        new SlidingCounterLimiter(store, {
+          name,
+          windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
+        }),
+      async check(door, limiter, key, weight, windows, at) {
+        return doorOutcome(door, limiter, key, weight, windows, await limiter.check(weight), at)
+      },
+    },
+  },
+  limiters: {
+    SlidingCounterLimiter: {
+      refunds: true,
+      async check(door, limiter, key, weight, at) {
+        const windows = limiter.windows.map((w) => ({ name: '', limit: w.limit, windowMs: w.intervalMs }))
+        const d = await limiter.check(weight)
+        return doorOutcome(door, limiter, key, weight, door.named(windows), d, at)
+      },
+    },
+  },
+}
+
+slidingCounter.inspect = {
+  resettable: true,
+  limiter: (lib, store, { name, options: o }) => new SlidingCounterLimiter(store, { name, windows: o.windows }),
+  async state(limiter) {
+    const d = await limiter.peek()
+    const windows = d.windows.map((w) => ({ limit: w.limit, intervalMs: w.intervalMs, remaining: w.remaining }))
+    return { windows, fill: Math.max(0, ...windows.map((w) => 1 - w.remaining / w.limit)) }
+  },
+  limitText: (o, per) => (o.windows || []).map((w) => `~${w.limit} / ${per(w.intervalMs)}`).join(', '),
+  words: (st, f) =>
+    st.windows.map((w) => `${f.count(w.remaining)}/${f.count(w.limit)} per ${f.interval(w.intervalMs)}`).join(', '),
+}
+
+/** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
+slidingCounter.bullmq = {
+  SlidingCounterLimiter: {
+    role: 'rate',
+    rateOf: (l) => Math.min(...l.windows.map((w) => (w.limit * 1000) / w.intervalMs)),
+  },
+}
+
+slidingCounter.Limiter = SlidingCounterLimiter
+
+module.exports = slidingCounter
