@@ -15,7 +15,7 @@ const DAY_MS = 86_400_000
 const INTERVALS = { second: 1_000, minute: 60_000, hour: 3_600_000, day: DAY_MS }
 /** A refund is skipped when its window may end within this margin (latency, clock skew). */
 const REFUND_MARGIN_MS = 250
-/** Most windows per limiter (sliding and sliding-counter). */
+/** Most windows per limiter (of the kinds with several windows). */
 const MAX_WINDOWS = 16
 
 function checkStore(store) {
@@ -176,8 +176,8 @@ function withinOptions(options, names) {
 }
 
 /**
- * What every one-decision limiter shares (the rate limiters of lib/limiters.js, and kinds such
- * as lib/kinds/sliding-counter.js): `check`, `peek`, `reset`, `block`, `withinLimit` and
+ * What every one-decision limiter shares (the rate limiters of lib/limiters.js, and the
+ * classes of kind files that hold their own): `check`, `peek`, `reset`, `block`, `withinLimit` and
  * `stats` over its kind's calls, one round trip each (calls of one tick share it), waiting in
  * `withinLimit` up to `waitTimeoutMs`. A subclass gives its store `key` (its kind's segment),
  * `_limit` (the largest weight it can ever admit), and the kind's calls:
