@@ -114,7 +114,7 @@ describe.each(STORE_KINDS)('SlidingCounterLimiter on %s', (kind) => {
   })
 
   it.skipIf(kind === 'memory')(
-    'keeps two counters per window in one hash with a TTL, and a wrong-type key fails only its call',
+    'keeps two counters per window in one string of doubles with a TTL, and a wrong-type key fails only its call',
     async () => {
       clock.set(T0)
       const l = make([
@@ -123,7 +123,7 @@ describe.each(STORE_KINDS)('SlidingCounterLimiter on %s', (kind) => {
       ])
       for (let i = 0; i < 20; i++) await l.check(50)
       const key = `${s.prefix}:sliding-counter:{${l.name}}`
-      expect(await s.raw!.hlen(key)).toBe(6)
+      expect(await s.raw!.strlen(key)).toBe(8 + 24 * 2) // the block's end, then start, prev, curr per window
       expect(await s.raw!.pttl(key)).toBeGreaterThan(0)
       const other = make([{ limit: 1, intervalMs: 1000 }])
       await s.raw!.set(`${s.prefix}:sliding-counter:{${other.name}}`, 'x', 'PX', 60_000)

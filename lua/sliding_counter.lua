@@ -3,10 +3,11 @@
 -- windows and charges all or none. Mirrors src/core/sliding_counter.rs step for step (the same
 -- doubles in the same order).
 --
--- KEYS[k]   the state of one limiter: a hash, per window i (1-based) 's<i>' = start of the
---           current calendar window (µs, a multiple of the interval), 'p<i>' = the weight of
---           the calendar window before it, 'c<i>' = the weight since 's<i>'; 'b' = the end of
---           a block (µs), absent when never blocked
+-- KEYS[k]   the state of one limiter: a string of little-endian doubles (struct.pack '<d'):
+--           the end of a block (µs, 0 when never blocked), then per window the start of the
+--           current calendar window (µs, a multiple of the interval), the weight of the
+--           calendar window before it, the weight since that start: 8 + 24 bytes per window
+--           (one read and one write per call: GET, SET ... PX)
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      per call: <key index (1-based)> <op> <weight> <window count> then per window
 --           <limit> <interval_us>; op (the kind's operation codes, src/store/kinds): 0 take
@@ -21,7 +22,7 @@
 -- Notes     the estimate of a window of interval I at now is prev × (I − elapsed) / I + curr,
 --           elapsed = now − start clamped to [0, I]; it only falls as time passes, so a refused
 --           call's retry is exact: the first whole µs that fits, from the closed form checked
---           against the estimate itself. The TTL (PEXPIRE, whole ms) runs until every window's
+--           against the estimate itself. The TTL (SET PX, whole ms) runs until every window's
 --           estimate is 0 and any block has ended; when now_us is given, plus 60 s (a test's
 --           ManualClock: Redis expires keys on its own clock). While a block lies ahead, a take
 --           is answered as a peek, refused, remaining 0, retry no earlier than its end. Every
@@ -40,10 +41,6 @@ else
   margin = 60000
 end
 local MAX_DELAY_US = 9e15
-
-local function num(x)
-  return string.format('%.17g', x)
-end
 
 -- counters rolled forward to the calendar window holding t (kept when the clock stepped back)
 local function rolled(s, p, c, interval, t)
@@ -124,21 +121,52 @@ while i <= nargs do
   assert(KEYS[k] and op and weight and nw and nw >= 1 and i + 3 + 2 * nw <= nargs, 'sliding_counter: malformed call')
   local key = KEYS[k]
   local limits, intervals = {}, {}
-  local fields = { 'b' }
   for w = 1, nw do
     limits[w], intervals[w] = tonumber(ARGV[i + 2 + 2 * w]), tonumber(ARGV[i + 3 + 2 * w])
-    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = 's' .. w, 'p' .. w, 'c' .. w
   end
   i = i + 4 + 2 * nw
-  local h = nil
+  local untl, S, P, C = 0, {}, {}, {}
   if not wrong[k] then
-    h = redis.pcall('HMGET', key, unpack(fields))
-    if h.err then
-      if string.sub(h.err, 1, 10) ~= 'WRONGTYPE ' then error(h) end
-      wrong[k], h = true, nil
+    local v = redis.pcall('GET', key)
+    if type(v) == 'table' and v.err then
+      if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+      wrong[k] = true
+    elseif v and (#v < 8 or (#v - 8) % 24 ~= 0) then
+      -- a string that is not ours (another writer uses the prefix)
+      wrong[k] = true
+    else
+      local stored = 0
+      if v then
+        untl = struct.unpack('<d', v, 1)
+        stored = (#v - 8) / 24
+      end
+      for w = 1, nw do
+        if w <= stored then
+          S[w], P[w], C[w] = struct.unpack('<ddd', v, 9 + 24 * (w - 1))
+        else
+          S[w], P[w], C[w] = 0, 0, 0
+        end
+      end
     end
   end
-  if h == nil then
+  -- the state with its TTL: the span until every window's estimate is 0 or the block ends
+  local function save()
+    local span = untl - now
+    local parts = { struct.pack('<d', untl) }
+    for w = 1, nw do
+      parts[w + 1] = struct.pack('<ddd', S[w], P[w], C[w])
+      local r = reset_us(S[w], P[w], C[w], intervals[w])
+      if r > span then span = r end
+    end
+    if span > 0 then
+      local px = math.ceil(span / 1000) + margin
+      if px < 1 then px = 1 end
+      redis.call('SET', key, table.concat(parts), 'PX', px)
+    else
+      redis.call('DEL', key)
+    end
+  end
+  if wrong[k] then
     push(0, -2)
     for w = 1, nw do
       push(0, 0)
@@ -146,11 +174,6 @@ while i <= nargs do
       nout = nout + 1
     end
   else
-    local untl = tonumber(h[1]) or 0
-    local S, P, C = {}, {}, {}
-    for w = 1, nw do
-      S[w], P[w], C[w] = tonumber(h[3 * w - 1]) or 0, tonumber(h[3 * w]) or 0, tonumber(h[3 * w + 1]) or 0
-    end
     if op == 2 then
       redis.call('DEL', key)
       push(1, 0)
@@ -163,12 +186,8 @@ while i <= nargs do
       -- weight = the block's duration
       local left = now + weight
       if untl > left then left = untl end
-      redis.call('HSET', key, 'b', num(left))
-      local px = math.ceil((left - now) / 1000) + margin
-      local pttl = redis.call('PTTL', key)
-      if pttl > px then px = pttl end
-      if px < 1 then px = 1 end
-      redis.call('PEXPIRE', key, px)
+      untl = left
+      save()
       push(0, left - now)
       for w = 1, nw do
         push(0, left - now)
@@ -188,8 +207,6 @@ while i <= nargs do
         if ok then retry[w] = 0 else retry[w] = retry_us(S[w], P[w], C[w], limits[w], intervals[w], weight) end
       end
       if op == 4 or (allowed and op == 0 and weight > 0) then
-        local set = {}
-        local span = untl - now
         for w = 1, nw do
           local rs, rp, rc = rolled(S[w], P[w], C[w], intervals[w], now)
           local curr
@@ -204,20 +221,8 @@ while i <= nargs do
             if curr < 0 then curr = 0 end
           end
           S[w], P[w], C[w] = rs, rp, curr
-          set[#set + 1], set[#set + 2] = 's' .. w, num(rs)
-          set[#set + 1], set[#set + 2] = 'p' .. w, num(rp)
-          set[#set + 1], set[#set + 2] = 'c' .. w, num(curr)
-          local r = reset_us(rs, rp, curr, intervals[w])
-          if r > span then span = r end
         end
-        redis.call('HSET', key, unpack(set))
-        if span > 0 then
-          local px = math.ceil(span / 1000) + margin
-          if px < 1 then px = 1 end
-          redis.call('PEXPIRE', key, px)
-        else
-          redis.call('DEL', key)
-        end
+        save()
       end
       allowed = allowed and not blocked
       local worst = 0

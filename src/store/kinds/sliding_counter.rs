@@ -1,6 +1,6 @@
 //! The approximate sliding window kind (`SlidingCounterLimiter`): two counters per window
 //! (`crate::core::sliding_counter`), several windows per limiter, all checked and charged
-//! together. Script `lua/sliding_counter.lua`; one hash per limiter key.
+//! together. Script `lua/sliding_counter.lua`; one string of doubles per limiter key.
 //!
 //! A call, as JS sends it: `text` = one key per call (in the encoding of `crate::codec`),
 //! `nums` = per call `[op, weight, window count, then per window limit, interval_us]`, `op`
