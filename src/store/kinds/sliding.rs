@@ -67,19 +67,7 @@ pub fn decode_sliding(nums: &[f64]) -> Result<(SlidingAction, f64, Vec<Window>, 
     BLOCK => SlidingAction::Block,
     _ => return Err(malformed()),
   };
-  if !integer_in(count, 1.0, MAX_WINDOWS as f64) || nums.len() < 3 + 2 * count as usize {
-    return Err(malformed());
-  }
-  let windows: Vec<Window> =
-    nums[3..3 + 2 * count as usize].chunks(2).map(|w| Window { limit: w[0], interval_us: w[1] }).collect();
-  for w in &windows {
-    if !integer_in(w.limit, 1.0, MAX_LIMIT) {
-      return Err(Error::argument(format!("limit must be an integer in [1, {MAX_LIMIT}], got {}", w.limit)));
-    }
-    if !integer_in(w.interval_us, 1.0, MAX_INTERVAL_US) {
-      return Err(Error::argument(format!("interval must be whole µs in [1, 10 years], got {}", w.interval_us)));
-    }
-  }
+  let windows = decode_windows(count, &nums[3..]).ok_or_else(malformed)??;
   if action == SlidingAction::Block {
     if !integer_in(weight, 1.0, MAX_INTERVAL_US) {
       return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {weight}")));
@@ -88,6 +76,27 @@ pub fn decode_sliding(nums: &[f64]) -> Result<(SlidingAction, f64, Vec<Window>, 
     return Err(Error::argument(format!("weight must be an integer in [0, {MAX_LIMIT}], got {weight}")));
   }
   Ok((action, weight, windows, 3 + 2 * count as usize))
+}
+
+/// `count` windows, `[limit, interval_us]` each, from the start of `nums`, validated: `None`
+/// when the count is not in 1..=[`MAX_WINDOWS`] or `nums` is too short (the call is
+/// malformed); an argument error for a bad limit or interval. Shared by the kinds whose calls
+/// carry windows (sliding, sliding counter).
+pub fn decode_windows(count: f64, nums: &[f64]) -> Option<Result<Vec<Window>>> {
+  if !integer_in(count, 1.0, MAX_WINDOWS as f64) || nums.len() < 2 * count as usize {
+    return None;
+  }
+  let windows: Vec<Window> =
+    nums[..2 * count as usize].chunks(2).map(|w| Window { limit: w[0], interval_us: w[1] }).collect();
+  for w in &windows {
+    if !integer_in(w.limit, 1.0, MAX_LIMIT) {
+      return Some(Err(Error::argument(format!("limit must be an integer in [1, {MAX_LIMIT}], got {}", w.limit))));
+    }
+    if !integer_in(w.interval_us, 1.0, MAX_INTERVAL_US) {
+      return Some(Err(Error::argument(format!("interval must be whole µs in [1, 10 years], got {}", w.interval_us))));
+    }
+  }
+  Some(Ok(windows))
 }
 
 impl SlidingBatch {

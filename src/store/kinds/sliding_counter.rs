@@ -10,6 +10,7 @@
 //! reset_after_us]`; `retry_after_us` is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a
 //! value of another type (Redis: nothing applied, the call refused).
 
+use super::sliding::decode_windows;
 use super::{Kind, Reply};
 use crate::core::sliding::Window;
 use crate::core::sliding_counter::{reset_us, Decision, Op, State, WindowDecision};
@@ -28,8 +29,6 @@ static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../
 /// The approximate sliding window kind (see the module docs).
 pub struct SlidingCounter;
 
-/// Most windows per limiter.
-pub const MAX_WINDOWS: usize = 16;
 pub const TAKE: f64 = 0.0;
 pub const PEEK: f64 = 1.0;
 pub const RESET: f64 = 2.0;
@@ -52,19 +51,7 @@ fn decode_call(key: &str, nums: &[f64]) -> Result<(Call, usize)> {
   if ![TAKE, PEEK, RESET, BLOCK, ADJUST].contains(&op) {
     return Err(bad());
   }
-  if !integer_in(count, 1.0, MAX_WINDOWS as f64) || nums.len() < 3 + 2 * count as usize {
-    return Err(bad());
-  }
-  let windows: Vec<Window> =
-    nums[3..3 + 2 * count as usize].chunks(2).map(|w| Window { limit: w[0], interval_us: w[1] }).collect();
-  for w in &windows {
-    if !integer_in(w.limit, 1.0, MAX_LIMIT) {
-      return Err(Error::argument(format!("limit must be an integer in [1, {MAX_LIMIT}], got {}", w.limit)));
-    }
-    if !integer_in(w.interval_us, 1.0, MAX_INTERVAL_US) {
-      return Err(Error::argument(format!("interval must be whole µs in [1, 10 years], got {}", w.interval_us)));
-    }
-  }
+  let windows = decode_windows(count, &nums[3..]).ok_or_else(bad)??;
   let (lo, hi) = match op {
     BLOCK => (1.0, MAX_INTERVAL_US),
     ADJUST => (-MAX_LIMIT, MAX_LIMIT),
