@@ -26,20 +26,6 @@ export declare class NativeRedisStore {
   close(): Promise<void>
 }
 
-/** The answer to `redisConcurrentBatch`. */
-export interface ConcurrentBatchReply {
-  values: Float64Array
-  grants: Array<string>
-}
-
-/** The answer to a concurrent-limiter operation on the embedded store. */
-export interface ConcurrentReply {
-  /** See `core::concurrent::Reply::values`. */
-  values: Array<number>
-  /** Slots handed to waiters: `"<waiter id> <token>"`, as the Redis store publishes them. */
-  grants: Array<string>
-}
-
 /**
  * Connects a pool (every connection up, cluster slots known) or fails within the connect
  * timeout.
@@ -49,15 +35,13 @@ export declare function connectRedis(options: NativeRedisOptions): Promise<Nativ
 /**
  * What to do next for a direct task: write `out` (`count` commands) and feed their replies
  * back to `redisDirectStep`; or, when `out` is absent, the call is done with `values` (and,
- * for a kind that answers strings, `text`; `grants` is the same strings decoded, for the
- * legacy concurrent entry).
+ * for a kind that answers strings, `text`).
  */
 export interface DirectStep {
   out?: Buffer
   count: number
   values?: Float64Array
   text?: string
-  grants?: Array<string>
 }
 
 /** One kind, as `kinds()` describes it. */
@@ -85,37 +69,10 @@ export declare function kinds(): Array<KindEntry>
 export declare function memoryCall(handle: ExternalObject<'MemoryStore'>, kind: number, text: string, nums: Float64Array, nowUs: number): Array<number> | MemoryReply
 
 /**
- * Legacy: one concurrent operation (`op`, the lease or waiter id, `[limit, lockUs, waitUs,
- * ttlMs]`) on the embedded store; its reply unpadded.
- */
-export declare function memoryConcurrent(handle: ExternalObject<'MemoryStore'>, key: string, op: number, id: string, nums: Float64Array, nowUs: number): ConcurrentReply
-
-/** Legacy: fair-tenant assignments on the embedded store (keys and ids as two lists). */
-export declare function memoryFair(handle: ExternalObject<'MemoryStore'>, keys: string, ids: string, nums: Float64Array, nowUs: number): Array<number>
-
-/**
  * Interns a key of the embedded store: the id to pass to `memoryStep`, valid until a
  * `memorySweep` that returns true.
  */
 export declare function memoryIntern(handle: ExternalObject<'MemoryStore'>, key: string): number
-
-/** Legacy: `memoryStep` of the counting limiters. */
-export declare function memoryLimitStep(handle: ExternalObject<'MemoryStore'>, id: number): void
-
-/** Legacy: `memoryCall` of pacer calls. */
-export declare function memoryPacerBatch(handle: ExternalObject<'MemoryStore'>, keys: string, args: Float64Array, nowUs: number): Array<number>
-
-/** Legacy: a pacer block on the embedded store; µs until the block ends. */
-export declare function memoryPacerBlock(handle: ExternalObject<'MemoryStore'>, key: string, nums: Float64Array, nowUs: number): number
-
-/** Legacy: `memoryStep` of the pacer. */
-export declare function memoryPacerStep(handle: ExternalObject<'MemoryStore'>, id: number): void
-
-/**
- * Legacy: one quota call (`mode`, `timestamp` apart) on the embedded store; its result
- * without its length.
- */
-export declare function memoryQuota(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, mode: number, timestamp: number, nowUs: number): Array<number>
 
 /** The answer of a call whose kind answers strings too. */
 export interface MemoryReply {
@@ -126,9 +83,6 @@ export interface MemoryReply {
    */
   text: string
 }
-
-/** Legacy: `memoryCall` of sliding-window calls. */
-export declare function memorySliding(handle: ExternalObject<'MemoryStore'>, keys: string, nums: Float64Array, nowUs: number): Array<number>
 
 /**
  * One call of kind `kind` on the embedded store, on an interned key, through the store's `io`
@@ -182,15 +136,6 @@ export interface NativeTlsOptions {
  */
 export declare function redisCall(store: NativeRedisStore, kind: number, text: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array | RedisReply>
 
-/**
- * Legacy: concurrent-limiter operations on a pool lane (keys and ids as two lists, 5
- * numbers per operation); resolves with 9 numbers per operation and the grants made.
- */
-export declare function redisConcurrentBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<ConcurrentBatchReply>
-
-/** Legacy: concurrent-limiter operations on the direct lane. */
-export declare function redisConcurrentDirect(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
-
 /** The same call on the direct lane: a task for `redisDirectStep` (a standalone server only). */
 export declare function redisDirect(store: NativeRedisStore, kind: number, text: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
@@ -201,41 +146,11 @@ export declare function redisDirect(store: NativeRedisStore, kind: number, text:
  */
 export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): DirectStep
 
-/** Legacy: fair-tenant assignments on a pool lane (keys and ids as two lists). */
-export declare function redisFairBatch(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
-
-/** Legacy: fair-tenant assignments on the direct lane. */
-export declare function redisFairDirect(store: NativeRedisStore, keys: string, ids: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
-
-/** Legacy: `redisCall` of counting-limiter calls. */
-export declare function redisLimitBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
-
-/** Legacy: `redisDirect` of counting-limiter calls. */
-export declare function redisLimitDirect(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
-
 /**
  * Grant messages received since the last call (`"<waiter id> <token>"`, or `"*"`: re-poll
  * every waiter), waiting for at least one; an empty list after `redisStopWakes` or close.
  */
 export declare function redisNextWakes(store: NativeRedisStore): Promise<string[]>
-
-/** Legacy: `redisCall` of pacer calls. */
-export declare function redisPacerBatch(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
-
-/** Legacy: a pacer block on a pool lane; resolves with `[µs until the block ends]`. */
-export declare function redisPacerBlock(store: NativeRedisStore, key: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
-
-/** Legacy: `redisDirect` of pacer calls. */
-export declare function redisPacerDirect(store: NativeRedisStore, keys: string, args: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
-
-/**
- * Legacy: `redisCall` of quota calls; resolves with, per call, its result length then its
- * result.
- */
-export declare function redisQuotaBatch(store: NativeRedisStore, keys: Array<string>, heads: Float64Array, nums: Float64Array, lane: number): Promise<Float64Array>
-
-/** Legacy: `redisDirect` of quota calls. */
-export declare function redisQuotaDirect(store: NativeRedisStore, keys: Array<string>, heads: Float64Array, nums: Float64Array): ExternalObject<'DirectTask'>
 
 /** The answer of a call whose kind answers strings too. */
 export interface RedisReply {
@@ -246,12 +161,6 @@ export interface RedisReply {
    */
   text: string
 }
-
-/** Legacy: `redisCall` of sliding-window calls. */
-export declare function redisSlidingBatch(store: NativeRedisStore, keys: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array>
-
-/** Legacy: `redisDirect` of sliding-window calls. */
-export declare function redisSlidingDirect(store: NativeRedisStore, keys: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /**
  * Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>

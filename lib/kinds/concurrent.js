@@ -5,7 +5,7 @@
 // with the reply and wake them.
 
 const native = require('../native')
-const { encodeParts } = require('../codec')
+const { encodeParts, appendPart, decodeParts } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
 const { acquire, release, extend, poll, cancel, stats } = OPS.concurrent
@@ -21,6 +21,16 @@ class ConcurrentCall {
   }
 }
 
+/** The numbers of `calls`: 5 per operation, `[op, limit, lockUs, waitUs, ttlMs]`. */
+function put(calls) {
+  const nums = new Float64Array(calls.length * 5)
+  for (let e = 0; e < calls.length; e++) {
+    const c = calls[e]
+    nums.set([c.op, c.nums[0], c.nums[1], c.nums[2], c.nums[3]], 5 * e)
+  }
+  return nums
+}
+
 const concurrent = {
   code: 5,
   name: 'concurrent',
@@ -32,26 +42,24 @@ const concurrent = {
 
   /** Grants go to the waiters of this process (the store's, shared by a RedisStore's 'local'). */
   memory(store, c) {
-    const reply = native.memoryConcurrent(store._handle, c.key, c.op, c.id, c.nums, store._begin())
-    for (const grant of reply.grants) store._waiters.wake(grant)
+    const nowUs = store._begin()
+    const reply = native.memoryCall(store._handle, concurrent.code, encodeParts([c.key, c.id]), put([c]), nowUs)
+    for (const grant of decodeParts(reply.text)) store._waiters.wake(grant)
     return reply.values
   },
 
   encode(calls, nowUs) {
-    const nums = new Float64Array(calls.length * 5)
-    for (let e = 0; e < calls.length; e++) {
-      const c = calls[e]
-      nums.set([c.op, c.nums[0], c.nums[1], c.nums[2], c.nums[3]], 5 * e)
-    }
-    return { keys: encodeParts(calls.map((c) => c.key)), ids: encodeParts(calls.map((c) => c.id)), nums, nowUs }
+    let keys = ''
+    for (const c of calls) keys = appendPart(appendPart(keys, c.key), c.id)
+    return { keys, nums: put(calls), nowUs }
   },
-  direct: (n, b) => native.redisConcurrentDirect(n, b.keys, b.ids, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisConcurrentBatch(n, b.keys, b.ids, b.nums, b.nowUs, lane),
+  direct: (n, b) => native.redisDirect(n, concurrent.code, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisCall(n, concurrent.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.key,
 
-  settle(store, { values, grants }, calls, resolve, reject) {
+  settle(store, { values, text }, calls, resolve, reject) {
     // this process's own waiters are woken from the reply, before the published message
-    for (const grant of grants) store._waiters.wake(grant)
+    for (const grant of decodeParts(text)) store._waiters.wake(grant)
     for (let e = 0; e < calls.length; e++) {
       if (values[RESULT * e] === WRONG_TYPE) reject[e](wrongType('concurrent limiter', store.keyPrefix))
       else resolve[e](values.subarray(RESULT * e, RESULT * (e + 1)))

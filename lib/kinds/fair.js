@@ -5,7 +5,7 @@
 // in the first.
 
 const native = require('../native')
-const { encodeParts } = require('../codec')
+const { encodeParts, appendPart } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
 
 /** The first number of a call: how the tenant's jobs are counted (FairTenant's `mode`). */
@@ -19,6 +19,13 @@ class FairCall {
   }
 }
 
+/** Per call its key then its job id, in the codec's encoding. */
+function keysAndIds(calls) {
+  let text = ''
+  for (const c of calls) text = appendPart(appendPart(text, c.key), c.id)
+  return text
+}
+
 const fair = {
   code: 4,
   name: 'fair',
@@ -29,7 +36,7 @@ const fair = {
   lifetimeMs: (o) => longest(o.rules, (r) => r.perMs),
 
   memory(store, c) {
-    return native.memoryFair(store._handle, encodeParts([c.key]), encodeParts([c.id]), c.nums, store._begin())
+    return native.memoryCall(store._handle, fair.code, encodeParts([c.key, c.id]), c.nums, store._begin())
   },
 
   encode(calls, nowUs) {
@@ -41,10 +48,10 @@ const fair = {
       nums.set(c.nums, at)
       at += c.nums.length
     }
-    return { keys: encodeParts(calls.map((c) => c.key)), ids: encodeParts(calls.map((c) => c.id)), nums, nowUs }
+    return { keys: keysAndIds(calls), nums, nowUs }
   },
-  direct: (n, b) => native.redisFairDirect(n, b.keys, b.ids, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisFairBatch(n, b.keys, b.ids, b.nums, b.nowUs, lane),
+  direct: (n, b) => native.redisDirect(n, fair.code, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisCall(n, fair.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.key,
 
   settle(store, out, calls, resolve, reject) {

@@ -16,8 +16,8 @@
 //   task, `pooled(native, batch, lane)` runs it on the pool; `settle(store, out, calls,
 //   resolve, reject)` decodes the reply, rejects a call whose marker says wrong type;
 //   `keyOf(call)`: a store key of the call (its hash slot is probed when Redis is down).
-// - `alone(native, call, nowUs, lane)` (optional): a call that is never batched (a call with
-//   `alone: true`), e.g. a pacer's block.
+// - `alone(store, call, nowUs)` (optional): a call that is never batched (a call with
+//   `alone: true`), e.g. a pacer's block, on the kind's pool lane.
 // - `whenDown(policy, call)`: the answer while Redis is down, by the store-down policy (see
 //   lib/store/whendown.js), or throws.
 //

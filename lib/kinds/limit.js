@@ -56,7 +56,7 @@ const limit = {
     io[3] = owner._intervalUs
     io[4] = c.maxWaitUs
     io[5] = nowUs
-    native.memoryLimitStep(store._handle, id)
+    native.memoryStep(store._handle, limit.code, id)
     return decide(c, io, 0, degraded)
   },
 
@@ -91,8 +91,8 @@ const limit = {
     }
     return { keys, nums, nowUs }
   },
-  direct: (n, b) => native.redisLimitDirect(n, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisLimitBatch(n, b.keys, b.nums, b.nowUs, lane),
+  direct: (n, b) => native.redisDirect(n, limit.code, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisCall(n, limit.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.owner._key,
 
   settle(store, out, calls, resolve, reject) {

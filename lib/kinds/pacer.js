@@ -8,8 +8,8 @@ const native = require('../native')
 const { encodeParts } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
-/** The second number of a call's encoding: how a call is decided. */
-const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace }
+/** The second number of a call's encoding: how a call is decided (a block is a call of its own). */
+const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace, block: OPS.pacer.block }
 /** Numbers per member in a batch (after the call's two: members, op). */
 const MEMBER_WIDTH = 4
 
@@ -35,11 +35,15 @@ class PacerCall {
   }
 }
 
-/** A block of one pacer key for `nums` = `[qps, maxBurst, factor, blockUs]`; answers µs until it ends. */
+/**
+ * A block of one pacer key for `nums` = `[qps, maxBurst, factor, blockUs]`; answers µs until
+ * it ends. Sent as the pacer kind's call of one entry in mode `block`.
+ */
 class PacerBlockCall {
   constructor(key, nums) {
     this.key = key
-    this.nums = nums
+    this.text = encodeParts([key])
+    this.nums = new Float64Array([1, OP.block, nums[3], nums[0], nums[1], nums[2]])
     this.alone = true
   }
 }
@@ -56,7 +60,7 @@ const pacer = {
 
   memory(store, c, degraded) {
     const nowUs = store._begin()
-    if (c.alone) return native.memoryPacerBlock(store._handle, c.key, c.nums, nowUs)
+    if (c.alone) return native.memoryCall(store._handle, pacer.code, c.text, c.nums, nowUs)[0]
     let out
     if (c.keys === null) {
       const owner = c.owner
@@ -68,10 +72,10 @@ const pacer = {
       out[3] = c.factor
       out[4] = c.pace ? 1 : 0
       out[5] = nowUs
-      native.memoryPacerStep(store._handle, id)
+      native.memoryStep(store._handle, pacer.code, id)
     } else {
       store._sweepFor(c.keys.length, nowUs)
-      out = native.memoryPacerBatch(store._handle, encodeParts(c.keys), new Float64Array(c.args), nowUs)
+      out = native.memoryCall(store._handle, pacer.code, encodeParts(c.keys), new Float64Array(c.args), nowUs)
     }
     return c.owner._outcome(out, 0, c.weight, degraded)
   },
@@ -102,10 +106,15 @@ const pacer = {
     }
     return { keys: encodeParts(keys), nums: new Float64Array(args), nowUs, first: keys[0] }
   },
-  direct: (n, b) => native.redisPacerDirect(n, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisPacerBatch(n, b.keys, b.nums, b.nowUs, lane),
+  direct: (n, b) => native.redisDirect(n, pacer.code, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisCall(n, pacer.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => (c.alone ? c.key : c.keys === null ? c.owner._storeKey : c.keys[0]),
-  alone: async (n, c, nowUs, lane) => (await native.redisPacerBlock(n, c.key, c.nums, nowUs, lane))[0],
+  /** A block on the pool lane: µs until it ends; its key holding another type rejects (ERR_SCRIPT). */
+  async alone(store, c, nowUs) {
+    const out = await native.redisCall(store._native, pacer.code, c.text, c.nums, nowUs, pacer.lane)
+    if (out[0] === WRONG_TYPE) throw wrongType('pacer', store.keyPrefix)
+    return out[0]
+  },
 
   settle(store, out, calls, resolve, reject) {
     const cache = store._denyCache

@@ -23,6 +23,24 @@ class QuotaCall {
   }
 }
 
+/** Writes call `c` at `timestamp` into `nums` from `at`; returns where it ends. */
+function put(nums, at, c, timestamp) {
+  nums[at] = c.nums.length
+  nums[at + 1] = c.mode
+  nums[at + 2] = timestamp
+  nums.set(c.nums, at + 3)
+  return at + 3 + c.nums.length
+}
+
+/** Call `c` on the embedded store `store` at `timestamp`: its result without its length. */
+function run(store, c, timestamp) {
+  const nums = new Float64Array(3 + c.nums.length)
+  put(nums, 0, c, timestamp)
+  const out = native.memoryCall(store._handle, quota.code, c.keys, nums, store._begin())
+  out.shift()
+  return out
+}
+
 const quota = {
   code: 3,
   name: 'quota',
@@ -32,28 +50,29 @@ const quota = {
   statsKinds: ['quota'],
   lifetimeMs: (o) => longest(o.quotas, (q) => q.windowSeconds * 1000),
 
+  /** Answers `[timestamp, ...]` (the result without its length). */
   memory(store, c) {
-    return native.memoryQuota(store._handle, c.keys, c.nums, c.mode, c.timestamp, store._begin())
+    return run(store, c, c.timestamp)
   },
 
+  /**
+   * Calls in the quota kind's layout: their counters' keys in turn (each call's `keys` is
+   * already encoded), and per call `[length, mode, timestamp, ...nums]`.
+   */
   encode(calls) {
     let length = 0
-    for (const c of calls) length += c.nums.length
-    const nums = new Float64Array(length)
-    const heads = new Float64Array(calls.length * 3)
-    let at = 0
-    for (let e = 0; e < calls.length; e++) {
-      const c = calls[e]
-      nums.set(c.nums, at)
-      at += c.nums.length
-      heads[3 * e] = c.nums.length
-      heads[3 * e + 1] = c.mode
-      heads[3 * e + 2] = c.redisTimestamp
+    let keys = ''
+    for (const c of calls) {
+      length += 3 + c.nums.length
+      keys += c.keys
     }
-    return { keys: calls.map((c) => c.keys), heads, nums }
+    const nums = new Float64Array(length)
+    let at = 0
+    for (const c of calls) at = put(nums, at, c, c.redisTimestamp)
+    return { keys, nums, nowUs: -1 }
   },
-  direct: (n, b) => native.redisQuotaDirect(n, b.keys, b.heads, b.nums),
-  pooled: (n, b, lane) => native.redisQuotaBatch(n, b.keys, b.heads, b.nums, lane),
+  direct: (n, b) => native.redisDirect(n, quota.code, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisCall(n, quota.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.keys,
 
   settle(store, out, calls, resolve, reject) {
@@ -76,9 +95,7 @@ const quota = {
     let out
     if (policy.mode === 'local') {
       const local = policy.local
-      out = Float64Array.from(
-        native.memoryQuota(local._handle, c.keys, c.nums, c.mode, c.redisTimestamp, local._begin()),
-      )
+      out = Float64Array.from(run(local, c, c.redisTimestamp))
     } else {
       const nums = c.nums
       const counters = nums[0]

@@ -46,7 +46,8 @@ const sliding = {
     const nowUs = store._begin()
     const nums = new Float64Array(2 + c.owner._spec.length)
     put(nums, 0, c)
-    return c.owner._decision(native.memorySliding(store._handle, encodeParts([c.owner._key]), nums, nowUs), 0, degraded)
+    const out = native.memoryCall(store._handle, sliding.code, encodeParts([c.owner._key]), nums, nowUs)
+    return c.owner._decision(out, 0, degraded)
   },
 
   cached(cache, c, atUs) {
@@ -73,8 +74,8 @@ const sliding = {
     for (const c of calls) at = put(nums, at, c)
     return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
   },
-  direct: (n, b) => native.redisSlidingDirect(n, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisSlidingBatch(n, b.keys, b.nums, b.nowUs, lane),
+  direct: (n, b) => native.redisDirect(n, sliding.code, b.keys, b.nums, b.nowUs),
+  pooled: (n, b, lane) => native.redisCall(n, sliding.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.owner._key,
 
   settle(store, out, calls, resolve, reject) {

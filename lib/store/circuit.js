@@ -60,7 +60,8 @@ class Circuit {
   _probe() {
     if (this._probing || this._store._closed || this.status === 'up') return
     this._probing = true
-    native.redisLimitBatch(this._store._native, encodeParts([this.probeKey]), PROBE_ARGS, -1, LIMIT.lane).then(
+    const key = encodeParts([this.probeKey])
+    native.redisCall(this._store._native, LIMIT.code, key, PROBE_ARGS, -1, LIMIT.lane).then(
       () => {
         this._probing = false
         this._recover()

@@ -83,7 +83,9 @@ class Lanes {
     try {
       const d = this._via(q)
       pending =
-        d === null ? pooled(q.lane).then(done) : d.run(direct()).then((step) => done(step.grants ? step : step.values))
+        d === null
+          ? pooled(q.lane).then(done)
+          : d.run(direct()).then((step) => done(step.text != null ? step : step.values))
     } catch (err) {
       return fail(err)
     }

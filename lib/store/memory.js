@@ -24,7 +24,7 @@ class MemoryStore {
     this.clock = clock
     // statistics: the process's counts are this store's counts
     this._stats = stats ? new StatsBook(() => (clock ? clock.now() : Date.now())) : null
-    this._io = new Float64Array(6) // numbers in, decision out (see memoryPacerStep, memoryLimitStep)
+    this._io = new Float64Array(6) // numbers in, decision out (see memoryStep)
     this._handle = native.memoryStoreNew(this._io)
     this._ids = new Map() // store key -> interned id; cleared whenever a sweep frees ids
     this._untilSweep = SWEEP_EVERY

@@ -192,7 +192,7 @@ class RedisStore extends EventEmitter {
       }
     }
     try {
-      return await kind.alone(this._native, c, this._nowUs(), kind.lane)
+      return await kind.alone(this, c, this._nowUs())
     } catch (err) {
       const error = fromNative(err)
       if (circuit.opens(error)) circuit.trip(error, kind.keyOf(c))

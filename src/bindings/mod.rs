@@ -9,12 +9,9 @@
 //! - [`memory`]: the embedded store (`memoryCall`, the io-buffer fast path `memoryStep`).
 //! - [`redis`]: the Redis store (`connectRedis`, `redisCall` on a pool lane, `redisDirect`
 //!   on the JS thread's socket, statistics, grant wake-ups).
-//! - [`legacy`]: the per-kind functions JS called before the registry, kept as thin wrappers
-//!   until JS has switched.
 // napi-derive registers exports only outside `cfg(test)`, so a test build sees them unused.
 #![cfg_attr(test, allow(dead_code))]
 
-mod legacy;
 mod memory;
 mod redis;
 

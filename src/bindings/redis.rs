@@ -218,15 +218,13 @@ pub type NativeTask = parking_lot::Mutex<DirectTask<'static>>;
 
 /// What to do next for a direct task: write `out` (`count` commands) and feed their replies
 /// back to `redisDirectStep`; or, when `out` is absent, the call is done with `values` (and,
-/// for a kind that answers strings, `text`; `grants` is the same strings decoded, for the
-/// legacy concurrent entry).
+/// for a kind that answers strings, `text`).
 #[napi(object, object_from_js = false)]
 pub struct DirectStep {
   pub out: Option<Buffer>,
   pub count: u32,
   pub values: Option<Float64Array>,
   pub text: Option<String>,
-  pub grants: Option<Vec<String>>,
 }
 
 /// Runs a direct task until it needs replies: first with no replies, then with the replies
@@ -239,15 +237,9 @@ pub fn redis_direct_step(
 ) -> Result<DirectStep> {
   let step = task.lock().step(replies.as_deref());
   match step {
-    Step::Send(out, count) => {
-      Ok(DirectStep { out: Some(out.into()), count: count as u32, values: None, text: None, grants: None })
-    }
+    Step::Send(out, count) => Ok(DirectStep { out: Some(out.into()), count: count as u32, values: None, text: None }),
     Step::Done(Ok(Reply { numbers, text })) => {
-      let grants = match &text {
-        Some(text) => Some(js(crate::codec::decode(text))?.into_iter().map(str::to_owned).collect()),
-        None => None,
-      };
-      Ok(DirectStep { out: None, count: 0, values: Some(Float64Array::new(numbers)), text, grants })
+      Ok(DirectStep { out: None, count: 0, values: Some(Float64Array::new(numbers)), text })
     }
     Step::Done(Err(e)) => Err(js_error(e)),
   }
