@@ -14,6 +14,10 @@
 --           -3: peek (the answer of a take with max_wait_us 0, charging nothing), -4: block
 --           (nobody admitted for <weight> µs; the counts are kept). While blocked, takes and
 --           peeks are refused (remaining 0, retry no earlier than the block's end).
+--           -5: group (a take with max wait 0, all or nothing with the -6 calls right after
+--           it: -6 member): every member is peeked first; only if all admit are all taken,
+--           else nothing is written and each member answers its peek. A group's keys are
+--           distinct (the caller checks).
 -- Returns   flat array, 4 integers per call: allowed (0/1), remaining, retry_after_us,
 --           reset_after_us; or 0, -2, 0, 0 when the call's key holds a value of another type
 --           (another writer uses our key prefix): that call is not applied (a reset does not
@@ -166,7 +170,7 @@ if nargs == 6 then
   if kind then
     local weight, max_wait = argv[3], argv[6]
     if weight == '1' then weight = 1 else weight = weight + 0 end
-    if max_wait == '0' then max_wait = 0 else max_wait = max_wait + 0 end
+    if max_wait == '0' or max_wait == '-5' then max_wait = 0 else max_wait = max_wait + 0 end
     local limit, interval = argv[4] + 0, argv[5] + 0
     local key = KEYS[1]
     -- a key of another type is that call's error; a value of another shape, or not finite,
@@ -203,14 +207,11 @@ end
 -- A batch: each key read once, its state kept in sA, sB[key index], written once at the end;
 -- wrong[k]: the key holds another type (its calls are answered 0, -2, 0, 0 and not applied).
 local sA, sB, sU, loaded, dirty, ttl, wrong = {}, {}, {}, {}, {}, {}, {}
-local out, nout = {}, 0
-for i = 2, nargs, 5 do
-  local code = argv[i] + 0
-  local kind = code % 4
-  local k = (code - kind) / 4
+
+-- One call on key index k (its state in sA, sB, sU, changed there): its four answers.
+local function decide(k, kind, weight, limit, interval, max_wait)
   local key = KEYS[k]
   if not key then error('limiter: malformed call') end
-  local weight, limit, interval, max_wait = argv[i + 1] + 0, argv[i + 2] + 0, argv[i + 3] + 0, argv[i + 4] + 0
   if not loaded[k] then
     loaded[k] = true
     local v = redis.pcall('GET', key)
@@ -227,12 +228,12 @@ for i = 2, nargs, 5 do
       end
     end
   end
-  if wrong[k] then
-    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 0, -2, 0, 0
-  elseif max_wait == -2 then
+  if wrong[k] then return 0, -2, 0, 0 end
+  if max_wait == -2 then
     sA[k], sB[k], sU[k], dirty[k] = nil, nil, nil, true
-    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 1, limit, 0, 0
-  elseif max_wait == -4 then
+    return 1, limit, 0, 0
+  end
+  if max_wait == -4 then
     local untl = now + weight
     if sU[k] and sU[k] > untl then untl = sU[k] end
     if sA[k] == nil then sA[k], sB[k] = -1, 0 end
@@ -241,24 +242,61 @@ for i = 2, nargs, 5 do
       if pttl > 0 then ttl[k] = pttl end
     end
     sU[k], dirty[k], ttl[k] = untl, true, block_px(untl, ttl[k])
-    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 0, 0, untl - now, untl - now
-  elseif sU[k] and sU[k] > now and max_wait ~= -1 then
+    return 0, 0, untl - now, untl - now
+  end
+  if sU[k] and sU[k] > now and max_wait ~= -1 then
     local _, _, retry, reset_after = step(kind, sA[k], sB[k], weight, limit, interval, -3, now, margin)
     local left = sU[k] - now
     left = left + (-left) % 1
     if retry < left then retry = left end
     if reset_after < left then reset_after = left end
-    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = 0, 0, retry, reset_after
-  else
-    local allowed, remaining, retry, reset_after, na, nb, px =
-      step(kind, sA[k], sB[k], weight, limit, interval, max_wait, now, margin)
-    if px then
-      if sU[k] and sU[k] > now then px = block_px(sU[k], px) end
-      sA[k], sB[k], dirty[k], ttl[k] = na, nb, true, px
-    end
-    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = allowed, remaining, retry, reset_after
+    return 0, 0, retry, reset_after
   end
-  nout = nout + 4
+  local allowed, remaining, retry, reset_after, na, nb, px =
+    step(kind, sA[k], sB[k], weight, limit, interval, max_wait, now, margin)
+  if px then
+    if sU[k] and sU[k] > now then px = block_px(sU[k], px) end
+    sA[k], sB[k], dirty[k], ttl[k] = na, nb, true, px
+  end
+  return allowed, remaining, retry, reset_after
+end
+
+-- The call at argv[i..i+4] with max wait `max_wait` instead of its own: its four answers.
+local function call_at(i, max_wait)
+  local code = argv[i] + 0
+  local kind = code % 4
+  return decide((code - kind) / 4, kind, argv[i + 1] + 0, argv[i + 2] + 0, argv[i + 3] + 0, max_wait)
+end
+
+local out, nout = {}, 0
+local i = 2
+while i <= nargs do
+  local max_wait = argv[i + 4] + 0
+  local j = i + 5
+  if max_wait == -5 then
+    -- a group: this call and the members right after it; peeked, then all taken or none
+    while j <= nargs and argv[j + 4] + 0 == -6 do j = j + 5 end
+    local all = true
+    for m = i, j - 5, 5 do
+      local allowed, remaining, retry, reset_after = call_at(m, -3)
+      if allowed ~= 1 then all = false end
+      out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = allowed, remaining, retry, reset_after
+      nout = nout + 4
+    end
+    if all then
+      nout = nout - 4 * (j - i) / 5
+      for m = i, j - 5, 5 do
+        out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = call_at(m, 0)
+        nout = nout + 4
+      end
+    end
+  elseif max_wait == -6 then
+    error('limiter: malformed call')
+  else
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = call_at(i, max_wait)
+    nout = nout + 4
+  end
+  i = j
 end
 
 for k in pairs(dirty) do

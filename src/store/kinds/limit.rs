@@ -7,9 +7,17 @@
 //! max_wait_us`, where `kind` is [`BUCKET`], [`WINDOW`] or [`LEAKY`] and `max_wait_us` ≥ 0
 //! asks for a take, [`PEEK`] for a take's answer without the charge, [`ADJUST`] for an
 //! unconditional charge (weight may be negative), [`RESET`] to delete the key, [`BLOCK`] to
-//! admit nobody for `weight` µs. Results: [`LIMIT_RESULT_FIELDS`] numbers per entry:
-//! `allowed (0/1), remaining, retry_after_us, reset_after_us`; `remaining` is
-//! [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a value of another type (Redis).
+//! admit nobody for `weight` µs, [`GROUP`] then [`MEMBER`]s for an all-or-nothing take.
+//! Results: [`LIMIT_RESULT_FIELDS`] numbers per entry: `allowed (0/1), remaining,
+//! retry_after_us, reset_after_us`; `remaining` is [`WRONG_TYPE`](super::WRONG_TYPE) when the
+//! key holds a value of another type (Redis).
+//!
+//! An all-or-nothing group (an HTTP door's several windows): an entry [`GROUP`] and the
+//! [`MEMBER`] entries right after it, each its own key (distinct), kind, limit and interval,
+//! one weight. Every member is first peeked (a take's answer with max wait 0); only if all
+//! admit are all taken, else nothing is charged and each member answers its peek (a window
+//! with room: allowed, its remaining without the charge). One script call: its keys must
+//! share a hash slot.
 //!
 //! The io-buffer step (`memory_io`): in, the entry's five numbers then `nowUs` (-1 = the
 //! system clock); out, its four result numbers.
@@ -18,7 +26,7 @@ use super::{memory_now, Kind, Reply};
 use crate::core::limit::{self, Decision, Op, Params, State, MAX_DELAY_US};
 use crate::error::{Error, Result};
 use crate::store::memory::{Inner, MemoryStore};
-use crate::store::redis::calls::{int, malformed, now_arg, number};
+use crate::store::redis::calls::{int, malformed, now_arg, number, CHUNK};
 use crate::store::redis::script::Script;
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
@@ -47,6 +55,12 @@ pub const RESET: f64 = -2.0;
 pub const PEEK: f64 = -3.0;
 /// `max_wait_us` code of a block (the weight field holds its duration, µs).
 pub const BLOCK: f64 = -4.0;
+/// `max_wait_us` code of the first member of an all-or-nothing group (a take, max wait 0).
+pub const GROUP: f64 = -5.0;
+/// `max_wait_us` code of a further member of the group opened just before.
+pub const MEMBER: f64 = -6.0;
+/// Most members of a group (they go in one script call).
+pub const MAX_GROUP: usize = 64;
 
 /// What one entry does.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,6 +69,10 @@ pub enum Action {
   Reset,
   /// Nobody is admitted for the entry's weight in µs (see `limit::block`).
   Block,
+  /// A take (max wait 0) of an all-or-nothing group; `opens`: its first member.
+  Group {
+    opens: bool,
+  },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -97,8 +115,50 @@ impl LimitBatch {
     if key_iter.next().is_some() {
       return Err(Error::argument("malformed limiter batch: more keys than entries"));
     }
+    check_groups(&batch)?;
     Ok(batch)
   }
+}
+
+/// The entries of `batch` grouped for deciding: each all-or-nothing group as one range (its
+/// members), every other entry alone.
+pub fn units(batch: &LimitBatch) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+  let mut i = 0;
+  std::iter::from_fn(move || {
+    let start = i;
+    if start >= batch.entries.len() {
+      return None;
+    }
+    i += 1;
+    if batch.entries[start].action == (Action::Group { opens: true }) {
+      while batch.entries.get(i).is_some_and(|e| e.action == Action::Group { opens: false }) {
+        i += 1;
+      }
+    }
+    Some(start..i)
+  })
+}
+
+/// A group opens before its members, holds distinct keys, one weight, at most [`MAX_GROUP`].
+fn check_groups(batch: &LimitBatch) -> Result<()> {
+  for unit in units(batch) {
+    let members = &batch.entries[unit];
+    if members[0].action == (Action::Group { opens: false }) {
+      return Err(Error::argument("malformed limiter batch: a group member outside a group"));
+    }
+    if members.len() > MAX_GROUP {
+      return Err(Error::argument(format!("a group holds at most {MAX_GROUP} members")));
+    }
+    for (i, m) in members.iter().enumerate().skip(1) {
+      if m.weight != members[0].weight {
+        return Err(Error::argument("malformed limiter batch: a group's members have one weight"));
+      }
+      if members[..i].iter().any(|o| o.key == m.key) {
+        return Err(Error::argument("malformed limiter batch: a group names a key twice"));
+      }
+    }
+  }
+  Ok(())
 }
 
 /// Decodes and validates one entry's [`LIMIT_FIELDS`] numbers.
@@ -122,6 +182,8 @@ pub fn decode_entry(f: &[f64]) -> Result<(limit::Kind, Params, f64, Action)> {
       return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {weight}")));
     }
     return Ok((kind, Params { limit, interval_us }, weight, Action::Block));
+  } else if max_wait_us == GROUP || max_wait_us == MEMBER {
+    Action::Group { opens: max_wait_us == GROUP }
   } else if max_wait_us.is_finite() && (0.0..=MAX_DELAY_US).contains(&max_wait_us) {
     Action::Step(Op::Take { max_wait_us })
   } else {
@@ -159,6 +221,8 @@ impl Kind for Limit {
     ("reset", RESET),
     ("peek", PEEK),
     ("block", BLOCK),
+    ("group", GROUP),
+    ("member", MEMBER),
   ];
 
   fn decode(text: &str, nums: &[f64]) -> Result<LimitBatch> {
@@ -205,6 +269,8 @@ fn step_on(
       return Decision { allowed: false, remaining: 0.0, retry_after_us: left, reset_after_us: left };
     }
     Action::Step(op) => op,
+    // alone (the io path), a group is a take
+    Action::Group { .. } => Op::Take { max_wait_us: 0.0 },
   };
   let outcome = limit::step(kind, state, params, weight, op, now_us);
   if let Some((next, ttl_ms)) = outcome.save {
@@ -229,23 +295,44 @@ impl MemoryStore {
     Ok(step_on(&mut inner, id, kind, params, weight, action, now_us))
   }
 
-  /// Rate-limiter calls, in order, under one lock acquisition.
+  /// Rate-limiter calls, in order, under one lock acquisition; a group all or nothing.
   pub fn limit_batch(&self, batch: &LimitBatch, now_us: f64) -> Vec<Decision> {
     let mut inner = self.lock();
     let ids: Vec<usize> = batch.keys.iter().map(|k| inner.intern(k)).collect();
-    batch
-      .entries
-      .iter()
-      .map(|e| step_on(&mut inner, ids[e.key], e.kind, &e.params, e.weight, e.action, now_us))
-      .collect()
+    let mut out = Vec::with_capacity(batch.entries.len());
+    let mut run = |e: &LimitEntry, action| step_on(&mut inner, ids[e.key], e.kind, &e.params, e.weight, action, now_us);
+    for unit in units(batch) {
+      let members = &batch.entries[unit];
+      if members.len() == 1 {
+        out.push(run(&members[0], members[0].action));
+        continue;
+      }
+      // every member peeked; all taken only if all admit
+      let peeks: Vec<Decision> = members.iter().map(|e| run(e, Action::Step(Op::Peek))).collect();
+      if peeks.iter().all(|d| d.allowed) {
+        out.extend(members.iter().map(|e| run(e, Action::Step(Op::Take { max_wait_us: 0.0 }))));
+      } else {
+        out.extend(peeks);
+      }
+    }
+    out
   }
 }
 
 impl RedisStore {
-  /// Decides a batch of rate-limiter calls; one script call per hash slot.
+  /// Decides a batch of rate-limiter calls; one script call per hash slot (and chunk), an
+  /// all-or-nothing group always within one (its keys must share a slot).
   pub async fn limit_batch(&self, batch: &LimitBatch, now_us: Option<f64>, lane: &Lane) -> Result<Vec<Decision>> {
-    let keys = batch.entries.iter().map(|e| batch.keys[e.key].as_str());
-    let groups = self.groups(keys);
+    let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
+    for unit in units(batch) {
+      let (first, members) = (unit.start, &batch.entries[unit.clone()]);
+      let slot = self.slot(&batch.keys[members[0].key]);
+      if members.iter().any(|m| self.slot(&batch.keys[m.key]) != slot) {
+        return Err(Error::argument("the keys of an all-or-nothing limiter group must share a hash slot"));
+      }
+      groups.entry((slot, first / CHUNK)).or_default().extend(unit);
+    }
+    let groups: Vec<Vec<usize>> = groups.into_values().collect();
     self.per_slot(&groups, "limiter", |entries| self.limit_call(batch, entries, now_us, lane)).await
   }
 
@@ -272,6 +359,8 @@ impl RedisStore {
         Action::Step(Op::Adjust) => ADJUST,
         Action::Step(Op::Peek) => PEEK,
         Action::Step(Op::Take { max_wait_us }) => max_wait_us,
+        Action::Group { opens: true } => GROUP,
+        Action::Group { opens: false } => MEMBER,
       };
       args.extend([
         Value::Integer((k * 4 + entry.kind as usize) as i64),
@@ -324,7 +413,7 @@ mod tests {
       [0.0, 1.0, 2.5, 1e6, 0.0],
       [0.0, 1.0, 5.0, 0.0, 0.0],
       [0.0, 1.0, 5.0, f64::NAN, 0.0],
-      [0.0, 1.0, 5.0, 1e6, -5.0],
+      [0.0, 1.0, 5.0, 1e6, -7.0], // -5, -6: GROUP, MEMBER
       [0.0, 0.0, 5.0, 1e6, BLOCK],
       [0.0, 1.5, 5.0, 1e6, BLOCK],
       [0.0, 1e16, 5.0, 1e6, BLOCK],
@@ -335,5 +424,44 @@ mod tests {
     }
     assert!(LimitBatch::decode("1:a1:b", &[0.0, 1.0, 5.0, 1e6, 0.0]).is_err());
     assert!(LimitBatch::decode("1:a", &[0.0, 1.0, 5.0, 1e6]).is_err());
+  }
+
+  #[test]
+  fn groups_are_checked_when_decoded() {
+    let g = |w: f64, code: f64| [0.0, w, 5.0, 1e6, code];
+    let ok = LimitBatch::decode("1:a1:b1:a", &[g(1.0, GROUP), g(1.0, MEMBER), g(1.0, GROUP)].concat()).unwrap();
+    assert_eq!(units(&ok).collect::<Vec<_>>(), [0..2, 2..3]);
+    for (keys, args) in [
+      ("1:a", g(1.0, MEMBER).to_vec()),
+      ("1:a1:b", [g(1.0, GROUP), g(2.0, MEMBER)].concat()),
+      ("1:a1:a", [g(1.0, GROUP), g(1.0, MEMBER)].concat()),
+      ("1:a1:b", [g(1.0, 0.0), g(1.0, MEMBER)].concat()),
+    ] {
+      assert_eq!(LimitBatch::decode(keys, &args).unwrap_err().kind, ErrorKind::InvalidArgument, "{args:?}");
+    }
+  }
+
+  #[test]
+  fn a_group_charges_all_or_nothing() {
+    let store = MemoryStore::new();
+    // a fixed window of 2 per second and one of 3 per minute, one weight
+    let call = |code: f64| [0.0, 1.0, 2.0, 1e6, code, 0.0, 1.0, 3.0, 6e7, MEMBER];
+    let group = |now: f64| {
+      let b = LimitBatch::decode("1:s1:m", &call(GROUP)).unwrap();
+      store.limit_batch(&b, now)
+    };
+    let t = 1_700_000_000e6;
+    assert!(group(t).iter().all(|d| d.allowed));
+    assert!(group(t + 1.0).iter().all(|d| d.allowed));
+    // the second window is full: refused, the minute charged nothing (it reports its room)
+    let refused = group(t + 2.0);
+    assert_eq!(refused.iter().map(|d| d.allowed).collect::<Vec<_>>(), [false, true]);
+    assert_eq!((refused[0].remaining, refused[1].remaining, refused[1].retry_after_us), (0.0, 1.0, 0.0));
+    assert_eq!(refused[0].retry_after_us, 1e6 - 2.0);
+    let next = group(t + 1e6);
+    assert!(next.iter().all(|d| d.allowed));
+    assert_eq!(next[1].remaining, 0.0, "the minute holds exactly the admitted three");
+    let full = group(t + 1e6 + 1.0);
+    assert_eq!(full.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(), [(true, 1.0), (false, 0.0)]);
   }
 }
