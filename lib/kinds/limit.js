@@ -8,7 +8,7 @@ const native = require('../native')
 const { appendPart } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
-const { bucket, window, leaky, adjust, reset, peek, block } = OPS.limit
+const { bucket, window, leaky, adjust, reset, peek, block, group, member } = OPS.limit
 /** The algorithms (the owner's `_kind`); points is leaky with other names. */
 const ALGORITHM = { bucket, window, leaky, points: leaky }
 /** Operations other than a take, in the `maxWaitUs` field. */
@@ -129,6 +129,106 @@ const limit = {
   },
 }
 
+// --- Several limiters in one call: all-or-nothing takes, refunds, resets -------------------
+
+/**
+ * One call over several limiters (`owners`, distinct keys in one hash slot), sent alone (never
+ * batched): `op` 'group' takes `weight` from every owner only if each admits (peeked first, in
+ * the same script call; else nothing is charged), `adjust` or `reset` applies to each.
+ */
+class LimitGroupCall {
+  constructor(owners, weight, op, count) {
+    this.owners = owners
+    this.weight = weight
+    this.count = count
+    this.alone = true
+    this.text = ''
+    this.nums = new Float64Array(owners.length * WIDTH)
+    for (let e = 0; e < owners.length; e++) {
+      const owner = owners[e]
+      this.text = appendPart(this.text, owner._key)
+      this.nums.set(
+        [owner._kind, weight, owner._limit, owner._intervalUs, op === group && e > 0 ? member : op],
+        e * WIDTH,
+      )
+    }
+  }
+}
+
+/** A group call's answer: `{ allowed (all), degraded, decisions }`, each window counted as the group went. */
+function decideGroup(c, out, degraded) {
+  const decisions = c.owners.map((owner, e) => owner._decision(out, 4 * e, degraded))
+  const allowed = decisions.every((d) => d.allowed)
+  if (c.count) {
+    c.owners.forEach((owner, e) => owner._count(allowed ? decisions[e] : { ...decisions[e], allowed }, c.weight))
+  }
+  return { allowed, degraded, decisions }
+}
+
+/** How a store runs a LimitGroupCall: `_call(limit.group, call)`. */
+limit.group = {
+  code: limit.code,
+  name: 'limit group',
+  lane: limit.lane,
+  Call: LimitGroupCall,
+  memory(store, c, degraded) {
+    const nowUs = store._begin()
+    store._sweepFor(c.owners.length, nowUs)
+    return decideGroup(c, native.memoryCall(store._handle, limit.code, c.text, c.nums, nowUs), degraded)
+  },
+  async alone(store, c, nowUs) {
+    const out = await native.redisCall(store._native, limit.code, c.text, c.nums, nowUs, limit.lane)
+    const wrong = c.owners.findIndex((_, e) => out[4 * e + 1] === WRONG_TYPE)
+    if (wrong >= 0) throw wrongType(`${c.owners[wrong]._statsKind} limiter`, store.keyPrefix)
+    return decideGroup(c, out, false)
+  },
+  /** As `limit.whenDown`, for each owner. */
+  whenDown(policy, c) {
+    if (policy.mode === 'local') return limit.group.memory(policy.local, c, true)
+    const op = c.nums[4]
+    if (op === OP.reset) throw policy.error
+    const out = c.owners.flatMap((owner) => {
+      const max = owner._limit
+      if (op === OP.adjust) return [1, max, 0, 0]
+      if (policy.mode === 'allow') return [1, Math.max(0, max - c.weight), 0, 0]
+      return [0, 0, policy.retryUs, policy.retryUs]
+    })
+    return decideGroup(c, out, true)
+  },
+  keyOf: (c) => c.owners[0]._key,
+}
+
+/**
+ * An HTTP door's several windows of one key (`members`, limiters whose keys share a hash
+ * tag), decided all or nothing in one store call, refunded and reset in one call.
+ */
+class LimitGroup {
+  constructor(members) {
+    this.members = members
+    this._store = members[0]._store
+  }
+
+  /** Takes `weight` from every window or none: `{ allowed, degraded, decisions }`. */
+  check(weight) {
+    return this._store._call(limit.group, new LimitGroupCall(this.members, weight, group, true))
+  }
+
+  /**
+   * Gives back `weight` charged by `decisions` (a check made at `atMs`, elapsedMs' clock): one
+   * adjust over the windows whose refund still lands in the window charged (as `_refund`).
+   */
+  refund(weight, decisions, atMs) {
+    const owners = this.members.filter((l, i) => !decisions[i].degraded && l._refundable(decisions[i], atMs))
+    if (owners.length === 0) return Promise.resolve(false)
+    return this._store._call(limit.group, new LimitGroupCall(owners, -weight, OP.adjust, false)).then(() => true)
+  }
+
+  /** Forgets every window's counts. */
+  async reset() {
+    await this._store._call(limit.group, new LimitGroupCall(this.members, 0, OP.reset, false))
+  }
+}
+
 // --- How the sites above the stores see a rate limiter (see lib/kinds/kind.js) ------------
 
 /** The limiter class of each statistics kind, by its name in the package's exports. */
@@ -141,58 +241,51 @@ function fromDecision(w, d) {
   return w
 }
 
-/**
- * Several counters (a door's `limits`), all or nothing: each window is charged on its own,
- * and when one refuses, those that admitted give their charge back. Not atomic: a concurrent
- * request can be refused by a charge about to be refunded (issue 25 item 4 replaces this
- * with one all-or-nothing store call).
- */
-async function chargeEach(door, limiters, key, weight, windows, at) {
-  const decisions = await Promise.all(limiters.map((l) => l.check(weight)))
-  const allowed = decisions.every((d) => d.allowed)
+/** A door's several windows, one all-or-nothing store call: each window as the store answered it. */
+async function checkGroup(door, limiters, key, weight, windows, at) {
+  const g = await limiters.check(weight)
   let retryAfterMs = 0
-  decisions.forEach((d, i) => {
+  g.decisions.forEach((d, i) => {
     fromDecision(windows[i], d)
     if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
   })
-  const degraded = decisions.some((d) => d.degraded)
-  const atE = door.elapsedAt(at)
-  if (!allowed && weight > 0) {
-    // all or nothing: the windows that admitted give their charge back
-    await Promise.all(
-      decisions.map((d, i) => {
-        if (!d.allowed) return null
-        windows[i].remaining = Math.min(windows[i].limit, d.remaining + weight)
-        return limiters[i]._refund(weight, d, atE)
-      }),
-    )
+  let refund = null
+  if (g.allowed && weight > 0 && door.config.refunds) {
+    const atE = door.elapsedAt(at)
+    refund = () => limiters.refund(weight, g.decisions, atE)
   }
-  const refund =
-    allowed && weight > 0 && door.config.refunds
-      ? () => Promise.all(limiters.map((l, i) => l._refund(weight, decisions[i], atE)))
-      : null
-  return door.outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at)
+  return door.outcome(key, weight, windows, g.allowed, g.degraded, retryAfterMs, refund, at)
 }
+
+/**
+ * The store key of window `i` of a door's several windows of counter `name`: one hash tag per
+ * door key, so the windows share a slot (one script call on a cluster); `v2` sets it apart from
+ * the one-window layout `<prefix>:<segment>:{<name>}`, which stays.
+ */
+const groupKey = (store, segment, name, i) => `${store.keyPrefix}:${segment}:v2:{${name}}:${i}`
 
 /** A door algorithm of counters of `statsKind`: one limiter per window. */
 const counters = (statsKind, order) => ({
   order,
   refunds: true,
   make(lib, store, name, windows) {
-    const made = windows.map(
-      (w, i) =>
-        new lib[CLASS[statsKind]](store, {
-          // `_<window>`: a second `_`, so never the name of one window of another key
-          name: windows.length === 1 ? name : `${name}_${i}`,
-          limit: w.limit,
-          interval: w.windowMs,
-          waitTimeoutMs: 0,
-        }),
-    )
-    return made.length === 1 ? made[0] : made
+    const made = windows.map((w, i) => {
+      const l = new lib[CLASS[statsKind]](store, {
+        // `_<window>`: a second `_`, so never the name of one window of another key
+        name: windows.length === 1 ? name : `${name}_${i}`,
+        limit: w.limit,
+        interval: w.windowMs,
+        waitTimeoutMs: 0,
+      })
+      // several windows: keys under one hash tag (statistics keep the window's name)
+      if (windows.length > 1) l._key = groupKey(store, statsKind, name, i)
+      return l
+    })
+    return made.length === 1 ? made[0] : new LimitGroup(made)
   },
+  members: (limiter) => (limiter instanceof LimitGroup ? limiter.members : [limiter]),
   async check(door, limiter, key, weight, windows, at) {
-    if (Array.isArray(limiter)) return chargeEach(door, limiter, key, weight, windows, at)
+    if (limiter instanceof LimitGroup) return checkGroup(door, limiter, key, weight, windows, at)
     // one counter: the common case, kept short (the weight is checked: straight to the
     // store), and counted in the store's statistics as check() counts
     const d = await limiter._call(weight, 0, true)
