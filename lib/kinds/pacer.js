@@ -205,17 +205,23 @@ pacer.door = {
       order: 5,
       refunds: false,
       resettable: false,
-      /** A pacer per window (a composite of them for several), maxBurst its limit. */
+      /**
+       * A pacer per window (a composite of them for several), maxBurst its limit. Several
+       * windows' store keys share a hash tag, `<prefix>:pacer:v2:{<counter>}:<i>`, so the
+       * composite is one script call on a cluster too (no undo); one window keeps
+       * `<prefix>:pacer:{<counter>}`. A counter name needs no escaping (`[A-Za-z0-9_-]`).
+       */
       make(lib, store, name, windows) {
-        const pacers = windows.map(
-          (w, i) =>
-            new lib.DistributedPacer(store, {
-              // a pacer's key may hold any character: `.` is in no counter name
-              key: windows.length === 1 ? name : `${name}.${i}`,
-              qps: (w.limit * 1000) / w.windowMs,
-              maxBurst: w.limit,
-            }),
-        )
+        const pacers = windows.map((w, i) => {
+          const p = new lib.DistributedPacer(store, {
+            // a pacer's key may hold any character: `.` is in no counter name
+            key: windows.length === 1 ? name : `${name}.${i}`,
+            qps: (w.limit * 1000) / w.windowMs,
+            maxBurst: w.limit,
+          })
+          if (windows.length > 1) p._storeKey = `${store.keyPrefix}:pacer:v2:{${name}}:${i}`
+          return p
+        })
         return pacers.length === 1 ? pacers[0] : new lib.PacerComposite(pacers)
       },
       members: (limiter) => limiter._leaves ?? [limiter],
