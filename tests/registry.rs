@@ -72,6 +72,13 @@ fn calls(tag: &str) -> Vec<(&'static str, Vec<String>, Vec<f64>)> {
       vec![key("s1"), key("s1")],
       vec![take, 1.0, 2.0, 2.0, 1e6, 5.0, 6e7, speek, 1.0, 1.0, 2.0, 1e6],
     ));
+    let (ctake, cpeek, cadjust) =
+      (op("sliding_counter", "take"), op("sliding_counter", "peek"), op("sliding_counter", "adjust"));
+    out.push((
+      "sliding_counter",
+      vec![key("sc1"), key("sc1"), key("sc1")],
+      vec![ctake, 1.0, 2.0, 2.0, 1e6, 5.0, 6e7, cpeek, 1.0, 1.0, 2.0, 1e6, cadjust, -1.0, 1.0, 2.0, 1e6],
+    ));
     // two quota calls of one tick, each with its own counters
     let (check_and_use, check) = (op("quota", "checkAndUse"), op("quota", "check"));
     let body = [1.0, 10.0, 5.0, 1.0, 2.0, 1.0, 0.0, 5.0];

@@ -8,7 +8,7 @@
 
 const native = require('../native')
 const { encodeParts } = require('../codec')
-const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, longest, windowed } = require('./kind')
 const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('../limiter')
 
 const NATIVE_NAME = 'sliding_counter'
@@ -233,21 +233,16 @@ slidingCounter.door = {
 slidingCounter.inspect = {
   resettable: true,
   limiter: (lib, store, { name, options: o }) => new SlidingCounterLimiter(store, { name, windows: o.windows }),
-  async state(limiter) {
-    const d = await limiter.peek()
-    const windows = d.windows.map((w) => ({ limit: w.limit, intervalMs: w.intervalMs, remaining: w.remaining }))
-    return { windows, fill: Math.max(0, ...windows.map((w) => 1 - w.remaining / w.limit)) }
-  },
+  state: async (limiter) => windowed.state(await limiter.peek()),
   limitText: (o, per) => (o.windows || []).map((w) => `~${w.limit} / ${per(w.intervalMs)}`).join(', '),
-  words: (st, f) =>
-    st.windows.map((w) => `${f.count(w.remaining)}/${f.count(w.limit)} per ${f.interval(w.intervalMs)}`).join(', '),
+  words: windowed.words,
 }
 
 /** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
 slidingCounter.bullmq = {
   SlidingCounterLimiter: {
     role: 'rate',
-    rateOf: (l) => Math.min(...l.windows.map((w) => (w.limit * 1000) / w.intervalMs)),
+    rateOf: windowed.rateOf,
   },
 }
 

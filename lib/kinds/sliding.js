@@ -6,7 +6,7 @@
 
 const native = require('../native')
 const { encodeParts } = require('../codec')
-const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, longest, windowed } = require('./kind')
 
 const { take, peek, reset, block } = OPS.sliding
 const OP = { take, peek, reset, block }
@@ -74,8 +74,6 @@ const sliding = {
     for (const c of calls) at = put(nums, at, c)
     return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
   },
-  direct: (n, b) => native.redisDirect(n, sliding.code, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisCall(n, sliding.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.owner._key,
 
   settle(store, out, calls, resolve, reject) {
@@ -164,21 +162,16 @@ sliding.door = {
 sliding.inspect = {
   resettable: true,
   limiter: (lib, store, { name, options: o }) => new lib.SlidingWindowLimiter(store, { name, windows: o.windows }),
-  async state(limiter) {
-    const d = await limiter.peek(0)
-    const windows = d.windows.map((w) => ({ limit: w.limit, intervalMs: w.intervalMs, remaining: w.remaining }))
-    return { windows, fill: Math.max(0, ...windows.map((w) => (w.limit > 0 ? 1 - w.remaining / w.limit : 1))) }
-  },
+  state: async (limiter) => windowed.state(await limiter.peek(0)),
   limitText: (o, per) => (o.windows || []).map((w) => `${w.limit} / ${per(w.intervalMs)}`).join(', '),
-  words: (st, f) =>
-    st.windows.map((w) => `${f.count(w.remaining)}/${f.count(w.limit)} per ${f.interval(w.intervalMs)}`).join(', '),
+  words: windowed.words,
 }
 
 /** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
 sliding.bullmq = {
   SlidingWindowLimiter: {
     role: 'rate',
-    rateOf: (l) => Math.min(...l.windows.map((w) => (w.limit * 1000) / w.intervalMs)),
+    rateOf: windowed.rateOf,
   },
 }
 
