@@ -12,6 +12,7 @@ const internal = createRequire(__filename)
 const { Door } = internal('../lib/http/door.js') as { Door: any }
 const { doorConfig } = internal('../lib/http/options.js') as { doorConfig: (options: object) => any }
 const { keyId } = internal('../lib/http/key.js') as { keyId: (key: string) => string }
+const { stateOf } = internal('../lib/inspect.js') as { stateOf: (store: Store, info: object) => Promise<any> }
 
 const T0 = 1_800_000_000_000 // a whole second (and minute)
 
@@ -80,6 +81,27 @@ for (const kind of STORE_KINDS) {
       const [big, small] = await Promise.all([d.decide({ key: 'k', cost: 3 }, {}), d.decide({ key: 'k', cost: 1 }, {})])
       expect([big.allowed, small.allowed]).toEqual([false, true])
       expect([await used(d, 'k', 0), await used(d, 'k', 1)]).toEqual([4, 4])
+      clock.advance(1000)
+    })
+
+    it("inspect (CLI, dashboard) reads a window of several at its key under the door key's tag", async () => {
+      const d = door(ctx.store, {
+        identifier: 'seen',
+        limits: [
+          { limit: 5, windowMs: 1000 },
+          { limit: 9, windowMs: 60_000 },
+        ],
+      })
+      for (let i = 0; i < 3; i++) await d.decide({ key: 'k' }, {})
+      const made = d._limiterFor(keyId('k'), null)
+      const left = []
+      for (const [i, m] of made.members.entries()) {
+        // what store.limiters() lists for it: kind, name and options (through JSON, as Redis keeps them)
+        const info = { kind: m._statsKind, name: m._statsName, options: JSON.parse(JSON.stringify(m._statsOptions())) }
+        left.push((await stateOf(ctx.store, info)).remaining)
+        expect(info.options.window).toEqual({ group: m._statsName.slice(0, -2), index: i })
+      }
+      expect(left).toEqual([2, 6])
       clock.advance(1000)
     })
 

@@ -36,9 +36,14 @@ class RateLimiter extends Limiter {
     this._limitName = limitName
   }
 
-  /** @internal the options shown by `store.limiters()` */
+  /**
+   * @internal the options shown by `store.limiters()`; a window of an HTTP door's several
+   * windows (`_window`, set by the limit kind's door) says which, so that inspect finds its key
+   */
   _statsOptions() {
-    return { [this._limitName]: this._limit, intervalMs: this._intervalMs }
+    const o = { [this._limitName]: this._limit, intervalMs: this._intervalMs }
+    if (this._window !== undefined) o.window = this._window
+    return o
   }
 
   /** Units admitted per interval. */

@@ -278,7 +278,10 @@ const counters = (statsKind, order) => ({
         waitTimeoutMs: 0,
       })
       // several windows: keys under one hash tag (statistics keep the window's name)
-      if (windows.length > 1) l._key = groupKey(store, statsKind, name, i)
+      if (windows.length > 1) {
+        l._key = groupKey(store, statsKind, name, i)
+        l._window = { group: name, index: i }
+      }
       return l
     })
     return made.length === 1 ? made[0] : new LimitGroup(made)
@@ -313,10 +316,14 @@ limit.door = {
 
 limit.inspect = {
   resettable: true,
-  limiter: (lib, store, { kind, name, options: o }) =>
-    kind === 'points'
-      ? new lib.PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
-      : new lib[CLASS[kind]](store, { name, limit: o.limit, interval: o.intervalMs }),
+  limiter(lib, store, { kind, name, options: o }) {
+    if (kind === 'points') return new lib.PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
+    const l = new lib[CLASS[kind]](store, { name, limit: o.limit, interval: o.intervalMs })
+    // a window of a door's several windows lives under the door key's hash tag
+    const w = o.window
+    if (w && typeof w.group === 'string' && Number.isInteger(w.index)) l._key = groupKey(store, kind, w.group, w.index)
+    return l
+  },
   async state(limiter) {
     const d = await limiter.peek()
     return {
