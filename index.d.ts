@@ -32,18 +32,6 @@ export declare class NativeRedisStore {
  */
 export declare function connectRedis(options: NativeRedisOptions): Promise<NativeRedisStore>
 
-/**
- * What to do next for a direct task: write `out` (`count` commands) and feed their replies
- * back to `redisDirectStep`; or, when `out` is absent, the call is done with `values` (and,
- * for a kind that answers strings, `text`).
- */
-export interface DirectStep {
-  out?: Buffer
-  count: number
-  values?: Float64Array
-  text?: string
-}
-
 /** One kind, as `kinds()` describes it. */
 export interface KindEntry {
   /** The kind's name (its registry line's module). */
@@ -62,7 +50,7 @@ export declare function kinds(): Array<KindEntry>
 
 /**
  * A call of kind `kind` on the embedded store: `text` (strings, encoded by lib/codec.js)
- * and `nums` in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs`
+ * and `nums` (read, not kept: no reference is made to it) in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs`
  * (-1 = the system clock). Answers the kind's flat results; with the strings it answers,
  * for a kind that answers strings.
  */
@@ -129,38 +117,38 @@ export interface NativeTlsOptions {
 }
 
 /**
- * A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/codec.js) and
- * `nums` in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs` (-1 =
- * Redis' clock). Resolves with the kind's flat results; with the strings it answers, for a
- * kind that answers strings.
+ * Gives the store its result buffer `out` (a `Float64Array`; a later call replaces it) and,
+ * the first time, the function its pool calls' results are announced to: `onDone(records,
+ * extra)` (see completions.rs for the records' layout). Keep `onDone` free of references to
+ * the store: the store's native side holds it.
  */
-export declare function redisCall(store: NativeRedisStore, kind: number, text: string, nums: Float64Array, nowUs: number, lane: number): Promise<Float64Array | RedisReply>
+export declare function redisAttach(store: NativeRedisStore, out: Float64Array, onDone: (records: number, extra?: Array<number[] | TextReply | string>) => void): void
+
+/**
+ * A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/codec.js) and
+ * `nums` in the kind's call layout (see its file under `src/store/kinds/`; read now, not
+ * kept), at `nowUs` (-1 = Redis' clock). Sent in call order (its ticket is taken here, on the
+ * JS thread, see `SendOrder`); its result is announced under `slot` (see `redisAttach`).
+ */
+export declare function redisCall(store: NativeRedisStore, kind: number, text: string, nums: Float64Array, nowUs: number, lane: number, slot: number): void
 
 /** The same call on the direct lane: a task for `redisDirectStep` (a standalone server only). */
 export declare function redisDirect(store: NativeRedisStore, kind: number, text: string, nums: Float64Array, nowUs: number): ExternalObject<'DirectTask'>
 
 /**
  * Runs a direct task until it needs replies: first with no replies, then with the replies
- * of the `count` commands it last handed out, concatenated as Redis sent them. A failed
- * call throws its store error.
+ * of the commands it last handed out, concatenated as Redis sent them. Answers the bytes to
+ * write (a copy: no finalizer), their command count in the result buffer's first number; or,
+ * done, the number `n` of results written at the result buffer's start; or the result
+ * itself when it holds strings or does not fit there. A failed call throws its store error.
  */
-export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): DirectStep
+export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): Buffer | number | number[] | TextReply
 
 /**
  * Grant messages received since the last call (`"<waiter id> <token>"`, or `"*"`: re-poll
  * every waiter), waiting for at least one; an empty list after `redisStopWakes` or close.
  */
 export declare function redisNextWakes(store: NativeRedisStore): Promise<string[]>
-
-/** The answer of a call whose kind answers strings too. */
-export interface RedisReply {
-  values: Float64Array
-  /**
-   * Strings, in lib/codec.js' encoding (for concurrent: the grants made, `"<waiter id>
-   * <token>"`, also published on `<key>:wake`).
-   */
-  text: string
-}
 
 /**
  * Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
@@ -177,6 +165,13 @@ export declare function redisStopWakes(store: NativeRedisStore): void
 export declare function redisSubscribe(store: NativeRedisStore, channel: string): Promise<void>
 
 export declare function redisUnsubscribe(store: NativeRedisStore, channel: string): Promise<void>
+
+/** A call's result as JS settles it when it does not travel inline in the buffer. */
+export interface TextReply {
+  values: Array<number>
+  /** Strings, in lib/codec.js' encoding (for concurrent: the grants made). */
+  text: string
+}
 
 /**
  * The marker a call's result carries in the field its kind names when the call's key holds

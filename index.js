@@ -843,6 +843,7 @@ module.exports.memoryIntern = nativeBinding.memoryIntern
 module.exports.memoryStep = nativeBinding.memoryStep
 module.exports.memoryStoreNew = nativeBinding.memoryStoreNew
 module.exports.memorySweep = nativeBinding.memorySweep
+module.exports.redisAttach = nativeBinding.redisAttach
 module.exports.redisCall = nativeBinding.redisCall
 module.exports.redisDirect = nativeBinding.redisDirect
 module.exports.redisDirectStep = nativeBinding.redisDirectStep

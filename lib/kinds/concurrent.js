@@ -6,7 +6,7 @@
 
 const native = require('../native')
 const { encodeParts, appendPart, decodeParts } = require('../codec')
-const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, numbers, wrongType } = require('./kind')
 
 const { acquire, release, extend, poll, cancel, stats } = OPS.concurrent
 const OP = { acquire, release, extend, poll, cancel, stats }
@@ -53,8 +53,6 @@ const concurrent = {
     for (const c of calls) keys = appendPart(appendPart(keys, c.key), c.id)
     return { keys, nums: put(calls), nowUs }
   },
-  direct: (n, b) => native.redisDirect(n, concurrent.code, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisCall(n, concurrent.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.key,
 
   settle(store, { values, text }, calls, resolve, reject) {
@@ -62,7 +60,7 @@ const concurrent = {
     for (const grant of decodeParts(text)) store._waiters.wake(grant)
     for (let e = 0; e < calls.length; e++) {
       if (values[RESULT * e] === WRONG_TYPE) reject[e](wrongType('concurrent limiter', store.keyPrefix))
-      else resolve[e](values.subarray(RESULT * e, RESULT * (e + 1)))
+      else resolve[e](numbers(values, RESULT * e, RESULT * (e + 1)))
     }
   },
 

@@ -6,7 +6,7 @@
 
 const native = require('../native')
 const { encodeParts, appendPart } = require('../codec')
-const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, numbers, wrongType, longest } = require('./kind')
 
 /** The first number of a call: how the tenant's jobs are counted (FairTenant's `mode`). */
 const MODE = { exact: OPS.fair.exact, approximate: OPS.fair.approximate }
@@ -50,8 +50,6 @@ const fair = {
     }
     return { keys: keysAndIds(calls), nums, nowUs }
   },
-  direct: (n, b) => native.redisDirect(n, fair.code, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisCall(n, fair.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.key,
 
   settle(store, out, calls, resolve, reject) {
@@ -59,7 +57,7 @@ const fair = {
     for (let e = 0; e < calls.length; e++) {
       const rules = calls[e].nums[1]
       if (out[o] === WRONG_TYPE) reject[e](wrongType('fair-tenant rule set', store.keyPrefix))
-      else resolve[e](out.subarray(o, o + rules))
+      else resolve[e](numbers(out, o, o + rules))
       o += rules
     }
   },

@@ -12,9 +12,11 @@
 //   the decoded result (`degraded`: answered for a RedisStore whose Redis is down).
 // - `cached(cache, call, atUs)` (optional): a RedisStore's local deny cache, before a call is
 //   queued: the answer when the cache has one, else undefined.
-// - `encode(calls, nowUs)`: a batch for native; `direct(native, batch)` makes the direct-lane
-//   task, `pooled(native, batch, lane)` runs it on the pool; `settle(store, out, calls,
-//   resolve, reject)` decodes the reply, rejects a call whose marker says wrong type;
+// - `encode(calls, nowUs)`: a batch for native, `{ keys, nums, nowUs }` in the kind's call
+//   layout (the store sends it on either lane, lib/store/lanes.js); `settle(store, out,
+//   calls, resolve, reject)` decodes the reply (`out`: numbers read at once, the buffer is
+//   reused; `{ values, text }` for a kind that answers strings), rejects a call whose marker
+//   says wrong type;
 //   `keyOf(call)`: a store key of the call (its hash slot is probed when Redis is down).
 // - `alone(store, call, nowUs)` (optional): a call that is never batched (a call with
 //   `alone: true`), e.g. a pacer's block, on the kind's pool lane.
@@ -74,6 +76,13 @@ const wrongType = (what, keyPrefix) =>
       `${JSON.stringify(keyPrefix)}; this call was not applied`,
   )
 
+/** `out[from..to)` copied (the result buffer is reused once a batch is settled). */
+function numbers(out, from, to) {
+  const copy = new Float64Array(to - from)
+  for (let i = from; i < to; i++) copy[i - from] = out[i]
+  return copy
+}
+
 /** The longest of `f(x)` over `list` (0 for an empty or missing list). */
 const longest = (list, f) => (Array.isArray(list) ? list.reduce((m, x) => Math.max(m, Number(f(x)) || 0), 0) : 0)
 
@@ -93,4 +102,4 @@ const windowed = {
   rateOf: (l) => Math.min(...l.windows.map((w) => (w.limit * 1000) / w.intervalMs)),
 }
 
-module.exports = { OPS, WRONG_TYPE, wrongType, longest, windowed }
+module.exports = { OPS, WRONG_TYPE, wrongType, longest, windowed, numbers }

@@ -91,8 +91,6 @@ const limit = {
     }
     return { keys, nums, nowUs }
   },
-  direct: (n, b) => native.redisDirect(n, limit.code, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisCall(n, limit.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.owner._key,
 
   settle(store, out, calls, resolve, reject) {

@@ -106,12 +106,10 @@ const pacer = {
     }
     return { keys: encodeParts(keys), nums: new Float64Array(args), nowUs, first: keys[0] }
   },
-  direct: (n, b) => native.redisDirect(n, pacer.code, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisCall(n, pacer.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => (c.alone ? c.key : c.keys === null ? c.owner._storeKey : c.keys[0]),
   /** A block on the pool lane: µs until it ends; its key holding another type rejects (ERR_SCRIPT). */
   async alone(store, c, nowUs) {
-    const out = await native.redisCall(store._native, pacer.code, c.text, c.nums, nowUs, pacer.lane)
+    const out = await store._poolCall(pacer.code, c.text, c.nums, nowUs, pacer.lane)
     if (out[0] === WRONG_TYPE) throw wrongType('pacer', store.keyPrefix)
     return out[0]
   },

@@ -6,7 +6,7 @@
 // (nothing for `use`), the marker in the timestamp.
 
 const native = require('../native')
-const { OPS, WRONG_TYPE, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, numbers, wrongType, longest } = require('./kind')
 
 const { check, checkAndUse, use } = OPS.quota
 const MODE = { check, checkAndUse, use }
@@ -71,8 +71,6 @@ const quota = {
     for (const c of calls) at = put(nums, at, c, c.redisTimestamp)
     return { keys, nums, nowUs: -1 }
   },
-  direct: (n, b) => native.redisDirect(n, quota.code, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisCall(n, quota.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.keys,
 
   settle(store, out, calls, resolve, reject) {
@@ -81,7 +79,7 @@ const quota = {
       const length = out[o]
       // the timestamp is the marker
       if (out[o + 1] === WRONG_TYPE) reject[e](wrongType('quota', store.keyPrefix))
-      else resolve[e](out.subarray(o + 1, o + 1 + length))
+      else resolve[e](numbers(out, o + 1, o + 1 + length))
       o += 1 + length
     }
   },

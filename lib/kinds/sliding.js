@@ -74,8 +74,6 @@ const sliding = {
     for (const c of calls) at = put(nums, at, c)
     return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
   },
-  direct: (n, b) => native.redisDirect(n, sliding.code, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisCall(n, sliding.code, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.owner._key,
 
   settle(store, out, calls, resolve, reject) {

@@ -6,8 +6,9 @@
 
 /**
  * One queue of store calls of one kind. `send(calls, resolve, reject)` sends a batch of at most
- * `maxBatch` calls (the arrays are the batcher's: the callee may keep them) and returns a
- * promise that settles once every call of the batch is settled; a throw rejects them all.
+ * `maxBatch` calls (the arrays are the batcher's: the callee may keep them) and returns true
+ * when the batch is under way (the callee calls `done()` once every call of it is settled),
+ * false when it is settled already; a throw rejects them all.
  * Batches leave in call order; the store sends them on one connection, so they reach Redis in
  * that order too.
  */
@@ -22,7 +23,6 @@ class Batcher {
     this._inFlight = 0
     this._scheduled = false
     this._flushBound = () => this._flush()
-    this._doneBound = () => this._done()
     /** Batches sent and calls they carried, since the store was made (for benchmarks and tests). */
     this.batches = 0
     this.calls = 0
@@ -59,19 +59,18 @@ class Batcher {
       this._inFlight++
       this.batches++
       this.calls += calls.length
-      let pending
+      let later = false
       try {
-        pending = this._send(calls, resolve, reject)
+        later = this._send(calls, resolve, reject)
       } catch (err) {
         for (const r of reject) r(err)
       }
-      if (pending) pending.then(this._doneBound, this._doneBound)
-      else this._done()
+      if (!later) this.done()
     }
   }
 
   /** A batch finished: the calls queued meanwhile leave together, after this tick's own. */
-  _done() {
+  done() {
     this._inFlight--
     if (this._calls.length > 0 && !this._scheduled) {
       this._scheduled = true

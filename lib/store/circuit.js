@@ -3,8 +3,8 @@
 // (status 'down', 'down' emitted, the store-down policy answers), a probe every
 // `probeIntervalMs` closes it when Redis answers again ('up').
 
-const native = require('../native')
 const { fromNative } = require('../errors')
+const slots = require('./slots')
 const { encodeParts } = require('../codec')
 const { STORE_FAILURES } = require('./errors')
 const LIMIT = require('../kinds/limit')
@@ -61,7 +61,7 @@ class Circuit {
     if (this._probing || this._store._closed || this.status === 'up') return
     this._probing = true
     const key = encodeParts([this.probeKey])
-    native.redisCall(this._store._native, LIMIT.code, key, PROBE_ARGS, -1, LIMIT.lane).then(
+    slots.call(this._store._native, LIMIT.code, key, PROBE_ARGS, -1, LIMIT.lane).then(
       () => {
         this._probing = false
         this._recover()

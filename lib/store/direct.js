@@ -12,6 +12,7 @@
 const net = require('node:net')
 const native = require('../native')
 const { SluiceError, fromNative } = require('../errors')
+const { OUT } = require('./slots')
 
 const CR = 13
 const LF = 10
@@ -213,9 +214,13 @@ class DirectConnection {
     this._dial(connectTimeoutMs)
   }
 
-  /** Runs a direct task (see `redisDirectStep`): resolves with its last step. */
-  run(task) {
-    return new Promise((resolve, reject) => this._step(task, null, resolve, reject))
+  /**
+   * Runs a direct task (see `redisDirectStep`): `done(out)` with its result (the result
+   * buffer, read at once, or the result itself), or `fail(error)`; called once, never from
+   * this call.
+   */
+  run(task, done, fail) {
+    this._step(task, null, done, fail)
   }
 
   _step(task, replies, resolve, reject) {
@@ -225,14 +230,16 @@ class DirectConnection {
     } catch (err) {
       return reject(fromNative(err))
     }
-    if (!step.out) return resolve(step)
+    if (typeof step === 'number') return resolve(OUT)
+    if (!Buffer.isBuffer(step)) return resolve(step)
     if (!this.ready) return reject(unavailable('the connection to Redis was lost'))
-    this._socket.write(step.out)
+    const count = OUT[0]
+    this._socket.write(step)
     if (this._queue.length === this._head) {
       if (this._timer === null) this._timer = setTimeout(this._onTimer, this._timeoutMs)
       else this._timer.ref()
     }
-    this._queue.push({ task, count: step.count, start: performance.now(), resolve, reject })
+    this._queue.push({ task, count, start: performance.now(), resolve, reject })
   }
 
   _data(chunk) {

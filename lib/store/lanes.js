@@ -3,9 +3,11 @@
 // the direct connection when it is up, else on the queue's own pool connection (its lane);
 // a failure opens the circuit, and batches already written are waited for at close().
 
+const native = require('../native')
 const { fromNative } = require('../errors')
 const { Batcher } = require('./batcher')
 const { closedError } = require('./errors')
+const slots = require('./slots')
 
 /**
  * How each kind's calls are batched (see batcher.js). `maxBatch`: calls per native call and
@@ -55,46 +57,70 @@ class Lanes {
   }
 
   /**
-   * Sends one batch of queue `q`: on the direct connection, `direct()` makes the native task;
-   * on the pool, `pooled(lane)` makes the native call; `done(out)` settles the calls. A store
-   * failure opens the circuit; then, and while it is open, `degrade()` answers every call by
-   * the store-down policy ('error': they reject with the store's error). Any other failure
-   * rejects them all. `key`: a key of the batch (the probes go to its node). Returns the
-   * promise the batcher waits on.
+   * Sends one batch of `kind`'s `calls` on queue `q`: on the direct connection or on the pool
+   * (its result comes back under a slot, see slots.js); `kind.settle` settles the calls. A
+   * store failure opens the circuit; then, and while it is open, `degrade()` answers every
+   * call by the store-down policy ('error': they reject with the store's error). Any other
+   * failure rejects them all. Returns true when the batch is under way (the batcher hears
+   * `done()` when it is settled).
    */
-  batch(q, reject, direct, pooled, done, degrade, key) {
+  batch(q, kind, calls, resolve, reject, degrade) {
     const store = this._store
     const circuit = store._circuit
     const fail = (err) => {
       const error = fromNative(err)
       if (circuit.opens(error)) {
-        circuit.trip(error, key)
+        // the probes go to the node of a key of the batch
+        circuit.trip(error, kind.keyOf(calls[0]))
         if (circuit.policy.mode !== 'error') return degrade()
       }
       for (const r of reject) r(error)
     }
-    if (store._closed) return fail(closedError())
-    if (circuit.status === 'down') {
-      if (circuit.policy.mode !== 'error') return degrade()
-      for (const r of reject) r(circuit.policy.error)
-      return
+    if (store._closed) {
+      fail(closedError())
+      return false
     }
-    let pending
+    if (circuit.status === 'down') {
+      if (circuit.policy.mode !== 'error') degrade()
+      else for (const r of reject) r(circuit.policy.error)
+      return false
+    }
+    const done = (out) => {
+      this._settled()
+      try {
+        kind.settle(store, out, calls, resolve, reject)
+      } catch (err) {
+        for (const r of reject) r(fromNative(err))
+      }
+      q.batcher.done()
+    }
+    const failed = (err) => {
+      this._settled()
+      fail(err)
+      q.batcher.done()
+    }
     try {
+      const b = kind.encode(calls, store._nowUs())
+      const n = store._native
       const d = this._via(q)
-      pending =
-        d === null
-          ? pooled(q.lane).then(done)
-          : d.run(direct()).then((step) => done(step.text != null ? step : step.values))
+      if (d === null) {
+        const slot = slots.take(done, failed)
+        try {
+          native.redisCall(n, kind.code, b.keys, b.nums, b.nowUs, q.lane, slot)
+        } catch (err) {
+          slots.release(slot)
+          throw err
+        }
+      } else {
+        d.run(native.redisDirect(n, kind.code, b.keys, b.nums, b.nowUs), done, failed)
+      }
     } catch (err) {
-      return fail(err)
+      fail(err)
+      return false
     }
     // written: close() waits for its reply (it may have been applied), see `drain`
     this._inFlight++
-    return pending.then(this._settled, (err) => {
-      this._settled()
-      return fail(err)
-    })
+    return true
   }
 
   /**

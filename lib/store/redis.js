@@ -18,6 +18,7 @@ const { RedisWaiters } = require('./waiters')
 const { StatsWriter } = require('./stats-writer')
 const { MemoryStore } = require('./memory')
 const { closedError } = require('./errors')
+const slots = require('./slots')
 const { KINDS } = require('../kinds')
 
 const PRIVATE = Symbol('sluice.private')
@@ -46,6 +47,8 @@ class RedisStore extends EventEmitter {
     this.keyPrefix = keyPrefix
     this.clock = clock
     this._native = nativeStore
+    // results come back through the process's result buffer and slots (see slots.js)
+    native.redisAttach(nativeStore, slots.OUT, slots.announced)
     this._commandTimeoutMs = o.commandTimeoutMs
     this._closed = false
     // concurrent limiters: this process's waiters and the grant channels they listen on
@@ -165,16 +168,8 @@ class RedisStore extends EventEmitter {
 
   /** @internal sends one batch of `kind` on queue `q` (see Lanes.batch) */
   _send(kind, calls, resolve, reject, q) {
-    const batch = kind.encode(calls, this._nowUs())
-    const n = this._native
-    return this._lanes.batch(
-      q,
-      reject,
-      () => kind.direct(n, batch),
-      (lane) => kind.pooled(n, batch, lane),
-      (out) => kind.settle(this, out, calls, resolve, reject),
-      () => this._circuit.policy.answer(kind, calls, resolve, reject),
-      kind.keyOf(calls[0]),
+    return this._lanes.batch(q, kind, calls, resolve, reject, () =>
+      this._circuit.policy.answer(kind, calls, resolve, reject),
     )
   }
 
@@ -198,6 +193,11 @@ class RedisStore extends EventEmitter {
       if (circuit.opens(error)) circuit.trip(error, kind.keyOf(c))
       throw error
     }
+  }
+
+  /** @internal one call of kind `code` outside any batch, on pool lane `lane`: a promise of its result */
+  _poolCall(code, text, nums, nowUs, lane) {
+    return slots.call(this._native, code, text, nums, nowUs, lane)
   }
 
   /** @internal writes the counts taken since the last flush (see StatsWriter.flush) */

@@ -96,7 +96,7 @@ pub struct MemoryReply {
 }
 
 /// A call of kind `kind` on the embedded store: `text` (strings, encoded by lib/codec.js)
-/// and `nums` in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs`
+/// and `nums` (read, not kept: no reference is made to it) in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs`
 /// (-1 = the system clock). Answers the kind's flat results; with the strings it answers,
 /// for a kind that answers strings.
 #[napi(catch_unwind)]
@@ -104,7 +104,7 @@ pub fn memory_call(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &Handle,
   kind: u32,
   text: String,
-  nums: Float64Array,
+  nums: Float64ArraySlice,
   now_us: f64,
 ) -> Result<Either<Vec<f64>, MemoryReply>> {
   struct Call<'a>(&'a MemoryStore, &'a str, &'a [f64], f64);

@@ -12,6 +12,7 @@
 // napi-derive registers exports only outside `cfg(test)`, so a test build sees them unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod completions;
 mod memory;
 mod redis;
 

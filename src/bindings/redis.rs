@@ -4,15 +4,19 @@
 //! store's own operations that are not kinds: statistics, grant wake-ups, close.
 //!
 //! Functions rather than async methods: a method keeps a reference to `this` per call, and
-//! releasing it costs a second wake-up of the JS thread.
+//! releasing it costs a second wake-up of the JS thread. A kind's call makes no JS object:
+//! its numbers are read from the caller's typed array while the call is decoded, and its
+//! result is written into the result buffer JS gave `redisAttach`, under the call's slot
+//! (see completions.rs).
 
+use super::completions::{settled, Completions, Settled};
 use super::{js, js_error};
-use crate::error::Error;
-use crate::store::kinds::{self, explicit_now, Kind, Registered, Reply, Visit};
+use crate::error::{Error, ErrorKind};
+use crate::store::kinds::{self, explicit_now, Kind, Registered, Visit};
 use crate::store::redis::{DirectTask, Lane, RedisOptions, RedisStore, Step};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Options of `connectRedis`; numbers arrive as doubles and are checked here (a napi `u32`
@@ -84,13 +88,42 @@ fn redis_options(o: NativeRedisOptions) -> std::result::Result<RedisOptions, Err
 pub async fn connect_redis(options: NativeRedisOptions) -> Result<NativeRedisStore> {
   let options = redis_options(options).map_err(js_error)?;
   let store = RedisStore::connect(options).await.map_err(js_error)?;
-  Ok(NativeRedisStore { inner: Arc::new(store) })
+  Ok(NativeRedisStore { inner: Arc::new(store), completions: OnceLock::new() })
 }
 
 /// A connected Redis store.
 #[napi]
 pub struct NativeRedisStore {
   pub(super) inner: Arc<RedisStore>,
+  /// Where its calls' results go (`redisAttach`).
+  completions: OnceLock<Arc<Completions>>,
+}
+
+impl NativeRedisStore {
+  fn completions(&self) -> Result<&Arc<Completions>> {
+    self.completions.get().ok_or_else(|| js_error(Error::new(ErrorKind::Internal, "redisAttach was not called")))
+  }
+}
+
+/// Gives the store its result buffer `out` (a `Float64Array`; a later call replaces it) and,
+/// the first time, the function its pool calls' results are announced to: `onDone(records,
+/// extra)` (see completions.rs for the records' layout). Keep `onDone` free of references to
+/// the store: the store's native side holds it.
+#[napi(catch_unwind)]
+pub fn redis_attach(
+  env: &Env,
+  store: &NativeRedisStore,
+  #[napi(ts_arg_type = "Float64Array")] out: Unknown,
+  #[napi(ts_arg_type = "(records: number, extra?: Array<number[] | TextReply | string>) => void")] on_done: Unknown,
+) -> Result<()> {
+  match store.completions.get() {
+    Some(c) => c.set_out(env, out.raw()),
+    None => {
+      let made = Completions::new(env, on_done.raw(), out.raw())?;
+      let _ = store.completions.set(made);
+      Ok(())
+    }
+  }
 }
 
 #[napi]
@@ -128,70 +161,43 @@ pub(super) fn decode<K: Kind>(text: &str, nums: &[f64], now_us: f64) -> Result<P
   Ok(Pending { call, now: js(explicit_now(now_us))? })
 }
 
-/// Runs `pending` on pool lane `lane`, spawned in call order: its ticket is taken here, on
-/// the JS thread, and it sends on its turn (see `SendOrder`); resolves with `finish(reply)`.
-pub(super) fn spawn<'env, K: Kind, T: ToNapiValue + Send + 'static>(
-  env: &'env Env,
-  store: &NativeRedisStore,
-  lane: u32,
-  pending: Pending<K>,
-  finish: fn(Reply) -> Result<T>,
-) -> Result<PromiseRaw<'env, T>> {
-  let inner = store.inner.clone();
-  let ticket = inner.order.ticket();
-  env.spawn_future(async move {
-    let lane = Lane::Pool(lane);
-    let call = K::redis(&inner, &pending.call, pending.now, &lane);
-    finish(inner.order.run(ticket, call).await.map_err(js_error)?)
-  })
-}
-
-/// Starts `pending` on the direct lane: nothing is sent until `redisDirectStep`.
-pub(super) fn direct<K: Kind>(store: &NativeRedisStore, pending: Pending<K>) -> External<NativeTask> {
-  let inner = store.inner.clone();
-  let task = DirectTask::new(move |lane| async move { K::redis(&inner, &pending.call, pending.now, &lane).await });
-  External::new(parking_lot::Mutex::new(task))
-}
-
-/// The answer of a call whose kind answers strings too.
-#[napi(object)]
-pub struct RedisReply {
-  pub values: Float64Array,
-  /// Strings, in lib/codec.js' encoding (for concurrent: the grants made, `"<waiter id>
-  /// <token>"`, also published on `<key>:wake`).
-  pub text: String,
-}
-
-fn finish(reply: Reply) -> Result<Either<Float64Array, RedisReply>> {
-  let values = Float64Array::new(reply.numbers);
-  Ok(match reply.text {
-    None => Either::A(values),
-    Some(text) => Either::B(RedisReply { values, text }),
-  })
-}
-
 /// A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/codec.js) and
-/// `nums` in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs` (-1 =
-/// Redis' clock). Resolves with the kind's flat results; with the strings it answers, for a
-/// kind that answers strings.
-#[napi(catch_unwind, ts_return_type = "Promise<Float64Array | RedisReply>")]
-pub fn redis_call<'env>(
-  env: &'env Env,
+/// `nums` in the kind's call layout (see its file under `src/store/kinds/`; read now, not
+/// kept), at `nowUs` (-1 = Redis' clock). Sent in call order (its ticket is taken here, on the
+/// JS thread, see `SendOrder`); its result is announced under `slot` (see `redisAttach`).
+#[napi(catch_unwind)]
+#[allow(clippy::too_many_arguments)]
+pub fn redis_call(
+  env: &Env,
   store: &NativeRedisStore,
   kind: u32,
   text: String,
-  nums: Float64Array,
+  nums: Float64ArraySlice,
   now_us: f64,
   lane: u32,
-) -> Result<PromiseRaw<'env, Either<Float64Array, RedisReply>>> {
-  struct Call<'a, 'env>(&'env Env, &'a NativeRedisStore, &'a str, &'a [f64], f64, u32);
-  impl<'env> Visit for Call<'_, 'env> {
-    type Out = Result<PromiseRaw<'env, Either<Float64Array, RedisReply>>>;
+  slot: u32,
+) -> Result<()> {
+  struct Call<'a>(&'a NativeRedisStore, &'a Arc<Completions>, &'a str, &'a [f64], f64, u32, u32);
+  impl Visit for Call<'_> {
+    type Out = Result<()>;
     fn visit<K: Registered>(self) -> Self::Out {
-      spawn(self.0, self.1, self.5, decode::<K>(self.2, self.3, self.4)?, finish)
+      let Call(store, completions, text, nums, now_us, lane, slot) = self;
+      let pending = decode::<K>(text, nums, now_us)?;
+      let inner = store.inner.clone();
+      let completions = completions.clone();
+      let ticket = inner.order.ticket();
+      napi::bindgen_prelude::spawn(async move {
+        let lane = Lane::Pool(lane);
+        let call = K::redis(&inner, &pending.call, pending.now, &lane);
+        let result = inner.order.run(ticket, call).await;
+        completions.complete(slot, result);
+      });
+      Ok(())
     }
   }
-  js(kinds::visit(kind, Call(env, store, &text, &nums, now_us, lane)))?
+  let completions = store.completions()?;
+  js(kinds::visit(kind, Call(store, completions, &text, &nums, now_us, lane, slot)))??;
+  completions.sent(env)
 }
 
 /// The same call on the direct lane: a task for `redisDirectStep` (a standalone server only).
@@ -200,47 +206,52 @@ pub fn redis_direct(
   store: &NativeRedisStore,
   kind: u32,
   text: String,
-  nums: Float64Array,
+  nums: Float64ArraySlice,
   now_us: f64,
 ) -> Result<External<NativeTask>> {
   struct Direct<'a>(&'a NativeRedisStore, &'a str, &'a [f64], f64);
   impl Visit for Direct<'_> {
     type Out = Result<External<NativeTask>>;
     fn visit<K: Registered>(self) -> Self::Out {
-      Ok(direct(self.0, decode::<K>(self.1, self.2, self.3)?))
+      let pending = decode::<K>(self.1, self.2, self.3)?;
+      let inner = self.0.inner.clone();
+      let task = DirectTask::new(move |lane| async move { K::redis(&inner, &pending.call, pending.now, &lane).await });
+      Ok(External::new(NativeTask { task: parking_lot::Mutex::new(task), completions: self.0.completions()?.clone() }))
     }
   }
   js(kinds::visit(kind, Direct(store, &text, &nums, now_us)))?
 }
 
-/// A store call on the direct lane, as JS holds it.
-pub type NativeTask = parking_lot::Mutex<DirectTask<'static>>;
-
-/// What to do next for a direct task: write `out` (`count` commands) and feed their replies
-/// back to `redisDirectStep`; or, when `out` is absent, the call is done with `values` (and,
-/// for a kind that answers strings, `text`).
-#[napi(object, object_from_js = false)]
-pub struct DirectStep {
-  pub out: Option<Buffer>,
-  pub count: u32,
-  pub values: Option<Float64Array>,
-  pub text: Option<String>,
+/// A store call on the direct lane, as JS holds it, with the store's result buffer.
+pub struct NativeTask {
+  task: parking_lot::Mutex<DirectTask<'static>>,
+  completions: Arc<Completions>,
 }
 
 /// Runs a direct task until it needs replies: first with no replies, then with the replies
-/// of the `count` commands it last handed out, concatenated as Redis sent them. A failed
-/// call throws its store error.
-#[napi(catch_unwind)]
-pub fn redis_direct_step(
+/// of the commands it last handed out, concatenated as Redis sent them. Answers the bytes to
+/// write (a copy: no finalizer), their command count in the result buffer's first number; or,
+/// done, the number `n` of results written at the result buffer's start; or the result
+/// itself when it holds strings or does not fit there. A failed call throws its store error.
+#[napi(catch_unwind, ts_return_type = "Buffer | number | number[] | TextReply")]
+pub fn redis_direct_step<'env>(
+  env: &'env Env,
   #[napi(ts_arg_type = "ExternalObject<'DirectTask'>")] task: &External<NativeTask>,
-  replies: Option<Buffer>,
-) -> Result<DirectStep> {
-  let step = task.lock().step(replies.as_deref());
+  replies: Option<BufferSlice>,
+) -> Result<Either3<BufferSlice<'env>, f64, Settled>> {
+  let step = task.task.lock().step(replies.as_deref());
+  // SAFETY: on the JS thread, and the slice is dropped before this function returns
+  let out = unsafe { task.completions.out_slice(env.raw())? };
   match step {
-    Step::Send(out, count) => Ok(DirectStep { out: Some(out.into()), count: count as u32, values: None, text: None }),
-    Step::Done(Ok(Reply { numbers, text })) => {
-      Ok(DirectStep { out: None, count: 0, values: Some(Float64Array::new(numbers)), text })
+    Step::Send(bytes, count) => {
+      out[0] = count as f64;
+      Ok(Either3::A(BufferSlice::copy_from(env, bytes)?))
     }
+    Step::Done(Ok(reply)) if reply.text.is_none() && reply.numbers.len() <= out.len() => {
+      out[..reply.numbers.len()].copy_from_slice(&reply.numbers);
+      Ok(Either3::B(reply.numbers.len() as f64))
+    }
+    Step::Done(Ok(reply)) => Ok(Either3::C(settled(reply))),
     Step::Done(Err(e)) => Err(js_error(e)),
   }
 }

@@ -1,0 +1,69 @@
+'use strict'
+// Where a RedisStore's batches wait for their results, without an object per call at the
+// native boundary: a slot per batch under way (one table for every store of the process), the
+// result buffer native writes into (on the JS thread, read at once), and the one function
+// native announces pool results to. That function holds no store: the native store keeps it
+// (see src/bindings/completions.rs), so it must not keep the store alive.
+
+const native = require('../native')
+
+/** Results from native: pool records (see `announced`), or a direct step's numbers from 0. */
+const OUT = new Float64Array(4096)
+/** slot -> what settles its batch: `done(out)`, `fail(error)` */
+const doneOf = []
+const failOf = []
+const free = []
+
+/** A slot for a batch under way. */
+function take(done, fail) {
+  const slot = free.length > 0 ? free.pop() : doneOf.length
+  doneOf[slot] = done
+  failOf[slot] = fail
+  return slot
+}
+
+/** A slot whose call never went out. */
+function release(slot) {
+  doneOf[slot] = undefined
+  failOf[slot] = undefined
+  free.push(slot)
+}
+
+/**
+ * Native announces `records` finished pool calls: per record `[slot, status, n, index]` in
+ * OUT, then (status 0) its `n` numbers; status 1: `extra[index]` is the result (numbers, or
+ * `{ values, text }`); status 2: `extra[index]` is the error's message.
+ */
+function announced(records, extra) {
+  let at = 0
+  for (let r = 0; r < records; r++) {
+    const slot = OUT[at]
+    const status = OUT[at + 1]
+    const n = OUT[at + 2]
+    const done = doneOf[slot]
+    const fail = failOf[slot]
+    release(slot)
+    if (status === 0) done(OUT.subarray(at + 4, at + 4 + n))
+    else if (status === 1) done(extra[OUT[at + 3]])
+    else fail(new Error(extra[OUT[at + 3]]))
+    at += 4 + n
+  }
+}
+
+/**
+ * One call of kind `code` on pool lane `lane` of `nativeStore`, outside any batch (a probe, a
+ * pacer's block): a promise of its result, copied out of the buffer.
+ */
+function call(nativeStore, code, text, nums, nowUs, lane) {
+  return new Promise((resolve, reject) => {
+    const slot = take((out) => resolve(typeof out.slice === 'function' ? out.slice() : out), reject)
+    try {
+      native.redisCall(nativeStore, code, text, nums, nowUs, lane, slot)
+    } catch (err) {
+      release(slot)
+      reject(err)
+    }
+  })
+}
+
+module.exports = { OUT, take, release, announced, call }
