@@ -6,7 +6,8 @@
 // off). Node CPU per decision is process.cpuUsage() (all threads) minus a no-op loop's;
 // Redis CPU per decision is INFO cpu over the measured window. Every configuration runs in a
 // fresh process; rounds interleave every configuration (and both trees: BOUNDARY_BEFORE names
-// a copy of another tree's lib/ + index.js + .node, e.g. the commit before a change); the
+// a copy of another tree's lib/ + index.js + .node, e.g. the commit before a change, and
+// BOUNDARY_AFTER one of this tree, default this checkout); the
 // table gives medians of BOUNDARY_ROUNDS (5).
 //
 //   source /tmp/redis-env.sh; BOUNDARY_BEFORE=/tmp/boundary/before node bench/boundary.js
@@ -115,7 +116,7 @@ async function parent() {
   const url = process.env.SLUICE_REDIS_URL || 'redis://127.0.0.1:6379'
   const rounds = Number(process.env.BOUNDARY_ROUNDS) || 5
   const count = Number(process.env.BOUNDARY_COUNT) || 60_000
-  const trees = [['after', path.join(__dirname, '..')]]
+  const trees = [['after', process.env.BOUNDARY_AFTER || path.join(__dirname, '..')]]
   if (process.env.BOUNDARY_BEFORE) trees.unshift(['before', process.env.BOUNDARY_BEFORE])
   const configs = []
   for (const inflight of list('BOUNDARY_INFLIGHT', '1,256').map(Number)) {
