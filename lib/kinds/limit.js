@@ -175,7 +175,7 @@ limit.group = {
     return decideGroup(c, native.memoryCall(store._handle, limit.code, c.text, c.nums, nowUs), degraded)
   },
   async alone(store, c, nowUs) {
-    const out = await native.redisCall(store._native, limit.code, c.text, c.nums, nowUs, limit.lane)
+    const out = await store._poolCall(limit.code, c.text, c.nums, nowUs, limit.lane)
     const wrong = c.owners.findIndex((_, e) => out[4 * e + 1] === WRONG_TYPE)
     if (wrong >= 0) throw wrongType(`${c.owners[wrong]._statsKind} limiter`, store.keyPrefix)
     return decideGroup(c, out, false)
