@@ -7,6 +7,7 @@
 const native = require('../native')
 const { appendPart } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+const { input } = require('../store/slots')
 
 const { bucket, window, leaky, adjust, reset, peek, block, group, member } = OPS.limit
 /** The algorithms (the owner's `_kind`); points is leaky with other names. */
@@ -76,7 +77,7 @@ const limit = {
 
   encode(calls, nowUs) {
     const n = calls.length
-    const nums = new Float64Array(n * WIDTH)
+    const nums = input(n * WIDTH)
     let keys = ''
     for (let e = 0; e < n; e++) {
       const c = calls[e]
@@ -89,7 +90,7 @@ const limit = {
       nums[i + 3] = owner._intervalUs
       nums[i + 4] = c.maxWaitUs
     }
-    return { keys, nums, nowUs }
+    return { keys, nums: nums.subarray(0, n * WIDTH), nowUs }
   },
   keyOf: (c) => c.owner._key,
 

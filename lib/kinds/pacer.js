@@ -7,6 +7,7 @@
 const native = require('../native')
 const { encodeParts } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+const { input } = require('../store/slots')
 
 /** The second number of a call's encoding: how a call is decided (a block is a call of its own). */
 const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace, block: OPS.pacer.block }
@@ -93,18 +94,27 @@ const pacer = {
 
   encode(calls, nowUs) {
     const keys = []
-    const args = []
+    let length = 0
+    for (const c of calls) length += c.keys === null ? 2 + MEMBER_WIDTH : c.args.length
+    const nums = input(length)
+    let at = 0
     for (const c of calls) {
       if (c.keys === null) {
         const owner = c.owner
         keys.push(owner._storeKey)
-        args.push(1, c.pace ? OP.pace : OP.rateLimit, c.weight, owner._qps, owner._maxBurst, c.factor)
+        nums[at] = 1
+        nums[at + 1] = c.pace ? OP.pace : OP.rateLimit
+        nums[at + 2] = c.weight
+        nums[at + 3] = owner._qps
+        nums[at + 4] = owner._maxBurst
+        nums[at + 5] = c.factor
+        at += 2 + MEMBER_WIDTH
       } else {
         for (const key of c.keys) keys.push(key)
-        for (const x of c.args) args.push(x)
+        for (const x of c.args) nums[at++] = x
       }
     }
-    return { keys: encodeParts(keys), nums: new Float64Array(args), nowUs, first: keys[0] }
+    return { keys: encodeParts(keys), nums: nums.subarray(0, length), nowUs }
   },
   keyOf: (c) => (c.alone ? c.key : c.keys === null ? c.owner._storeKey : c.keys[0]),
   /** A block on the pool lane: µs until it ends; its key holding another type rejects (ERR_SCRIPT). */

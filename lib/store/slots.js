@@ -9,10 +9,21 @@ const native = require('../native')
 
 /** Results from native: pool records (see `announced`), or a direct step's numbers from 0. */
 const OUT = new Float64Array(4096)
+/** Arguments to native: a batch's numbers, read by native during the call that sends them. */
+let IN = new Float64Array(1024)
 /** slot -> what settles its batch: `done(out)`, `fail(error)` */
 const doneOf = []
 const failOf = []
 const free = []
+
+/**
+ * The argument buffer with room for `n` numbers (grown when needed): write a batch's numbers,
+ * then pass `subarray(0, n)` to the native call that sends it (nothing else writes it between).
+ */
+function input(n) {
+  if (IN.length < n) IN = new Float64Array(Math.max(n, 2 * IN.length))
+  return IN
+}
 
 /** A slot for a batch under way. */
 function take(done, fail) {
@@ -66,4 +77,4 @@ function call(nativeStore, code, text, nums, nowUs, lane) {
   })
 }
 
-module.exports = { OUT, take, release, announced, call }
+module.exports = { OUT, input, take, release, announced, call }
