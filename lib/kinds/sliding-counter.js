@@ -60,8 +60,6 @@ const slidingCounter = {
   },
 
   encode,
-  direct: (n, b) => native.redisDirect(n, CODE, b.keys, b.nums, b.nowUs),
-  pooled: (n, b, lane) => native.redisCall(n, CODE, b.keys, b.nums, b.nowUs, lane),
   keyOf: (c) => c.owner._key,
 
   settle(store, out, calls, resolve, reject) {
