@@ -232,7 +232,7 @@ class PacerComposite {
   _call(weight, pace) {
     if (typeof weight !== 'number' || !(weight >= 0 && weight <= MAX_NUMBER)) return Promise.reject(badWeight(weight))
     if (this._leaves.length === 0) {
-      return Promise.resolve({ delayMs: 0, reason: 'no pacers', pacer: null, watermarks: [], degraded: false })
+      return Promise.resolve(withMarks({ delayMs: 0, reason: 'no pacers', pacer: null, degraded: false }, []))
     }
     const keys = []
     const args = [this._leaves.length, pace ? PACER.OP.pace : PACER.OP.rateLimit]
@@ -268,7 +268,7 @@ class PacerComposite {
         bestLeaf = i
       }
     }
-    if (best < 0) return { delayMs: 0, reason: 'no delay', pacer: null, watermarks, degraded }
+    if (best < 0) return withMarks({ delayMs: 0, reason: 'no delay', pacer: null, degraded }, watermarks)
     const leaf = this._leaves[bestLeaf]
     const delayMs = delayMsOf(bestDelay)
     const wb = out[offset + 3 * bestLeaf + 1]
@@ -281,7 +281,7 @@ class PacerComposite {
       node = chain[i]
       if (node.key) reason = `${node.constructor.name} ${node.key}\n${reason}`
     }
-    return { delayMs, reason, pacer: this._pacers[best], watermarks, degraded }
+    return withMarks({ delayMs, reason, pacer: this._pacers[best], degraded }, watermarks)
   }
 
   /** The members from this composite's child down to the leaf. */
@@ -299,6 +299,15 @@ class PacerComposite {
       composite = child
     }
   }
+}
+
+/**
+ * A composite's outcome with each member's watermark as `watermarks`, for sluice's own readers
+ * (the HTTP doors' headers): not enumerable, so the public result is `{ delayMs, reason,
+ * pacer, degraded }` (issue 29: JSON, spreads and deep equality do not show it).
+ */
+function withMarks(outcome, watermarks) {
+  return Object.defineProperty(outcome, 'watermarks', { value: watermarks, enumerable: false })
 }
 
 module.exports = { DistributedPacer, PacerComposite, escapeKey }
