@@ -1,0 +1,34 @@
+// Public types of sluice's errors: the closed list of codes and the classes that carry them.
+
+import type { SlidingWindow } from './limiters'
+
+/** The stable error codes; `error.code` is always one of them. */
+export type ErrorCode =
+  | 'ERR_INVALID_CONFIG'
+  | 'ERR_INVALID_ARGUMENT'
+  | 'ERR_OVER_LIMIT'
+  | 'ERR_STORE_UNAVAILABLE'
+  | 'ERR_TIMEOUT'
+  | 'ERR_STORE_OOM'
+  | 'ERR_SCRIPT'
+  | 'ERR_CLOSED'
+  | 'ERR_ABORTED'
+  | 'ERR_INTERNAL'
+
+export declare const ErrorCodes: readonly ErrorCode[]
+
+/** Every error sluice throws or rejects with. Match on `code`, not on the message. */
+export declare class SluiceError extends Error {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown })
+  readonly code: ErrorCode
+}
+
+/** Thrown by the waiting calls when over a limit. */
+export declare class OverLimitError extends SluiceError {
+  constructor(message: string, details: { limiter: string; retryAfterMs: number })
+  readonly code: 'ERR_OVER_LIMIT'
+  readonly limiter: string
+  readonly retryAfterMs: number
+  /** From SlidingWindowLimiter.ensure: the window that refused (the one that frees up last). */
+  window?: SlidingWindow
+}
