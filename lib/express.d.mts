@@ -2,6 +2,13 @@
 // default export. lib/express.d.ts types `require('sluice/express')`.
 import { rateLimit } from './express.js'
 
-export type { DoorLimiter, RateLimitInfo, Options, RateLimitRequestHandler } from './express.js'
+export type {
+  DoorLimiter,
+  RateLimitInfo,
+  Options,
+  RateLimitRequestHandler,
+  Logger,
+  EnabledValidations,
+} from './express.js'
 export { rateLimit, ipKeyGenerator } from './express.js'
 export default rateLimit

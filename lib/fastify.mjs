@@ -2,5 +2,5 @@
 // named exports (one copy of the plugin).
 import plugin from './fastify.js'
 
-export const { sluiceRateLimit, ipKeyGenerator } = plugin
+export const { sluiceRateLimit, fastifyRateLimit, ipKeyGenerator, normalizeIP } = plugin
 export default plugin

@@ -42,7 +42,10 @@ if (cluster.isPrimary) {
         done()
       })
       await app.register(require('../../lib/fastify.js'), door)
-      app.get('/', async (req) => ({ degraded: req.rateLimit.degraded }))
+      app.get('/', async (req, reply) => {
+        reply.header('x-reset-epoch', String(Math.ceil(req.rateLimit.resetTime.getTime() / 1000)))
+        return { degraded: req.rateLimit.degraded }
+      })
       await app.listen({ port, host: '127.0.0.1' })
     } else {
       const express = require('express')

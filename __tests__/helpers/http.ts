@@ -27,6 +27,11 @@ export async function serve(framework: Framework, options: any, routes?: (app: a
   if (framework === 'fastify') {
     const app = Fastify()
     app.setErrorHandler((err: any, _req: any, reply: any) => {
+      // a refusal comes as an error with its status (@fastify/rate-limit's errorResponseBuilder)
+      const status = err.statusCode
+      if (status >= 400 && status < 500) {
+        return reply.code(status).send({ statusCode: status, error: http.STATUS_CODES[status], message: err.message })
+      }
       reply.code(500).send({ code: err.code, message: err.message })
     })
     await app.register(sluiceFastify as any, options)

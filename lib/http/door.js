@@ -13,8 +13,8 @@ const lib = require('../index')
 const { classEntry, classEntries } = require('../kinds')
 const { elapsedMs } = require('../limiter')
 const { SluiceError, invalidConfig, invalidArgument } = require('../errors')
-const { checkIdentifier, policyNames, algorithmOf, MAX_LIMIT } = require('./options')
-const { keyId, nameOf, ipKey } = require('./key')
+const { checkIdentifier, policyNames, algorithmOf, MAX_LIMIT, MAX_WINDOW_MS } = require('./options')
+const { keyId, nameOf } = require('./key')
 const { headers } = require('./headers')
 
 /** Store failures `passOnStoreError` lets through. */
@@ -55,8 +55,32 @@ class Door {
     if (algorithmOf(c).resettable === false) {
       throw invalidConfig(`resetKey is not available with algorithm '${c.algorithm}'`)
     }
-    const limiter = this._make(keyId(String(key)), c.limitFn ? 1 : null)
+    if (c.windowFn) throw invalidConfig('resetKey needs the door to know its window: not with a windowMs function')
+    const limiter = this._make(keyId(String(key)), c.limitFn ? 1 : null, null)
     await Promise.all((Array.isArray(limiter) ? limiter : [limiter]).map((l) => l.reset()))
+  }
+
+  /**
+   * What is counted for `key` (express-rate-limit's `getKey`): `{ totalHits, resetTime }`, or
+   * undefined when nothing is. One window of a fixed limit and length, counted by a limiter
+   * that can peek (fixed, window, leaky); nothing is charged.
+   */
+  async getKey(key) {
+    const c = this.config
+    if (c.windows === null || c.windows.length !== 1 || c.limitFn || c.windowFn) {
+      throw invalidConfig('getKey needs one window of a fixed limit and length')
+    }
+    const limit = c.windows[0].limit
+    if (limit === 0) return undefined
+    const limiter = this._make(keyId(String(key)), null, null)
+    if (typeof limiter.peek !== 'function')
+      throw invalidConfig(`getKey is not available with algorithm '${c.algorithm}'`)
+    const d = await limiter.peek()
+    if (d.allowed && d.remaining >= limit) return undefined
+    return {
+      totalHits: limit - d.remaining,
+      resetTime: new Date(this.now() + (d.allowed ? d.resetAfterMs : d.retryAfterMs)),
+    }
   }
 
   /** Now, ms, on the store's clock. */
@@ -80,13 +104,16 @@ class Door {
    * `limit(req)`, `<limit>:<id>`: the limit's digits end at the first `:`, so no key can be
    * read as another limit's.
    */
-  _limiterFor(id, limit) {
-    const cached = this._limiters.get(limit === null ? id : `${limit}:${id}`)
+  _limiterFor(id, limit, windowMs) {
+    const dynamic = limit !== null || windowMs !== null
+    // with a windowMs function: `<limit>:<windowMs>:<id>` (every entry of the door has that form)
+    const cacheOf = (id) => (!dynamic ? id : windowMs === null ? `${limit}:${id}` : `${limit}:${windowMs}:${id}`)
+    const cached = this._limiters.get(cacheOf(id))
     if (cached !== undefined) return cached.limiter
     // a copy: a key cut from a larger string (a body, a header) would keep all of it alive
     id = id.split('').join('')
-    const cacheKey = limit === null ? id : `${limit}:${id}`
-    const limiter = this._make(id, limit)
+    const cacheKey = cacheOf(id)
+    const limiter = this._make(id, limit, windowMs)
     const members = algorithmOf(this.config).members
     const made = members ? members(limiter) : Array.isArray(limiter) ? limiter : [limiter]
     const bytes = ENTRY_BYTES + 2 * cacheKey.length + made.length * (LIMITER_BYTES + 2 * nameLength(made[0]))
@@ -102,10 +129,13 @@ class Door {
     return limiter
   }
 
-  /** @internal the limiter (or limiters, one per window) of a key known by `id` and a limit */
-  _make(id, limit) {
+  /** @internal the limiter (or limiters, one per window) of a key known by `id`, a limit and a window */
+  _make(id, limit, windowMs) {
     const c = this.config
-    const windows = c.windows.map((w) => ({ limit: w.limit === null ? limit : w.limit, windowMs: w.windowMs }))
+    const windows = c.windows.map((w) => ({
+      limit: w.limit === null ? limit : w.limit,
+      windowMs: w.windowMs === null ? windowMs : w.windowMs,
+    }))
     return algorithmOf(c).make(lib, c.store, nameOf(c.counter, id), windows)
   }
 
@@ -115,15 +145,18 @@ class Door {
    * refund }` (`main`: the window the single-window headers describe, the one with fewest
    * remaining; `refund()`: gives the charge back, for skipFailedRequests and the like).
    * A key of more than 1 MiB rejects with ERR_INVALID_ARGUMENT, before anything is charged.
+   * `known`: the key, already known (skip and allowList not asked); `charge` false: what the
+   * request would get, nothing charged (fastify's createRateLimit `{ increment: false }`).
    */
-  async decide(req, res) {
+  async decide(req, res, known = null, charge = true) {
     const c = this.config
-    if (c.skip && (await c.skip(req, res))) return null
-    const raw = c.keyGenerator ? await c.keyGenerator(req, res) : ipKey(req.ip, c.ipv6Subnet)
-    if ((typeof raw !== 'string' && typeof raw !== 'number') || raw === '') {
-      throw invalidArgument(`keyGenerator must return a non-empty string, got ${describe(raw)}`)
+    let key = known
+    if (key === null) {
+      if (c.skip && (await c.skip(req, res))) return null
+      key = this.keyOf(req, res)
+      if (typeof key !== 'string') key = await key
+      if (c.allowList !== null && (await this.allowListed(req, key))) return null
     }
-    const key = String(raw)
     const id = keyId(key)
     let weight = 1
     if (c.cost) {
@@ -133,26 +166,68 @@ class Door {
       }
     }
     const at = this.now()
-    if (c.limiter) return this._custom(await c.limiter(req, res), key, weight, at)
+    if (c.limiter) {
+      if (!charge) throw invalidConfig('{ increment: false } needs the door to make its limiters (not limiter(req))')
+      return this._custom(await c.limiter(req, res), key, weight, at)
+    }
     let limit = null
     if (c.limitFn) {
-      limit = await c.limitFn(req, res)
-      if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-        throw invalidArgument(`limit(req) must return an integer in [1, ${MAX_LIMIT}], got ${describe(limit)}`)
+      limit = await c.limitFn(req, res, key)
+      if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_LIMIT) {
+        throw invalidArgument(`limit(req) must return an integer in [0, ${MAX_LIMIT}], got ${describe(limit)}`)
       }
     }
-    const limiter = this._limiterFor(id, limit)
+    let windowMs = null
+    if (c.windowFn) {
+      windowMs = await c.windowFn(req, res, key)
+      if (typeof windowMs !== 'number' || !Number.isInteger(windowMs) || windowMs < 1 || windowMs > MAX_WINDOW_MS) {
+        throw invalidArgument(`windowMs(req) must return whole ms in [1, ${MAX_WINDOW_MS}], got ${describe(windowMs)}`)
+      }
+    }
     const windows = c.windows.map((w) => ({
       name: w.name,
       limit: w.limit === null ? limit : w.limit,
-      windowMs: w.windowMs,
+      windowMs: w.windowMs === null ? windowMs : w.windowMs,
     }))
-    if (weight > Math.min(...windows.map((w) => w.limit))) {
-      // never admitted: refused without a store call
+    const least = Math.min(...windows.map((w) => w.limit))
+    if (weight > least || least === 0) {
+      // never admitted (a limit of 0 refuses everything): refused without a store call
       for (const w of windows) Object.assign(w, { remaining: 0, resetMs: w.windowMs })
       return outcome(key, weight, windows, false, false, Math.max(...windows.map((w) => w.windowMs)), null, at)
     }
-    return this._check(limiter, key, weight, windows, at)
+    const limiter = this._limiterFor(id, limit, windowMs)
+    if (!charge) return this._peek(limiter, key, weight, windows, at)
+    const o = await this._check(limiter, key, weight, windows, at)
+    return c.exceeding !== null && !o.allowed ? c.exceeding.refused(this, limiter, id, o) : o
+  }
+
+  /**
+   * The key of a request: `keyGenerator`'s, or the client IP in the adapter's form (a string,
+   * or a promise of one when the key is computed asynchronously).
+   */
+  keyOf(req, res) {
+    const c = this.config
+    const raw = c.keyGenerator ? c.keyGenerator(req, res) : c.defaultKey(req, res)
+    if (raw !== null && typeof raw === 'object' && typeof raw.then === 'function') return raw.then(checkedKey)
+    return checkedKey(raw)
+  }
+
+  /** Whether `allowList` (@fastify/rate-limit's: keys, or `(req, key)`) exempts the request. */
+  async allowListed(req, key) {
+    const list = this.config.allowList
+    return typeof list === 'function' ? Boolean(await list(req, key)) : list.includes(key)
+  }
+
+  /** @internal what a request of `weight` would get now, nothing charged (one window of a counter) */
+  async _peek(limiter, key, weight, windows, at) {
+    if (windows.length !== 1 || typeof limiter.peek !== 'function') {
+      throw invalidConfig(`{ increment: false } needs one window of algorithm 'fixed', 'window' or 'leaky'`)
+    }
+    const d = await limiter.peek()
+    const w = windows[0]
+    w.remaining = d.remaining
+    w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
+    return outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
   }
 
   /** @internal the outcome of the door's own limiter(s) for a request (algorithm and windows of the config) */
@@ -203,20 +278,26 @@ class Door {
    * may add to). `Retry-After` on every refusal, never before the reset it reports.
    */
   headers(o) {
-    return headers(o, this.config.legacyHeaders, this.config.standardHeaders)
+    return headers(o, this.config.legacyHeaders, this.config.standardHeaders, this.config.headerForm)
   }
 
-  /** `req.rateLimit`: the window the single-window headers describe */
+  /**
+   * `req.rateLimit`: the window the single-window headers describe; `current`, the
+   * deprecated name of `used` in express-rate-limit, is there but not enumerable (not in
+   * JSON), as the peer sets it.
+   */
   info(o) {
     const main = o.windows[o.main]
-    return {
+    const used = Math.max(0, main.limit - main.remaining)
+    const info = {
       limit: main.limit,
-      used: Math.max(0, main.limit - main.remaining),
+      used,
       remaining: main.remaining,
       resetTime: new Date(o.at + main.resetMs),
       degraded: o.degraded,
       key: o.key,
     }
+    return Object.defineProperty(info, 'current', { value: used, enumerable: false })
   }
 
   /**
@@ -287,6 +368,14 @@ function outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, 
     if (w.remaining < m.remaining || (w.remaining === m.remaining && w.resetMs > m.resetMs)) main = i
   }
   return { allowed, degraded, key, weight, windows, main, retryAfterMs, refund, at }
+}
+
+/** A key generator's answer as the key (a string), or ERR_INVALID_ARGUMENT. */
+function checkedKey(raw) {
+  if ((typeof raw !== 'string' && typeof raw !== 'number') || raw === '') {
+    throw invalidArgument(`keyGenerator must return a non-empty string, got ${describe(raw)}`)
+  }
+  return String(raw)
 }
 
 function describe(value) {

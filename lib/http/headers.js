@@ -24,9 +24,21 @@ function sfString(s) {
   return s.replace(/[\\"]/g, (ch) => `\\${ch}`)
 }
 
-/** `X-RateLimit-Limit`, `-Remaining` and `-Reset` (epoch seconds) of the main window. */
-function legacy(o) {
+/**
+ * `X-RateLimit-Limit`, `-Remaining` and `-Reset` (epoch seconds) of the main window, as
+ * express-rate-limit sends them; or, with a `form` (@fastify/rate-limit's), its `names`, the
+ * reset in seconds from now, and only the names `form.show(name, allowed)` keeps.
+ */
+function legacy(o, form) {
   const main = o.windows[o.main]
+  if (form) {
+    const values = [String(main.limit), String(main.remaining), String(resetS(main))]
+    const out = []
+    form.names.forEach((name, i) => {
+      if (form.show(name, o.allowed)) out.push([name, values[i], false])
+    })
+    return out
+  }
   return [
     ['X-RateLimit-Limit', String(main.limit), false],
     ['X-RateLimit-Remaining', String(main.remaining), false],
@@ -82,22 +94,28 @@ function draft10(o) {
  * without room for the request reports (draft-10: not earlier than the reset parameter).
  */
 function retryAfter(o) {
+  return [['Retry-After', String(retryAfterS(o)), false]]
+}
+
+/** The whole seconds of a refusal's `Retry-After`: at least 1, never before a full window's reset. */
+function retryAfterS(o) {
   let retryS = Math.max(1, Math.ceil(o.retryAfterMs / 1000))
   for (const w of o.windows) if (w.remaining < o.weight) retryS = Math.max(retryS, resetS(w))
-  return [['Retry-After', String(retryS), false]]
+  return retryS
 }
 
 const DRAFTS = { 'draft-6': draft6, 'draft-7': draft7, 'draft-8': draft8, 'draft-10': draft10 }
 
 /**
  * The headers of outcome `o` under a door's `legacyHeaders` and `standardHeaders` (false or a
- * draft name), as [name, value, append]. `Retry-After` on every refusal.
+ * draft name), as [name, value, append]. `Retry-After` on every refusal, unless `form` (the
+ * legacy headers' other form, @fastify/rate-limit's) turns it off.
  */
-function headers(o, legacyHeaders, standardHeaders) {
-  const out = legacyHeaders ? legacy(o) : []
+function headers(o, legacyHeaders, standardHeaders, form = null) {
+  const out = legacyHeaders ? legacy(o, form) : []
   if (standardHeaders) out.push(...DRAFTS[standardHeaders](o))
-  if (!o.allowed) out.push(...retryAfter(o))
+  if (!o.allowed && (form === null || form.show('retry-after', false))) out.push(...retryAfter(o))
   return out
 }
 
-module.exports = { headers }
+module.exports = { headers, retryAfterS }

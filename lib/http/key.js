@@ -152,8 +152,37 @@ function ipv6Text(groups) {
 }
 
 /**
- * The default key: the client IP; an IPv6 address masked to its /`subnet` network (one
- * customer usually holds a whole /56 or /64), an IPv4-mapped one as plain IPv4.
+ * The IPv4 address an IPv6 address stands for, or null: IPv4-mapped (`::ffff:0:0/96`, by its
+ * bits, whichever notation), IPv4-compatible written as such (`::1.2.3.4`: the notation tells
+ * it from `::1`, which shares its range), NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052)
+ * and SIIT's IPv4-translated form (`::ffff:0:0:0/96`, RFC 2765), whose clients are IPv4 hosts:
+ * each is keyed as its own IPv4 address, never as one shared IPv6 network (issue 29).
+ */
+function embeddedIPv4(ip, groups) {
+  const [a, b, c, d, e, f] = groups
+  const zero4 = c === 0 && d === 0
+  const v4 =
+    (a === 0 && b === 0 && zero4 && e === 0 && f === 0xffff) || // mapped
+    (a === 0 && b === 0 && zero4 && e === 0xffff && f === 0) || // translated
+    (a === 0x64 && b === 0xff9b && zero4 && e === 0 && f === 0) || // NAT64
+    (a === 0 && b === 0 && zero4 && e === 0 && f === 0 && ip.includes('.')) // compatible, as written
+  if (!v4) return null
+  return `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`
+}
+
+/** `groups` with all but the first `subnet` bits zero. */
+function masked(groups, subnet) {
+  return groups.map((g, i) => {
+    const bits = Math.max(0, Math.min(16, subnet - 16 * i))
+    return bits === 16 ? g : bits === 0 ? 0 : g & ((0xffff << (16 - bits)) & 0xffff)
+  })
+}
+
+/**
+ * express-rate-limit's `ipKeyGenerator(ip, ipv6Subnet = 56)`: an IPv4 address as it is; an
+ * IPv6 one as its /`subnet` network in CIDR form (`2001:db8:1234:5600::/56`: one customer
+ * usually holds a whole /56 or /64), or unchanged with `subnet` false; an IPv6 address that
+ * stands for an IPv4 client (embeddedIPv4) as that IPv4 address.
  */
 function ipKey(ip, subnet = 56) {
   if (typeof ip !== 'string' || ip.length === 0) {
@@ -161,15 +190,27 @@ function ipKey(ip, subnet = 56) {
   }
   if (!net.isIPv6(ip)) return ip
   const groups = ipv6Groups(ip)
-  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
-    return `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`
-  }
-  if (subnet === false) return ipv6Text(groups)
-  const masked = groups.map((g, i) => {
-    const bits = Math.max(0, Math.min(16, subnet - 16 * i))
-    return bits === 16 ? g : bits === 0 ? 0 : g & ((0xffff << (16 - bits)) & 0xffff)
-  })
-  return `${ipv6Text(masked)}/${subnet}`
+  const v4 = embeddedIPv4(ip, groups)
+  if (v4 !== null) return v4
+  if (subnet === false) return ip
+  return `${ipv6Text(masked(groups, subnet))}/${subnet}`
 }
 
-module.exports = { keyId, nameOf, counterName, escapeName, ipKey }
+/**
+ * @fastify/rate-limit's `normalizeIP(ip, ipv6Subnet = 64)`: an IPv4 address in lower case;
+ * an IPv6 one as the first address of its /`subnet` network, without the length
+ * (`2001:db8:1234:56ff::`), or whole at 128 (RFC 5952 text); an IPv6 address that stands for
+ * an IPv4 client (embeddedIPv4) as that IPv4 address.
+ */
+function normalizeIP(ip, subnet = 64) {
+  if (typeof ip !== 'string' || ip.length === 0) {
+    throw invalidArgument('the request has no client IP: give a keyGenerator (or set trustProxy)')
+  }
+  if (!net.isIPv6(ip)) return ip.toLowerCase()
+  const groups = ipv6Groups(ip)
+  const v4 = embeddedIPv4(ip, groups)
+  if (v4 !== null) return v4
+  return ipv6Text(subnet < 128 ? masked(groups, subnet) : groups)
+}
+
+module.exports = { keyId, nameOf, counterName, escapeName, ipKey, normalizeIP }

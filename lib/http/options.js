@@ -8,6 +8,7 @@
 const { MemoryStore, RedisStore } = require('../store')
 const { invalidConfig } = require('../errors')
 const { KINDS } = require('../kinds')
+const { ipKey } = require('./key')
 
 /** Every door algorithm by name, from the kind registry, in the order messages list them. */
 const ALGORITHMS = new Map(
@@ -58,9 +59,9 @@ const COMMON_OPTIONS = [
 
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
-function checkLimit(name, value) {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_LIMIT) {
-    throw invalidConfig(`${name} must be an integer in [1, ${MAX_LIMIT}], got ${String(value)}`)
+function checkLimit(name, value, min = 1) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_LIMIT) {
+    throw invalidConfig(`${name} must be an integer in [${min}, ${MAX_LIMIT}], got ${String(value)}`)
   }
   return value
 }
@@ -117,9 +118,19 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
     skipSuccessfulRequests: checkBoolean('skipSuccessfulRequests', o.skipSuccessfulRequests, false),
     passOnStoreError: checkBoolean('passOnStoreError', o.passOnStoreError, false),
     message: o.message,
-    algorithm: o.algorithm === undefined ? 'fixed' : o.algorithm,
-    windows: null, // [{ limit, windowMs, name }]; limit null: from the `limit` function
+    // each client's window opens at its first request, as in both peers (DESIGN.md §7)
+    algorithm: o.algorithm === undefined ? 'window' : o.algorithm,
+    windows: null, // [{ limit, windowMs, name }]; limit (windowMs) null: from the `limit` (`windowMs`) function
     limitFn: null,
+    windowFn: null,
+    /** (req, res) => the key without a keyGenerator: the client IP (each adapter's own form) */
+    defaultKey: null,
+    /** @fastify/rate-limit's continueExceeding, exponentialBackoff and ban (lib/http/exceeding.js) */
+    exceeding: null,
+    /** @fastify/rate-limit's allowList: keys, or (req, key) => boolean */
+    allowList: null,
+    /** the legacy headers' names and form, when not express-rate-limit's (lib/http/headers.js) */
+    headerForm: null,
     standardHeaders: false,
     statusCode: 429,
     downStatusCode: 503,
@@ -199,16 +210,21 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
       }
     })
   } else {
-    const windowMs = checkWindowMs('windowMs', o.windowMs)
+    let windowMs = null
+    if (typeof o.windowMs === 'function') config.windowFn = o.windowMs
+    else windowMs = checkWindowMs('windowMs', o.windowMs)
     if (typeof o.limit === 'function') {
       config.limitFn = o.limit
       config.windows = [{ limit: null, windowMs }]
     } else {
-      config.windows = [{ limit: checkLimit('limit', o.limit), windowMs }]
+      // 0: every request is refused (express-rate-limit 7+, @fastify/rate-limit)
+      config.windows = [{ limit: checkLimit('limit', o.limit, 0), windowMs }]
     }
   }
   if (config.windows) {
-    const named = config.windows.map((w) => `${w.limit === null ? 'dynamic' : w.limit}-per-${duration(w.windowMs)}`)
+    const named = config.windows.map(
+      (w) => `${w.limit === null ? 'dynamic' : w.limit}-per-${w.windowMs === null ? 'dynamic' : duration(w.windowMs)}`,
+    )
     const id = config.identifier
     config.windows.forEach((w, i) => {
       w.name = config.windows.length === 1 ? (id ?? named[0]) : id === null ? named[i] : `${id}-${named[i]}`
@@ -224,6 +240,8 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
     }
   }
   config.refunds = config.skipFailedRequests || config.skipSuccessfulRequests
+  const subnet = config.ipv6Subnet
+  config.defaultKey = (req) => ipKey(req.ip, subnet)
   return config
 }
 
@@ -232,7 +250,10 @@ const identifiers = new WeakMap()
 
 /** What makes a door's counters what they are, as text for a warning: algorithm and windows. */
 function counterOptions(config) {
-  const windows = config.windows.map((w) => `${w.limit === null ? 'limit(req)' : w.limit} per ${w.windowMs} ms`)
+  const windows = config.windows.map(
+    (w) =>
+      `${w.limit === null ? 'limit(req)' : w.limit} per ${w.windowMs === null ? 'windowMs(req)' : `${w.windowMs} ms`}`,
+  )
   return `'${config.algorithm}', ${windows.join(' and ')}`
 }
 
@@ -275,4 +296,4 @@ function policyNames(windows, identifier) {
   return windows
 }
 
-module.exports = { doorConfig, checkIdentifier, policyNames, algorithmOf, MAX_LIMIT }
+module.exports = { doorConfig, checkIdentifier, policyNames, algorithmOf, MAX_LIMIT, MAX_WINDOW_MS }

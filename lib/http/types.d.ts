@@ -37,18 +37,24 @@ export interface RateLimitInfo {
   degraded: boolean
   /** The key the request was counted under. */
   key: string
+  /** @deprecated express-rate-limit's old name of `used` (not enumerable: not in JSON). */
+  readonly current?: number
 }
 
 export interface DoorOptions<Req, Res> {
   /** A sluice MemoryStore or RedisStore (its whenDown and localDenyCache apply). */
   store: Store
-  /** Requests per window (express default 5, fastify 1000), or a function of the request. */
-  limit?: number | ((req: Req, res: Res) => number | Promise<number>)
-  /** The window, ms (default 60000). */
-  windowMs?: number
   /**
-   * 'fixed' (default): BucketLimiter, calendar-aligned windows; 'window': starts at the first
-   * request; 'sliding': an exact sliding window; 'leaky': a burst of `limit`, then one per
+   * Requests per window (express default 5, fastify 1000), or a function of the request; 0
+   * refuses every request.
+   */
+  limit?: number | ((req: Req, res: Res) => number | Promise<number>)
+  /** The window, ms (default 60000), or a function of the request. */
+  windowMs?: number | ((req: Req, res: Res) => number | Promise<number>)
+  /**
+   * 'window' (default): each client's window starts at its first request, as in
+   * express-rate-limit and @fastify/rate-limit; 'fixed': BucketLimiter, calendar-aligned
+   * windows; 'sliding': an exact sliding window; 'leaky': a burst of `limit`, then one per
    * windowMs / limit; 'gcra': DistributedPacer.rateLimit, qps = limit / windowMs, maxBurst = limit;
    * 'sliding-counter': an approximate sliding window, two counters per window (SlidingCounterLimiter).
    */
@@ -106,5 +112,16 @@ export interface DoorOptions<Req, Res> {
   passOnStoreError?: boolean
 }
 
-/** The default key: the IP, an IPv6 address masked to its /subnet network, IPv4-mapped as IPv4. */
+/**
+ * express-rate-limit's default key: an IPv4 address as it is; an IPv6 one as its /subnet network
+ * in CIDR form (default 56), or unchanged with false; an IPv6 address standing for an IPv4 client
+ * (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, ::ffff:0:a.b.c.d) as that IPv4 address.
+ */
 export declare function ipKeyGenerator(ip: string, ipv6Subnet?: number | false): string
+
+/**
+ * @fastify/rate-limit's default key: an IPv4 address in lower case; an IPv6 one as the first
+ * address of its /subnet network (default 64), without the length; one standing for an IPv4
+ * client as that IPv4 address.
+ */
+export declare function normalizeIP(ip: string, ipv6Subnet?: number): string

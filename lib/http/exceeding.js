@@ -1,0 +1,73 @@
+'use strict'
+
+// @fastify/rate-limit's answers to a client that keeps asking while over its limit, on any
+// door algorithm: `continueExceeding` (every refused request restarts the window: the key is
+// blocked for the window's length from now), `exponentialBackoff` (the nth refused request
+// blocks it for windowMs * 2^(n-1) from now; a longer block in place is kept) and `ban` (past
+// `ban` refused requests, the refusal is a ban: 403). Refused requests are counted, when
+// backoff or ban needs the count, on a counter of their own (`<counter name>_x`, a window of
+// the door's length opened at the first refusal): store calls on refusals only, none on an
+// admitted request.
+
+const lib = require('../index')
+const { nameOf } = require('./key')
+const { algorithmOf, MAX_LIMIT, MAX_WINDOW_MS } = require('./options')
+
+class Exceeding {
+  /** `ban`: -1 (none) or how many refusals before a ban. */
+  constructor({ continueExceeding = false, exponentialBackoff = false, ban = -1 }) {
+    this.continueExceeding = continueExceeding
+    this.exponentialBackoff = exponentialBackoff
+    this.ban = ban
+    this.counts = ban >= 0 || (exponentialBackoff && !continueExceeding)
+  }
+
+  /** Whether anything is to be done on a refusal. */
+  get active() {
+    return this.continueExceeding || this.exponentialBackoff || this.ban >= 0
+  }
+
+  /**
+   * Outcome `o` (a refusal of the key known by `id`, by `limiter`) after the refusal is
+   * counted and the key blocked as asked: its windows report no room until the block ends,
+   * `o.exceeded` is the refusals counted, `o.banned` whether it is a ban.
+   */
+  async refused(door, limiter, id, o) {
+    const c = door.config
+    const windowMs = Math.max(...o.windows.map((w) => w.windowMs))
+    let n = 1
+    if (this.counts) {
+      const counter = new lib.WindowLimiter(c.store, {
+        name: `${nameOf(c.counter, id)}_x`, // a second `_`: never a door key's counter
+        limit: MAX_LIMIT,
+        interval: windowMs,
+        waitTimeoutMs: 0,
+      })
+      const d = await counter.check(1)
+      n = MAX_LIMIT - d.remaining
+    }
+    let blockMs = 0
+    if (this.continueExceeding) blockMs = windowMs
+    else if (this.exponentialBackoff) blockMs = Math.min(MAX_WINDOW_MS, windowMs * 2 ** Math.min(n - 1, 40))
+    if (blockMs > 0) {
+      await block(c, limiter, blockMs)
+      o.retryAfterMs = Math.max(o.retryAfterMs, blockMs)
+      for (const w of o.windows) {
+        w.remaining = 0
+        w.resetMs = Math.max(w.resetMs, blockMs)
+      }
+    }
+    o.exceeded = n
+    o.banned = this.ban >= 0 && n > this.ban
+    return o
+  }
+}
+
+/** Blocks a door key's limiter (every window of it) for `ms`. */
+function block(config, limiter, ms) {
+  if (typeof limiter.block === 'function') return limiter.block(ms)
+  const members = algorithmOf(config).members
+  return Promise.all((members ? members(limiter) : [limiter]).map((m) => m.block(ms)))
+}
+
+module.exports = { Exceeding }
