@@ -12,7 +12,7 @@
 //    10,000 keys, 256 in flight), counter vs exact log, same windows and load.
 // 3. memory per key (MEMORY USAGE) with the limit reached, at limit 10 and limit 1,000.
 //
-// Usage: node bench/sliding-counter.js [--accuracy-only]   (Redis parts: SLUICE_REDIS_URL)
+// Usage: node bench/sliding-counter.js [--accuracy-only | --redis-only]   (Redis parts: SLUICE_REDIS_URL)
 // Output: one JSON object; BENCHMARKS.md quotes it.
 
 const { createHash } = require('node:crypto')
@@ -195,7 +195,7 @@ async function onRedis(url) {
 }
 
 async function main() {
-  const out = { accuracy: await accuracy() }
+  const out = process.argv.includes('--redis-only') ? {} : { accuracy: await accuracy() }
   const url = process.env.SLUICE_REDIS_URL
   if (!process.argv.includes('--accuracy-only') && url) out.redis = await onRedis(url)
   console.log(JSON.stringify(out, null, 2))

@@ -9,8 +9,11 @@
 --           calendar window before it, the weight since that start: 8 + 24 bytes per window
 --           (one read and one write per call: GET, SET ... PX)
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
--- then      per call: <key index (1-based)> <op> <weight> <window count> then per window
---           <limit> <interval_us>; op (the kind's operation codes, src/store/kinds): 0 take
+-- ARGV[2]   P, the number of parameter sets, then P sets: <weight> <window count n> then per
+--           window <limit> <interval_us> (a batch's calls mostly share their parameters, and
+--           parsing a number costs ~900 instructions: each set is read once)
+-- then      one number per call: <(key index * 1048576 + parameter set) * 8 + op> (both
+--           1-based); op (the kind's operation codes, src/store/kinds): 0 take
 --           (charge every window if all have room), 1 peek (a take's answer, charging
 --           nothing), 2 reset (delete the state), 3 block (nobody admitted for <weight> µs;
 --           the counts are kept), 4 adjust (charge <weight> unconditionally; negative
@@ -24,7 +27,8 @@
 --           call's retry is exact: the first whole µs that fits, from the closed form checked
 --           against the estimate itself. The TTL (SET PX, whole ms) runs until every window's
 --           estimate is 0 and any block has ended; when now_us is given, plus 60 s (a test's
---           ManualClock: Redis expires keys on its own clock). While a block lies ahead, a take
+--           ManualClock: Redis expires keys on its own clock), rounded up to whole seconds (each
+--           distinct PX is formatted once per script call). While a block lies ahead, a take
 --           is answered as a peek, refused, remaining 0, retry no earlier than its end. Every
 --           call reads its key with redis.pcall before writing. All KEYS share one hash slot.
 
@@ -114,18 +118,68 @@ local function push(a, b)
   nout = nout + 2
 end
 
-local wrong = {}
-local i = 2
-while i <= nargs do
-  local k, op, weight, nw = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
-  assert(KEYS[k] and op and weight and nw and nw >= 1 and i + 3 + 2 * nw <= nargs, 'sliding_counter: malformed call')
-  local key = KEYS[k]
+-- the parameter sets: weight, window count, limits and intervals
+local nsets = tonumber(ARGV[2])
+assert(nsets and nsets >= 1, 'sliding_counter: malformed parameter sets')
+local setW, setN, setL, setI = {}, {}, {}, {}
+local a = 3
+for p = 1, nsets do
+  local weight, nw = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  assert(weight and nw and nw >= 1 and a + 1 + 2 * nw <= nargs, 'sliding_counter: malformed parameter set')
   local limits, intervals = {}, {}
   for w = 1, nw do
-    limits[w], intervals[w] = tonumber(ARGV[i + 2 + 2 * w]), tonumber(ARGV[i + 3 + 2 * w])
+    limits[w], intervals[w] = tonumber(ARGV[a + 2 * w]), tonumber(ARGV[a + 1 + 2 * w])
   end
-  i = i + 4 + 2 * nw
-  local untl, S, P, C = 0, {}, {}, {}
+  setW[p], setN[p], setL[p], setI[p] = weight, nw, limits, intervals
+  a = a + 2 + 2 * nw
+end
+
+-- one call's state (reused from call to call): the block's end, per window S, P, C
+local untl, S, P, C, retry = 0, {}, {}, {}, {}
+local pxs = {}
+
+-- writes the state of KEYS[k] with its TTL: the span until every window's estimate is 0 or
+-- the block ends (whole seconds), or deletes it when nothing is left to remember
+local function save(key, nw, intervals)
+  local span = untl - now
+  local packed
+  if nw == 1 then
+    packed = struct.pack('<dddd', untl, S[1], P[1], C[1])
+  else
+    local parts = { struct.pack('<d', untl) }
+    for w = 1, nw do
+      parts[w + 1] = struct.pack('<ddd', S[w], P[w], C[w])
+    end
+    packed = table.concat(parts)
+  end
+  for w = 1, nw do
+    local r = reset_us(S[w], P[w], C[w], intervals[w])
+    if r > span then span = r end
+  end
+  if span > 0 then
+    local px = math.ceil(span / 1000000) * 1000 + margin
+    local text = pxs[px]
+    if not text then
+      text = string.format('%.0f', px)
+      pxs[px] = text
+    end
+    redis.call('SET', key, packed, 'PX', text)
+  else
+    redis.call('DEL', key)
+  end
+end
+
+local wrong = {}
+for i = a, nargs do
+  local head = tonumber(ARGV[i])
+  local op = head % 8
+  local kp = (head - op) / 8
+  local p = kp % 1048576
+  local k = (kp - p) / 1048576
+  local key = KEYS[k]
+  assert(key and setN[p], 'sliding_counter: malformed call')
+  local weight, nw, limits, intervals = setW[p], setN[p], setL[p], setI[p]
+  untl = 0
   if not wrong[k] then
     local v = redis.pcall('GET', key)
     if type(v) == 'table' and v.err then
@@ -149,23 +203,6 @@ while i <= nargs do
       end
     end
   end
-  -- the state with its TTL: the span until every window's estimate is 0 or the block ends
-  local function save()
-    local span = untl - now
-    local parts = { struct.pack('<d', untl) }
-    for w = 1, nw do
-      parts[w + 1] = struct.pack('<ddd', S[w], P[w], C[w])
-      local r = reset_us(S[w], P[w], C[w], intervals[w])
-      if r > span then span = r end
-    end
-    if span > 0 then
-      local px = math.ceil(span / 1000) + margin
-      if px < 1 then px = 1 end
-      redis.call('SET', key, table.concat(parts), 'PX', px)
-    else
-      redis.call('DEL', key)
-    end
-  end
   if wrong[k] then
     push(0, -2)
     for w = 1, nw do
@@ -187,7 +224,7 @@ while i <= nargs do
       local left = now + weight
       if untl > left then left = untl end
       untl = left
-      save()
+      save(key, nw, intervals)
       push(0, left - now)
       for w = 1, nw do
         push(0, left - now)
@@ -200,7 +237,6 @@ while i <= nargs do
       local blocked = untl > now and op ~= 4
       if blocked then op = 1 end
       local allowed = true
-      local retry = {}
       for w = 1, nw do
         local ok = op == 4 or fits(S[w], P[w], C[w], limits[w], intervals[w], weight, now)
         if not ok then allowed = false end
@@ -222,7 +258,7 @@ while i <= nargs do
           end
           S[w], P[w], C[w] = rs, rp, curr
         end
-        save()
+        save(key, nw, intervals)
       end
       allowed = allowed and not blocked
       local worst = 0

@@ -21,8 +21,11 @@ use crate::store::redis::script::Script;
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
 use fred::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
+
+/// `lua/sliding_counter.lua`'s packing of a key index and a parameter set into one number.
+const KEY_SHIFT: usize = 1 << 20;
 
 static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/sliding_counter.lua")));
 
@@ -157,21 +160,41 @@ async fn script_call(
   now_us: Option<f64>,
   lane: &Lane,
 ) -> Result<Vec<Decision>> {
+  // keys and parameter sets (weight and windows) deduplicated; one number per call
   let mut keys: Vec<Key> = vec![];
   let mut local: BTreeMap<&str, usize> = BTreeMap::new();
-  let mut args: Vec<Value> = vec![now_arg(now_us)];
+  let mut sets: Vec<&Call> = vec![];
+  let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
+  let mut params: Vec<Value> = vec![];
+  let mut entries: Vec<Value> = Vec::with_capacity(part.len());
   for i in part {
     let call = &calls[*i];
     let k = *local.entry(call.key.as_str()).or_insert_with(|| {
       keys.push(Key::from(call.key.as_str()));
       keys.len()
     });
-    args.extend([Value::Integer(k as i64), Value::Integer(call.op as i64), number(call.weight)]);
-    args.push(Value::Integer(call.windows.len() as i64));
-    for w in &call.windows {
-      args.extend([number(w.limit), number(w.interval_us)]);
-    }
+    let same = |s: &Call| s.weight.to_bits() == call.weight.to_bits() && s.windows == call.windows;
+    let p = match sets.last() {
+      Some(last) if same(last) => sets.len(),
+      _ => {
+        let mut bits = vec![call.weight.to_bits()];
+        bits.extend(call.windows.iter().flat_map(|w| [w.limit.to_bits(), w.interval_us.to_bits()]));
+        *index.entry(bits).or_insert_with(|| {
+          sets.push(call);
+          params.extend([number(call.weight), Value::Integer(call.windows.len() as i64)]);
+          for w in &call.windows {
+            params.extend([number(w.limit), number(w.interval_us)]);
+          }
+          sets.len()
+        })
+      }
+    };
+    entries.push(Value::Integer(((k * KEY_SHIFT + p) * 8 + call.op as usize) as i64));
   }
+  let mut args: Vec<Value> = Vec::with_capacity(2 + params.len() + entries.len());
+  args.extend([now_arg(now_us), Value::Integer(sets.len() as i64)]);
+  args.extend(params);
+  args.extend(entries);
   let reply = store.run(lane, &SCRIPT, keys, args).await?;
   let mut fields = reply.iter();
   let mut next = || int(fields.next(), "sliding-counter");
