@@ -10,5 +10,5 @@ export type {
   Logger,
   EnabledValidations,
 } from './express.js'
-export { rateLimit, ipKeyGenerator } from './express.js'
+export { rateLimit, ipKeyGenerator, MemoryStore, SECOND, MINUTE, HOUR, DAY } from './express.js'
 export default rateLimit

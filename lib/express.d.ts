@@ -5,6 +5,13 @@ import type { DoorOptions, RateLimitInfo } from './http/types.js'
 
 export type { DoorLimiter, RateLimitInfo } from './http/types.js'
 export { ipKeyGenerator } from './http/types.js'
+/** sluice's MemoryStore (express-rate-limit exports its own): a `store` for one process. */
+export { MemoryStore } from './index.js'
+/** @deprecated express-rate-limit's time constants, ms. */
+export declare const SECOND: number
+export declare const MINUTE: number
+export declare const HOUR: number
+export declare const DAY: number
 
 /** express-rate-limit's logger: where `validate`'s findings go (default: the console). */
 export interface Logger {

@@ -186,5 +186,13 @@ function rateLimit(passed) {
   return middleware
 }
 
-module.exports = { rateLimit, ipKeyGenerator: ipKey }
+// express-rate-limit's other exports: its MemoryStore (sluice's here: a `store` for one process)
+// and its (deprecated) time constants
+const { MemoryStore } = require('./store')
+const SECOND = 1000
+const MINUTE = 60 * SECOND
+const HOUR = 60 * MINUTE
+const DAY = 24 * HOUR
+
+module.exports = { rateLimit, ipKeyGenerator: ipKey, MemoryStore, SECOND, MINUTE, HOUR, DAY }
 module.exports.default = rateLimit

@@ -2,5 +2,5 @@
 // the default export (one copy of the door).
 import door from './express.js'
 
-export const { rateLimit, ipKeyGenerator } = door
+export const { rateLimit, ipKeyGenerator, MemoryStore, SECOND, MINUTE, HOUR, DAY } = door
 export default door.rateLimit

@@ -72,7 +72,7 @@ export interface DoorOptions<Req, Res> {
    * known by its SHA-256 (in the cache and in the store); one of more than 1 MiB fails its
    * request with ERR_INVALID_ARGUMENT, through the framework's error handler.
    */
-  keyGenerator?: (req: Req, res: Res) => string | Promise<string>
+  keyGenerator?: (req: Req, res: Res) => string | number | Promise<string | number>
   /** The prefix length IPv6 clients are grouped by (default 56; false: the whole address). */
   ipv6Subnet?: number | false
   /** A request's weight (default 1; 0 = free). */
