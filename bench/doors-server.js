@@ -11,6 +11,9 @@ const cfg = JSON.parse(process.argv[2])
 // the key of a request: the client id the load process put in a header (every variant, the
 // peers included, reads the same header, so they all limit the same keys)
 const keyGenerator = (req) => req.headers['x-client'] || 'anonymous'
+// BENCH_DOORS_ALGORITHM: the sluice doors' algorithm (default: the doors' own, 'window' since
+// issue 29, 'fixed' before), to compare one decision path before and after a change
+const algorithm = process.env.BENCH_DOORS_ALGORITHM ? { algorithm: process.env.BENCH_DOORS_ALGORITHM } : {}
 
 async function sluiceStore() {
   const { RedisStore } = require('../lib/index.js')
@@ -35,6 +38,7 @@ async function expressApp() {
         standardHeaders: 'draft-7',
         legacyHeaders: false,
         keyGenerator,
+        ...algorithm,
       }),
     )
     close = () => store.close()
@@ -76,6 +80,7 @@ async function fastifyApp() {
       max: cfg.limit,
       timeWindow: cfg.windowMs,
       keyGenerator,
+      ...algorithm,
     })
     close = () => store.close()
   } else if (cfg.impl === 'peer') {

@@ -189,12 +189,14 @@ function makeDoor({ options, peer }) {
   const subnet = Number.isFinite(s) && s >= 0 && s <= 128 ? Math.trunc(s) : DEFAULT_SUBNET
   config.defaultKey = (req) => normalizeIP(req.ip, subnet)
   if (peer.allowList !== undefined) config.allowList = peer.allowList
-  const onAllowed = { ...peer.addHeadersOnExceeding }
-  const onRefused = { ...peer.addHeaders }
-  const shown = (flags, name) => (name in flags ? Boolean(flags[name]) : true)
+  // the peer's headers: its names, each shown unless addHeaders(OnExceeding) says false
+  const names = peer.enableDraftSpec === true ? DRAFT_NAMES : LEGACY_NAMES
+  const shown = (flags, name) => !(flags && name in flags) || Boolean(flags[name])
+  const kept = (flags) => names.map((name, i) => [name, i]).filter(([name]) => shown(flags, name))
   config.headerForm = {
-    names: peer.enableDraftSpec === true ? DRAFT_NAMES : LEGACY_NAMES,
-    show: (name, allowed) => shown(allowed ? onAllowed : onRefused, name),
+    allowed: kept(peer.addHeadersOnExceeding),
+    refused: kept(peer.addHeaders),
+    retryAfter: shown(peer.addHeaders, 'retry-after'),
   }
   const exceeding = new Exceeding({
     continueExceeding: peer.continueExceeding === true,

@@ -281,23 +281,10 @@ class Door {
     return headers(o, this.config.legacyHeaders, this.config.standardHeaders, this.config.headerForm)
   }
 
-  /**
-   * `req.rateLimit`: the window the single-window headers describe; `current`, the
-   * deprecated name of `used` in express-rate-limit, is there but not enumerable (not in
-   * JSON), as the peer sets it.
-   */
+  /** `req.rateLimit`: the window the single-window headers describe */
   info(o) {
     const main = o.windows[o.main]
-    const used = Math.max(0, main.limit - main.remaining)
-    const info = {
-      limit: main.limit,
-      used,
-      remaining: main.remaining,
-      resetTime: new Date(o.at + main.resetMs),
-      degraded: o.degraded,
-      key: o.key,
-    }
-    return Object.defineProperty(info, 'current', { value: used, enumerable: false })
+    return new RateLimitInfo(main, o)
   }
 
   /**
@@ -340,6 +327,26 @@ class Door {
     }
     raw.once('finish', () => settle(true))
     raw.once('close', () => settle(raw.writableFinished))
+  }
+}
+
+/**
+ * `req.rateLimit`: `{ limit, used, remaining, resetTime, degraded, key }`, and `current`, the
+ * deprecated name of `used` in express-rate-limit, on the prototype: there, but not
+ * enumerable (not in JSON), as the peer sets it, at no cost per request.
+ */
+class RateLimitInfo {
+  constructor(main, o) {
+    this.limit = main.limit
+    this.used = Math.max(0, main.limit - main.remaining)
+    this.remaining = main.remaining
+    this.resetTime = new Date(o.at + main.resetMs)
+    this.degraded = o.degraded
+    this.key = o.key
+  }
+
+  get current() {
+    return this.used
   }
 }
 

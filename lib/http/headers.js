@@ -26,17 +26,17 @@ function sfString(s) {
 
 /**
  * `X-RateLimit-Limit`, `-Remaining` and `-Reset` (epoch seconds) of the main window, as
- * express-rate-limit sends them; or, with a `form` (@fastify/rate-limit's), its `names`, the
- * reset in seconds from now, and only the names `form.show(name, allowed)` keeps.
+ * express-rate-limit sends them; or, with a `form` (@fastify/rate-limit's), the reset in
+ * seconds from now and the names it shows: `form.allowed` / `form.refused`, `[name, i]` (i: 0
+ * limit, 1 remaining, 2 reset), and `form.retryAfter`.
  */
 function legacy(o, form) {
   const main = o.windows[o.main]
   if (form) {
-    const values = [String(main.limit), String(main.remaining), String(resetS(main))]
     const out = []
-    form.names.forEach((name, i) => {
-      if (form.show(name, o.allowed)) out.push([name, values[i], false])
-    })
+    for (const [name, i] of o.allowed ? form.allowed : form.refused) {
+      out.push([name, String(i === 0 ? main.limit : i === 1 ? main.remaining : resetS(main)), false])
+    }
     return out
   }
   return [
@@ -114,7 +114,7 @@ const DRAFTS = { 'draft-6': draft6, 'draft-7': draft7, 'draft-8': draft8, 'draft
 function headers(o, legacyHeaders, standardHeaders, form = null) {
   const out = legacyHeaders ? legacy(o, form) : []
   if (standardHeaders) out.push(...DRAFTS[standardHeaders](o))
-  if (!o.allowed && (form === null || form.show('retry-after', false))) out.push(...retryAfter(o))
+  if (!o.allowed && (form === null || form.retryAfter)) out.push(...retryAfter(o))
   return out
 }
 

@@ -1,0 +1,120 @@
+'use strict'
+// The HTTP doors' decision path without HTTP: the sluice/express middleware and the
+// sluice/fastify hook called with minimal request and response objects on a MemoryStore, one
+// request at a time, every request admitted (limit 1e9), the key from a header (one of 10,000
+// clients at random). Measures the process's CPU per request (process.cpuUsage), so that a
+// change of the door's code can be compared before and after on a shared, noisy machine where
+// the HTTP suite (bench/doors.js) varies by more than the change.
+//   node bench/doors-path.js [root of a sluice tree (default: this one)] [requests (200000)]
+//   BENCH_DOORS_ALGORITHM=fixed: the doors' algorithm (default: the tree's own default)
+// Prints one JSON line: { express: ns per request, fastify: ns per request }.
+const path = require('node:path')
+
+const root = path.resolve(process.argv[2] || path.join(__dirname, '..'))
+const N = Number(process.argv[3] || 200_000)
+const CLIENTS = 10_000
+const { MemoryStore } = require(path.join(root, 'lib/index.js'))
+const { rateLimit } = require(path.join(root, 'lib/express.js'))
+const { DOOR } = require(path.join(root, 'lib/http/door.js'))
+const algorithm = process.env.BENCH_DOORS_ALGORITHM ? { algorithm: process.env.BENCH_DOORS_ALGORITHM } : {}
+
+const keyGenerator = (req) => req.headers['x-client']
+const clients = Array.from({ length: CLIENTS }, (_, i) => `client-${i}`)
+let seed = 42
+const next = () => {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff
+  return clients[seed % CLIENTS]
+}
+
+function response() {
+  return {
+    headersSent: false,
+    statusCode: 200,
+    setHeader() {},
+    append() {},
+    status() {
+      return this
+    },
+    send() {},
+    once() {},
+  }
+}
+
+async function express() {
+  const store = new MemoryStore()
+  const mw = rateLimit({
+    store,
+    limit: 1e9,
+    windowMs: 60_000,
+    standardHeaders: 'draft-7',
+    legacyHeaders: false,
+    keyGenerator,
+    ...algorithm,
+  })
+  const res = response()
+  const one = (client) =>
+    new Promise((resolve, reject) =>
+      mw({ ip: '127.0.0.1', headers: { 'x-client': client } }, res, (err) => (err ? reject(err) : resolve())),
+    )
+  for (let i = 0; i < 20_000; i++) await one(next()) // warm up
+  const start = process.cpuUsage()
+  for (let i = 0; i < N; i++) await one(next())
+  const used = process.cpuUsage(start)
+  await store.close()
+  return ((used.user + used.system) * 1000) / N
+}
+
+async function fastify() {
+  const store = new MemoryStore()
+  // the plugin's hook, as the plugin makes it for a route (no Fastify server: the hook alone)
+  const hooks = []
+  const app = {
+    hasRequestDecorator: () => true,
+    decorateRequest() {},
+    hasDecorator: () => true,
+    decorate() {},
+    addHook: (_name, fn) => fn,
+  }
+  app.addHook = (_name, fn) => {
+    const route = { url: '/', method: 'GET' }
+    hooks.push({ fn, route })
+  }
+  await require(path.join(root, 'lib/fastify.js'))(app, {
+    store,
+    max: 1e9,
+    timeWindow: 60_000,
+    keyGenerator,
+    ...algorithm,
+  })
+  const route = { url: '/', method: 'GET' }
+  hooks[0].fn(route)
+  const hook = route.onRequest[0]
+  if (!hook[DOOR]) throw new Error('no door')
+  const reply = { header() {}, raw: { once() {} }, code() {} }
+  const one = (client) =>
+    new Promise((resolve, reject) =>
+      hook({ ip: '127.0.0.1', headers: { 'x-client': client } }, reply, (err) => (err ? reject(err) : resolve())),
+    )
+  for (let i = 0; i < 20_000; i++) await one(next())
+  const start = process.cpuUsage()
+  for (let i = 0; i < N; i++) await one(next())
+  const used = process.cpuUsage(start)
+  await store.close()
+  return ((used.user + used.system) * 1000) / N
+}
+
+;(async () => {
+  const e = await express()
+  const f = await fastify()
+  console.log(
+    JSON.stringify({
+      root,
+      algorithm: algorithm.algorithm ?? 'default',
+      express: Math.round(e),
+      fastify: Math.round(f),
+    }),
+  )
+})().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
