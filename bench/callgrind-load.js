@@ -1,5 +1,5 @@
 'use strict'
-// The load of bench/callgrind.sh: N decisions over KEYS keys, 256 in flight. KIND: pacer
+// The load of bench/callgrind.sh: N decisions over KEYS keys, INFLIGHT in flight (default 256). KIND: pacer
 // (pace()), bucket / window / leaky (check()), or concurrent (acquire + release, counted as
 // one decision).
 const sluice = require('../lib/index.js')
@@ -25,7 +25,7 @@ async function main() {
       await decide(`k${(i * 7919) % keys}`)
     }
   }
-  await Promise.all(Array.from({ length: 256 }, loop))
+  await Promise.all(Array.from({ length: Number(process.env.INFLIGHT || 256) }, loop))
   await store.close()
 }
 

@@ -2,6 +2,7 @@
 # Instructions Redis executes per decision, counted by callgrind (repeatable, unlike timings
 # on a shared VM). Usage: bash bench/callgrind.sh KEYS [KIND]
 #   KEYS: 10000, or 1 for a hot key; KIND: pacer (default), bucket, window, leaky, concurrent
+#   INFLIGHT=1 (default 256): calls in flight; CG_N (default 64000): decisions measured
 # Needs valgrind (apt-get install valgrind) and a built addon (npm run build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +17,9 @@ pid=$(pgrep -f "valgrind.*--port $port" | head -1)
 load() { URL="redis://127.0.0.1:$port" KEYS="$keys" KIND="$kind" N="$1" node bench/callgrind-load.js; }
 load 10000                       # warm-up: keys exist, scripts loaded
 callgrind_control -z "$pid" >/dev/null 2>&1
-load 64000
+load "${CG_N:-64000}"
 callgrind_control -d "$pid" >/dev/null 2>&1
 kill "$pid"; sleep 0.5
 total=$(callgrind_annotate "$(ls "$dir"/redis.out.* | head -1)" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-echo "kind=$kind keys=$keys instructions per decision: $((total / 64000))"
+echo "kind=$kind keys=$keys instructions per decision: $((total / ${CG_N:-64000}))"
 rm -rf "$dir"

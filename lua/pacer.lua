@@ -26,6 +26,8 @@
 --           All KEYS share one hash slot: the caller groups entries by slot.
 --           Keys are read with redis.pcall before anything is written (WRONGTYPE is an
 --           entry's reply, any other error is raised); see limiter.lua for the test's cost.
+--           A batch of one single call (the server pattern's usual batch) takes a path of its
+--           own that makes no table but its reply; the arithmetic is the same functions'.
 
 local nargs = #ARGV
 assert(nargs >= 3 and #KEYS >= 1, 'pacer: expected keys and entries')
@@ -40,41 +42,6 @@ end
 local MARGIN_MS = 120000
 local MAX_TTL_MS = 315360000000 -- 10 years: Redis refuses expiries near 1e21 ms
 local MAX_DELAY_US = 9e15 -- replies are 64-bit integers; a refusal's delay must stay > 0
-
-local nparams = tonumber(ARGV[2])
-assert(nparams and nparams >= 1 and nargs >= 2 + 4 * nparams, 'pacer: malformed parameter sets')
-local pQ, pB, pF, pW = {}, {}, {}, {}
-for p = 1, nparams do
-  local a = 4 * p - 1
-  pQ[p], pB[p], pF[p], pW[p] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-end
-
--- state per key index; writer[k] = the parameter set of the last call that saved key k;
--- wrong[k]: the key holds another type
-local sW, sN, sL, raw, loaded, writer, wrong = {}, {}, {}, {}, {}, {}, {}
-local out, nout = {}, 0
-local WRONG_TYPE = -2
-
--- GET, not one MGET for all keys: MGET answers nil for a key of another type, which would
--- then be overwritten; GET answers WRONGTYPE and the key's entries are refused.
-local function load(k)
-  loaded[k] = true
-  local v = redis.pcall('GET', KEYS[k])
-  if v and v.err then
-    if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-    wrong[k] = true
-  elseif v then
-    raw[k] = v
-    -- anything else is treated as a fresh key: no value can leave a key unusable
-    if #v == 24 then
-      local w, n, l = struct.unpack('<ddd', v)
-      if w == w and n == n and l == l and w < math.huge and n < math.huge and l < math.huge
-        and w > -math.huge and n > -math.huge and l > -math.huge then
-        sW[k], sN[k], sL[k] = w, n, l
-      end
-    end
-  end
-end
 
 -- one call; returns delay, watermark_before, admitted[, new watermark, tail, last drip]
 local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
@@ -106,6 +73,80 @@ local function step(water, stored_tail, last, qps, burst, factor, pace, weight)
   if delay > MAX_DELAY_US then delay = MAX_DELAY_US end
   if not (pace or shot <= now) then return delay, before, false end
   return delay, before, true, water, new_tail, now
+end
+
+local WRONG_TYPE = -2
+
+-- a state string as it is stored, or nil: anything but 24 bytes of finite doubles is treated
+-- as a fresh key (no value can leave a key unusable)
+local function parse(v)
+  if #v ~= 24 then return nil end
+  local w, n, l = struct.unpack('<ddd', v)
+  if w == w and n == n and l == l and w < math.huge and n < math.huge and l < math.huge
+    and w > -math.huge and n > -math.huge and l > -math.huge then
+    return w, n, l
+  end
+  return nil
+end
+
+-- the one-call path (a server's decisions arrive one per event-loop turn, so most batches
+-- hold one call): one parameter set, one single call without the raw states; the same
+-- arithmetic as the batch path below, without its tables
+if nargs == 7 and ARGV[2] == '1' then
+  local head = tonumber(ARGV[7])
+  local mode = head and head >= 0 and head % 4
+  if mode and mode < 2 then
+    local kp = (head - mode) / 4
+    local p = kp % 1048576
+    local key = KEYS[(kp - p) / 1048576]
+    assert(p == 1 and key, 'pacer: malformed entry')
+    local qps, burst, factor, weight = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+    local v = redis.pcall('GET', key)
+    if v and v.err then
+      if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+      return { WRONG_TYPE, 0 }
+    end
+    local w0, n0, l0
+    if v then w0, n0, l0 = parse(v) end
+    local delay, before, admitted, w, n, l = step(w0, n0, l0, qps, burst, factor, mode == 1, weight)
+    if w then
+      local busy = n - now
+      local drain = burst * 1000000 / (qps * factor)
+      if drain > busy then busy = drain end
+      local ttl = math.ceil(busy / 1000000) * 1000 + MARGIN_MS
+      if ttl > MAX_TTL_MS then ttl = MAX_TTL_MS end
+      redis.call('SET', key, struct.pack('<ddd', w, n, l), 'PX', string.format('%.0f', ttl))
+    end
+    return { delay, before * 1000000 + 0.5 }
+  end
+end
+
+local nparams = tonumber(ARGV[2])
+assert(nparams and nparams >= 1 and nargs >= 2 + 4 * nparams, 'pacer: malformed parameter sets')
+local pQ, pB, pF, pW = {}, {}, {}, {}
+for p = 1, nparams do
+  local a = 4 * p - 1
+  pQ[p], pB[p], pF[p], pW[p] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+end
+
+-- state per key index; writer[k] = the parameter set of the last call that saved key k;
+-- wrong[k]: the key holds another type
+local sW, sN, sL, raw, loaded, writer, wrong = {}, {}, {}, {}, {}, {}, {}
+local out, nout = {}, 0
+
+-- GET, not one MGET for all keys: MGET answers nil for a key of another type, which would
+-- then be overwritten; GET answers WRONGTYPE and the key's entries are refused.
+local function load(k)
+  loaded[k] = true
+  local v = redis.pcall('GET', KEYS[k])
+  if v and v.err then
+    if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+    wrong[k] = true
+  elseif v then
+    raw[k] = v
+    local w, n, l = parse(v)
+    if w then sW[k], sN[k], sL[k] = w, n, l end
+  end
 end
 
 -- how long a key's state matters, ms, as the PX argument: until its queue drains and its
