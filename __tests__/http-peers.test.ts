@@ -231,6 +231,26 @@ for (const kind of ['memory', 'redis'] as const) {
         expect([other.status, other.json().rateLimit.key]).toEqual([200, '2001:db8:1:200::/56'])
       })
 
+      it(`${version}: a request counted twice on one counter is logged (singleCount); passOnStoreError logs the store's error`, async () => {
+        clock.set(T0)
+        const { seen, logger } = recorder()
+        const name = id()
+        const twice = rateLimit({ store, identifier: name, limit: 5, windowMs: 10 * S })
+        const s = await serve({ identifier: name, limit: 5, windowMs: 10 * S, logger }, (app) => app.use(twice))
+        await get(`${s.url}/`)
+        expect(seen).toEqual([['error', 'ERR_ERL_DOUBLE_COUNT']])
+        const errors: string[] = []
+        const failing = await serve({
+          limit: 5,
+          windowMs: 10 * S,
+          passOnStoreError: true,
+          keyGenerator: () => 'x'.repeat(1024 * 1024 + 1), // not a store failure: still an error
+          logger: { warn: () => {}, error: (e: any) => errors.push(e.code) },
+        })
+        expect((await get(`${failing.url}/`)).status).toBe(500)
+        expect(errors).toEqual([])
+      })
+
       it(`${version}: identifier as a function names the draft-8 policy of each request`, async () => {
         clock.set(T0)
         const key = id() // the counters keep their default name (2-per-10s): a key of this test's own
@@ -553,6 +573,36 @@ for (const kind of ['memory', 'redis'] as const) {
         app.get('/twice', { preHandler: app.rateLimit({ max: 2 }) }, async () => 'x'),
       )
       expect(await statuses(`${twice.url}/twice`, 3)).toEqual([200, 200, 429])
+    })
+
+    it("the reply's status is left to the error handler (fastify-rate-limit#284): it may redirect", async () => {
+      clock.set(T0)
+      const s = await serve({ global: false }, (app) => {
+        app.setErrorHandler((err: any, _req: any, reply: any) => {
+          reply.header('x-seen', `${reply.statusCode} ${err.statusCode}`)
+          reply.redirect('/')
+        })
+        app.get(
+          '/redirect',
+          { config: { rateLimit: { max: 1, timeWindow: 5 * S, continueExceeding: true } } },
+          async () => 'r',
+        )
+      })
+      const first = await get(`${s.url}/redirect`)
+      expect([first.status, first.header('x-seen')]).toEqual([200, undefined])
+      const r = await get(`${s.url}/redirect`)
+      expect([r.status, r.header('x-seen'), r.header('x-ratelimit-limit')]).toEqual([302, '200 429', '1'])
+    })
+
+    it('a not-found handler limited by fastify.rateLimit(options)', async () => {
+      clock.set(T0)
+      const s = await serve({ max: 5 }, (app) =>
+        app.setNotFoundHandler(
+          { preHandler: app.rateLimit({ max: 1, timeWindow: 10 * S }) },
+          async (_req: any, reply: any) => reply.code(404).send('nope'),
+        ),
+      )
+      expect(await statuses(`${s.url}/missing`, 2)).toEqual([404, 429])
     })
 
     if (kind === 'redis') {

@@ -138,11 +138,17 @@ function rateLimit(passed) {
         if (named) return policyName(req, res, o).then(() => decided(req, res, next, o), next)
         decided(req, res, next, o)
       },
-      (err) => (door.passes(err) ? next() : next(err)),
+      (err) => {
+        if (!door.passes(err)) return next(err)
+        if (checks) checks.logger.error(err, 'sluice: error from store, allowing request without rate-limiting.')
+        next()
+      },
     )
   }
 
   function decided(req, res, next, o) {
+    // express-rate-limit's singleCount check: one request charged twice on one counter
+    if (checks && config.windows !== null) checks.run('singleCount', req, config.store, `${config.counter} ${o.key}`)
     let pass
     try {
       pass = respond(req, res, next, o)

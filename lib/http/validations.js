@@ -142,11 +142,27 @@ const CHECKS = {
     }
   },
 }
-// the peer's checks of its own Store interface and MemoryStore: nothing to find with a sluice store
+/** Per request: per store, the counters (`<identifier> <key>`) doors have charged for it. */
+const counted = new WeakMap()
+/** A request counted twice on one counter of one store (two doors of one identifier on a route). */
+CHECKS.singleCount = (req, store, counter) => {
+  let stores = counted.get(req)
+  if (stores === undefined) counted.set(req, (stores = new Map()))
+  let names = stores.get(store)
+  if (names === undefined) stores.set(store, (names = new Set()))
+  if (names.has(counter)) {
+    return new ValidationError(
+      'ERR_ERL_DOUBLE_COUNT',
+      `The hit count for ${JSON.stringify(counter)} was incremented more than once for a single request.`,
+    )
+  }
+  names.add(counter)
+}
+// the peer's checks of its own Store interface and MemoryStore: nothing to find with a sluice
+// store (one store serves many doors, each counting under its own identifier)
 for (const name of [
   'positiveHits',
   'unsharedStore',
-  'singleCount',
   'headersResetTime',
   'knownOptions',
   'validationsConfig',
