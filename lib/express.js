@@ -129,6 +129,7 @@ function rateLimit(passed) {
   const handler = config.handler || defaultHandler
   const handlerOptions = Object.freeze({ ...options, message: config.message, statusCode: config.statusCode })
   const property = config.requestPropertyName
+  let countCheck = Boolean(checks) && config.windows !== null
   const named = policyFn !== null && (config.standardHeaders === 'draft-8' || config.standardHeaders === 'draft-10')
 
   const middleware = function sluiceRateLimit(req, res, next) {
@@ -147,8 +148,11 @@ function rateLimit(passed) {
   }
 
   function decided(req, res, next, o) {
-    // express-rate-limit's singleCount check: one request charged twice on one counter
-    if (checks && config.windows !== null) checks.run('singleCount', req, config.store, `${config.counter} ${o.key}`)
+    // express-rate-limit's singleCount check (at the first request): one request charged twice on one counter
+    if (countCheck) {
+      countCheck = false
+      checks.run('singleCount', req, config.store, `${config.counter} ${o.key}`)
+    }
     let pass
     try {
       pass = respond(req, res, next, o)
