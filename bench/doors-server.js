@@ -13,7 +13,9 @@ const cfg = JSON.parse(process.argv[2])
 const keyGenerator = (req) => req.headers['x-client'] || 'anonymous'
 // BENCH_DOORS_ALGORITHM: the sluice doors' algorithm (default: the doors' own, 'window' since
 // issue 29, 'fixed' before), to compare one decision path before and after a change
-const algorithm = process.env.BENCH_DOORS_ALGORITHM ? { algorithm: process.env.BENCH_DOORS_ALGORITHM } : {}
+// (the hot-key variants give 'fixed' in their config: calendar seconds)
+const chosen = cfg.algorithm || process.env.BENCH_DOORS_ALGORITHM
+const algorithm = chosen ? { algorithm: chosen } : {}
 
 async function sluiceStore() {
   const { RedisStore } = require('../lib/index.js')
