@@ -251,6 +251,28 @@ for (const kind of ['memory', 'redis'] as const) {
         expect(errors).toEqual([])
       })
 
+      it(`${version}: requestWasSuccessful may answer a promise (skipSuccessfulRequests gives those back)`, async () => {
+        clock.set(T0)
+        const s = await serve(
+          {
+            limit: 2,
+            windowMs: 10 * S,
+            skipSuccessfulRequests: true,
+            requestWasSuccessful: async (req: any) => req.path === '/ok',
+          },
+          (app) => app.get('/ok', (_req: any, res: any) => res.send('ok')),
+        )
+        for (let i = 0; i < 4; i++) expect((await get(`${s.url}/ok`)).status).toBe(200)
+        // the refunds land after the responses: read the count through the store until they have
+        let hits: any = { totalHits: 2 }
+        for (let i = 0; i < 100 && hits !== undefined; i++) {
+          hits = await s.middleware.getKey('127.0.0.1')
+          if (hits !== undefined) await new Promise((r) => setTimeout(r, 5))
+        }
+        expect(hits).toBeUndefined()
+        expect(await statuses(`${s.url}/`, 3)).toEqual([200, 200, 429]) // '/' is not successful: counted
+      })
+
       it(`${version}: identifier as a function names the draft-8 policy of each request`, async () => {
         clock.set(T0)
         const key = id() // the counters keep their default name (2-per-10s): a key of this test's own

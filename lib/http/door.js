@@ -323,7 +323,16 @@ class Door {
       } catch {
         ok = false // a requestWasSuccessful that throws: the request did not succeed
       }
-      if (ok ? c.skipSuccessfulRequests : c.skipFailedRequests) o.refund().catch(() => {})
+      const done = (success) => {
+        if (success ? c.skipSuccessfulRequests : c.skipFailedRequests) o.refund().catch(() => {})
+      }
+      // requestWasSuccessful may answer a promise (express-rate-limit awaits it); rejected: failed
+      if (ok !== null && typeof ok === 'object' && typeof ok.then === 'function')
+        ok.then(
+          (v) => done(Boolean(v)),
+          () => done(false),
+        )
+      else done(Boolean(ok))
     }
     raw.once('finish', () => settle(true))
     raw.once('close', () => settle(raw.writableFinished))

@@ -107,7 +107,7 @@ export interface DoorOptions<Req, Res> {
   skipFailedRequests?: boolean
   /** Give the charge back when the response succeeds. fixed, window, leaky only. */
   skipSuccessfulRequests?: boolean
-  requestWasSuccessful?: (req: Req, res: Res) => boolean
+  requestWasSuccessful?: (req: Req, res: Res) => boolean | Promise<boolean>
   /** Let requests through when the store fails (ERR_STORE_UNAVAILABLE, ERR_TIMEOUT); default false: the error handler. */
   passOnStoreError?: boolean
 }
