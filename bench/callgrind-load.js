@@ -1,6 +1,6 @@
 'use strict'
 // The load of bench/callgrind.sh: N decisions over KEYS keys, INFLIGHT in flight (default 256). KIND: pacer
-// (pace()), bucket / window / leaky (check()), or concurrent (acquire + release, counted as
+// (pace()), bucket / window / leaky (check()), sliding (check() of 5 s + 1 min), or concurrent (acquire + release, counted as
 // one decision).
 const sluice = require('../lib/index.js')
 
@@ -13,6 +13,13 @@ async function main() {
   const kind = process.env.KIND || 'pacer'
   const decide = (key) => {
     if (kind === 'pacer') return new sluice.DistributedPacer(store, { key, qps: 1e6, maxBurst: 1000 }).pace()
+    if (kind === 'sliding') {
+      const windows = [
+        { limit: 1e6, intervalMs: 5_000 },
+        { limit: 1e6, intervalMs: 60_000 },
+      ]
+      return new sluice.SlidingWindowLimiter(store, { name: key, windows }).check()
+    }
     if (kind === 'concurrent') {
       return new sluice.ConcurrentLimiter(store, { name: key, limit: 1000 }).withinLimit(() => undefined)
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions Redis executes per decision, counted by callgrind (repeatable, unlike timings
 # on a shared VM). Usage: bash bench/callgrind.sh KEYS [KIND]
-#   KEYS: 10000, or 1 for a hot key; KIND: pacer (default), bucket, window, leaky, concurrent
+#   KEYS: 10000, or 1 for a hot key; KIND: pacer (default), bucket, window, leaky, sliding, concurrent
 #   INFLIGHT=1 (default 256): calls in flight; CG_N (default 64000): decisions measured
 # Needs valgrind (apt-get install valgrind) and a built addon (npm run build).
 set -euo pipefail

@@ -25,9 +25,12 @@
 --           ahead, a take is answered as a peek, refused, remaining 0, retry no earlier than
 --           its end, and the key lives at least until then. All KEYS share one hash slot: the
 --           caller groups calls by slot.
---           Each call first reads its key's block with redis.pcall (a reset too, the first
---           time its key is seen), so a key of another type is found before anything of the
---           call is written.
+--           A take or a peek first trims its log with redis.pcall (the trim writes nothing to
+--           a key of another type) and reads the two lowest members: the block, if any, and
+--           the oldest call, which is the longest window's first. A block or a reset first
+--           reads its key's block with redis.pcall (a reset only the first time its key is
+--           seen). Either way a key of another type is found before anything of the call is
+--           written.
 
 local nargs = #ARGV
 assert(nargs >= 5 and #KEYS >= 1, 'sliding: expected keys and calls')
@@ -104,8 +107,26 @@ while i <= nargs do
   end
   i = i + 4 + 2 * nw
   local untl = 0
+  -- takes and peeks: the oldest call left after the trim (the longest window's first)
+  local oldest = nil
   if wrong[k] then
     untl = nil
+  elseif op <= 1 then
+    -- the trim is the type test (it writes nothing to a key of another type); then the two
+    -- lowest members: the block (score -1, below every call) if any, and the oldest call
+    local trimmed = redis.pcall('ZREMRANGEBYSCORE', key, '(-1', num(now - longest))
+    if type(trimmed) == 'table' and trimmed.err then
+      if string.sub(trimmed.err, 1, 10) ~= 'WRONGTYPE ' then error(trimmed) end
+      untl = nil
+      wrong[k] = true
+    else
+      local low = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
+      oldest = low[1]
+      if oldest and tonumber(low[2]) == -1 then
+        untl = tonumber(string.sub(oldest, 3)) or 0
+        oldest = low[3]
+      end
+    end
   elseif op ~= 2 or not seen[k] then
     untl = blocked_until(key)
     if untl == nil then wrong[k] = true end
@@ -146,7 +167,6 @@ while i <= nargs do
   else
     local blocked = untl > now
     if blocked then op = 1 end
-    redis.call('ZREMRANGEBYSCORE', key, '(-1', num(now - longest))
     local total, newest = 0, nil
     local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     if last[1] and tonumber(last[2]) >= 0 then
@@ -158,7 +178,13 @@ while i <= nargs do
     for w = 1, nw do
       local from = now - intervals[w]
       if from < -1 then from = -1 end
-      local first = redis.call('ZRANGEBYSCORE', key, '(' .. num(from), '+inf', 'LIMIT', 0, 1)
+      -- after the trim every call left is in the longest window: its first is the oldest
+      local first
+      if intervals[w] == longest then
+        first = { oldest }
+      else
+        first = redis.call('ZRANGEBYSCORE', key, '(' .. num(from), '+inf', 'LIMIT', 0, 1)
+      end
       local u, start = 0, 0
       if first[1] then
         start = parse(first[1])
