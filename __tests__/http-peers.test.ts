@@ -638,6 +638,8 @@ for (const kind of ['memory', 'redis'] as const) {
         const strict = Fastify()
         await strict.register(sluiceFastify as any, { store: failing, max: 3 })
         strict.get('/', async () => 'ok')
+        const check = skip.createRateLimit({ max: 7, timeWindow: 2000 })
+        skip.get('/check', async (req: any) => check(req))
         const a = await listenFastify(skip)
         const b = await listenFastify(strict)
         try {
@@ -645,6 +647,18 @@ for (const kind of ['memory', 'redis'] as const) {
           await stop(server)
           const passed: Reply = await get(`${a.url}/`)
           expect([passed.status, limitHeaders(passed)]).toEqual([200, []])
+          // createRateLimit under skipOnError: nothing counted, as the peer answers
+          expect((await get(`${a.url}/check`)).json()).toEqual({
+            isAllowed: false,
+            key: '127.0.0.1',
+            max: 7,
+            timeWindow: 2000,
+            remaining: 7,
+            ttl: 0,
+            ttlInSeconds: 0,
+            isExceeded: false,
+            isBanned: false,
+          })
           expect((await get(`${b.url}/`)).status).toBe(500)
         } finally {
           await a.close()

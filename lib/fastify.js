@@ -300,12 +300,15 @@ function checkFor(door) {
       o = await door.decide(req, undefined, key, charge)
     } catch (err) {
       if (!door.passes(err)) throw err
+      // skipOnError: as the peer, nothing counted (a window of the configured size, all left)
+      const w = door.config.windows === null ? undefined : door.config.windows[0]
+      const max = w && w.limit !== null ? w.limit : 0
       return {
         isAllowed: false,
         key,
-        max: 0,
-        timeWindow: 0,
-        remaining: 0,
+        max,
+        timeWindow: w && w.windowMs !== null ? w.windowMs : 0,
+        remaining: max,
         ttl: 0,
         ttlInSeconds: 0,
         isExceeded: false,
