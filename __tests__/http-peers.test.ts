@@ -229,6 +229,19 @@ for (const kind of ['memory', 'redis'] as const) {
         expect((await from('2001:db8:1:1ff::2')).status).toBe(429) // the same /56
         const other = await from('2001:db8:1:200::1')
         expect([other.status, other.json().rateLimit.key]).toEqual([200, '2001:db8:1:200::/56'])
+        // ipv6Subnet as a function of the request
+        const { seen, logger } = recorder()
+        const fn = await serve({ limit: 5, windowMs: 10 * S, ipv6Subnet: () => 64, logger }, (app) =>
+          app.set('trust proxy', 1),
+        )
+        const r = await get(`${fn.url}/`, { 'x-forwarded-for': '2001:db8:1:1ff::2' })
+        expect(r.json().rateLimit.key).toBe('2001:db8:1:1ff::/64')
+        expect(seen).toEqual([])
+        const odd = await serve({ limit: 5, windowMs: 10 * S, ipv6Subnet: () => 200, logger }, (app) =>
+          app.set('trust proxy', 1),
+        )
+        const o = await get(`${odd.url}/`, { 'x-forwarded-for': '2001:db8:1:1ff::2' })
+        expect([o.json().rateLimit.key, seen]).toEqual(['2001:db8:1:100::/56', [['error', 'ERR_ERL_IPV6_SUBNET']]])
       })
 
       it(`${version}: a request counted twice on one counter is logged (singleCount); passOnStoreError logs the store's error`, async () => {
