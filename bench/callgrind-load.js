@@ -7,7 +7,12 @@ const sluice = require('../lib/index.js')
 const LIMITERS = { bucket: sluice.BucketLimiter, window: sluice.WindowLimiter, leaky: sluice.LeakyLimiter }
 
 async function main() {
-  const store = await sluice.RedisStore.connect({ url: process.env.URL, keyPrefix: 'cg', commandTimeoutMs: 60000 })
+  const store = await sluice.RedisStore.connect({
+    url: process.env.URL,
+    keyPrefix: 'cg',
+    commandTimeoutMs: 60000,
+    stats: process.env.STATS !== '0',
+  })
   const keys = Number(process.env.KEYS)
   const count = Number(process.env.N)
   const kind = process.env.KIND || 'pacer'

@@ -2,7 +2,8 @@
 # Instructions Redis executes per decision, counted by callgrind (repeatable, unlike timings
 # on a shared VM). Usage: bash bench/callgrind.sh KEYS [KIND]
 #   KEYS: 10000, or 1 for a hot key; KIND: pacer (default), bucket, window, leaky, sliding, concurrent
-#   INFLIGHT=1 (default 256): calls in flight; CG_N (default 64000): decisions measured
+#   INFLIGHT=1 (default 256): calls in flight; CG_N (default 64000): decisions measured;
+#   STATS=0: statistics off (on by default, as for users)
 # Needs valgrind (apt-get install valgrind) and a built addon (npm run build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
