@@ -191,6 +191,12 @@ for (const kind of ['memory', 'redis'] as const) {
           ['warn', 'WRN_ERL_DEPRECATED_ON_LIMIT_REACHED'],
         ])
         seen.length = 0
+        // an unknown option: refused at setup unless the knownOptions check is off (then ignored)
+        expect(() => rateLimit({ store, limit: 2, limitt: 3 } as any)).toThrow(
+          expect.objectContaining({ code: 'ERR_INVALID_CONFIG' }),
+        )
+        const lax = await serve({ limit: 1, windowMs: 10 * S, limitt: 3, validate: { knownOptions: false } })
+        expect(await statuses(`${lax.url}/`, 2)).toEqual([200, 429])
         await serve({ limit: 2, windowMs: 10 * S, standardHeaders: 'draft-5', validate: false, logger })
         await serve({ limit: 2, windowMs: 10 * S, ipv6Subnet: 20, validate: { ipv6Subnet: false }, logger })
         expect(seen).toEqual([])

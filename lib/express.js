@@ -7,7 +7,7 @@
 
 const { isIPv6 } = require('node:net')
 const { Door, DOOR } = require('./http/door')
-const { doorConfig } = require('./http/options')
+const { doorConfig, COMMON_OPTIONS } = require('./http/options')
 const { ipKey } = require('./http/key')
 const { validations } = require('./http/validations')
 
@@ -46,6 +46,11 @@ function readOptions(passed) {
     if (value !== undefined && !PEER_ONLY.includes(name) && !SLOW_DOWN.includes(name)) options[name] = value
   }
   const checks = validations(passed.validate ?? true, passed.logger ?? undefined)
+  // an unknown option is refused at setup (ERR_INVALID_CONFIG), unless the peer's knownOptions
+  // check is turned off (validate: false or { knownOptions: false }): then ignored, as there
+  if (!checks.enabled('knownOptions')) {
+    for (const name of Object.keys(options)) if (!COMMON_OPTIONS.includes(name)) delete options[name]
+  }
   checks.run('draftPolliHeaders', passed.draft_polli_ratelimit_headers)
   checks.run('onLimitReached', passed.onLimitReached)
   if (options.limit === undefined && passed.max !== undefined) options.limit = passed.max

@@ -296,4 +296,4 @@ function policyNames(windows, identifier) {
   return windows
 }
 
-module.exports = { doorConfig, checkIdentifier, policyNames, algorithmOf, MAX_LIMIT, MAX_WINDOW_MS }
+module.exports = { doorConfig, checkIdentifier, policyNames, algorithmOf, MAX_LIMIT, MAX_WINDOW_MS, COMMON_OPTIONS }

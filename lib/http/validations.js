@@ -206,7 +206,7 @@ function validations(validate = true, logger = consoleLogger) {
       ),
     )
   }
-  return { run, logger }
+  return { run, logger, enabled: (name) => enabled[name] ?? enabled.default }
 }
 
 module.exports = { validations, ValidationError, ChangeWarning }
