@@ -3,17 +3,13 @@
 // several windows on a shared Redis, hammered by `inflight` loops on one client key with
 // seeded weights 1..3 until the start time plus `durationMs`. Each admitted weight goes back
 // over IPC; the test counts.
-const { RedisStore } = require('../../lib/index.js')
 const { Door } = require('../../lib/http/door.js')
 const { doorConfig } = require('../../lib/http/options.js')
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const { runWorker, sleep, storeOf } = require('./worker-support')
 
-async function main() {
-  const cfg = JSON.parse(process.argv[2])
-  const store = await RedisStore.connect(
-    cfg.cluster ? { cluster: cfg.cluster, keyPrefix: cfg.prefix } : { url: cfg.url, keyPrefix: cfg.prefix },
-  )
+runWorker(async (cfg) => {
+  const store = await storeOf(cfg)
   const door = new Door(
     doorConfig({
       store,
@@ -44,10 +40,5 @@ async function main() {
   const o = await door.decide({ key: 'client', cost: 0 }, {})
   result.used = o.windows.map((w) => w.limit - w.remaining)
   await store.close()
-  process.send(result, () => process.exit(0))
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return result
 })

@@ -2,15 +2,11 @@
 // One process of the SlidingCounterLimiter multi-process test. Config comes as JSON in
 // argv[2]; each admission goes back over IPC with the local time it was received and its
 // resetAfterMs (which names the calendar window it was charged to). It counts; the test judges.
-const { RedisStore, SlidingCounterLimiter } = require('../../lib/index.js')
+const { SlidingCounterLimiter } = require('../../lib/index.js')
+const { runWorker, sleep, storeOf } = require('./worker-support')
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-async function main() {
-  const cfg = JSON.parse(process.argv[2])
-  const store = await RedisStore.connect(
-    cfg.cluster ? { cluster: cfg.cluster, keyPrefix: cfg.prefix } : { url: cfg.url, keyPrefix: cfg.prefix },
-  )
+runWorker(async (cfg) => {
+  const store = await storeOf(cfg)
   const limiter = new SlidingCounterLimiter(store, {
     name: cfg.name,
     windows: [{ limit: cfg.limit, intervalMs: cfg.intervalMs }],
@@ -26,10 +22,5 @@ async function main() {
   }
   await Promise.all(Array.from({ length: cfg.inflight }, loop))
   await store.close()
-  process.send(result, () => process.exit(0))
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return result
 })

@@ -1,15 +1,12 @@
 'use strict'
 // One load-generating process of the multi-process tests. Config comes as JSON in argv[2];
 // the result is sent back over IPC. It counts, it does not judge.
-const { RedisStore, DistributedPacer } = require('../../lib/index.js')
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const { DistributedPacer } = require('../../lib/index.js')
+const { sleep, storeOf } = require('./worker-support')
 
 async function main() {
   const cfg = JSON.parse(process.argv[2])
-  const store = await RedisStore.connect(
-    cfg.cluster ? { cluster: cfg.cluster, keyPrefix: cfg.prefix } : { url: cfg.url, keyPrefix: cfg.prefix },
-  )
+  const store = await storeOf(cfg)
   const pacer = new DistributedPacer(store, { key: cfg.key, qps: cfg.qps, maxBurst: cfg.maxBurst })
   await sleep(Math.max(0, cfg.startAt - Date.now()))
   const firstSend = Date.now()
