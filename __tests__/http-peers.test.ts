@@ -446,6 +446,8 @@ for (const kind of ['memory', 'redis'] as const) {
       })
       const direct = await serve({ max: 1, timeWindow: 10 * S, ban: 0 })
       expect(await statuses(`${direct.url}/`, 2)).toEqual([200, 403])
+      const none = await serve({ max: 0, timeWindow: 10 * S, ban: 1 })
+      expect(await statuses(`${none.url}/`, 3)).toEqual([429, 403, 403])
     })
 
     it('continueExceeding: a request while limited restarts the window', async () => {

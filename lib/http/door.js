@@ -193,7 +193,9 @@ class Door {
     if (weight > least || least === 0) {
       // never admitted (a limit of 0 refuses everything): refused without a store call
       for (const w of windows) Object.assign(w, { remaining: 0, resetMs: w.windowMs })
-      return outcome(key, weight, windows, false, false, Math.max(...windows.map((w) => w.windowMs)), null, at)
+      const o = outcome(key, weight, windows, false, false, Math.max(...windows.map((w) => w.windowMs)), null, at)
+      // ban counts these refusals too (max 0 with ban 0 bans at once, as the peer); nothing to block
+      return c.exceeding !== null && c.exceeding.ban >= 0 ? c.exceeding.refused(this, null, id, o) : o
     }
     const limiter = this._limiterFor(id, limit, windowMs)
     if (!charge) return this._peek(limiter, key, weight, windows, at)

@@ -28,7 +28,8 @@ class Exceeding {
   }
 
   /**
-   * Outcome `o` (a refusal of the key known by `id`, by `limiter`) after the refusal is
+   * Outcome `o` (a refusal of the key known by `id`, by `limiter`; null: refused without one,
+   * nothing to block) after the refusal is
    * counted and the key blocked as asked: its windows report no room until the block ends,
    * `o.exceeded` is the refusals counted, `o.banned` whether it is a ban.
    */
@@ -49,7 +50,7 @@ class Exceeding {
     let blockMs = 0
     if (this.continueExceeding) blockMs = windowMs
     else if (this.exponentialBackoff) blockMs = Math.min(MAX_WINDOW_MS, windowMs * 2 ** Math.min(n - 1, 40))
-    if (blockMs > 0) {
+    if (blockMs > 0 && limiter !== null) {
       await block(c, limiter, blockMs)
       o.retryAfterMs = Math.max(o.retryAfterMs, blockMs)
       for (const w of o.windows) {
