@@ -29,9 +29,9 @@ class Exceeding {
 
   /**
    * Outcome `o` (a refusal of the key known by `id`, by `limiter`; null: refused without one,
-   * nothing to block) after the refusal is
-   * counted and the key blocked as asked: its windows report no room until the block ends,
-   * `o.exceeded` is the refusals counted, `o.banned` whether it is a ban.
+   * nothing to block) after the refusal is counted and the key blocked as asked: its windows
+   * report no room until the block ends, `o.exceeded` is the refusals counted, `o.banned`
+   * whether it is a ban.
    */
   async refused(door, limiter, id, o) {
     const c = door.config
