@@ -33,7 +33,8 @@ local FIELDS = {
 }
 
 -- the type each operation's keys must have (or none: not there yet), checked by a read of that
--- type (a WRONGTYPE error when the key holds another): commands the documented ACL allows
+-- type (a WRONGTYPE error when the key holds another): commands the documented ACL allows;
+-- an incr's first write is its test (see below)
 local TYPES = {
   incr = { 'hash' }, del = { 'hash' }, hgetall = { 'hash' },
   registry = { 'zset', 'hash' }, since = { 'zset', 'hash' },
@@ -61,24 +62,40 @@ while i <= n do
   local reply = {}
   local want = TYPES[op]
   if want == nil then error('stats: unknown operation') end
-  for k = 1, #keys do
-    if not holds(keys[k], want[k]) then op = 'wrongtype' end
+  local v
+  if op == 'incr' then
+    -- the type test of an incr is its first count's write, through redis.pcall (it writes
+    -- nothing to a key of another type); only an incr without counts reads first
+    v = {}
+    for x in string.gmatch(ARGV[a] .. ',', '([^,]*),') do v[#v + 1] = x end
+    local tested = false
+    for f = 1, #FIELDS do
+      local c = v[3 + f]
+      if c ~= nil and c ~= '' then
+        local cmd = 'HINCRBY'
+        if string.find(c, '[.eE]') then cmd = 'HINCRBYFLOAT' end
+        if tested then
+          redis.call(cmd, keys[1], FIELDS[f], c)
+        else
+          local r = redis.pcall(cmd, keys[1], FIELDS[f], c)
+          if type(r) == 'table' and r.err then
+            if string.sub(r.err, 1, 10) ~= 'WRONGTYPE ' then error(r) end
+            op = 'wrongtype'
+            break
+          end
+          tested = true
+        end
+      end
+    end
+    if not tested and op == 'incr' and not holds(keys[1], 'hash') then op = 'wrongtype' end
+  else
+    for k = 1, #keys do
+      if not holds(keys[k], want[k]) then op = 'wrongtype' end
+    end
   end
   if op == 'wrongtype' then
     reply = { 'WRONGTYPE' }
   elseif op == 'incr' then
-    local v = {}
-    for x in string.gmatch(ARGV[a] .. ',', '([^,]*),') do v[#v + 1] = x end
-    for f = 1, #FIELDS do
-      local c = v[3 + f]
-      if c ~= nil and c ~= '' then
-        if string.find(c, '[.eE]') then
-          redis.call('HINCRBYFLOAT', keys[1], FIELDS[f], c)
-        else
-          redis.call('HINCRBY', keys[1], FIELDS[f], c)
-        end
-      end
-    end
     local slot = v[2]
     if slot ~= '' then
       local admitted, refused = v[4] == '' and '0' or v[4], v[5] == '' and '0' or v[5]
@@ -92,10 +109,23 @@ while i <= n do
     if v[1] ~= '0' then redis.call('PEXPIRE', keys[1], v[1]) end
   elseif op == 'registry' then
     local ttl, cap = ARGV[a], tonumber(ARGV[a + 1])
-    for j = a + 2, a + nargs - 1, 3 do
-      redis.call('ZADD', keys[1], 'GT', ARGV[j + 1], ARGV[j])
-      if ARGV[j + 2] ~= '' then redis.call('HSET', keys[2], ARGV[j], ARGV[j + 2]) end
+    -- one ZADD and one HSET per 500 members (not a command per member)
+    local scores, jsons, ns, nj = {}, {}, 0, 0
+    local function send()
+      if ns > 0 then redis.call('ZADD', keys[1], 'GT', unpack(scores, 1, ns)) end
+      if nj > 0 then redis.call('HSET', keys[2], unpack(jsons, 1, nj)) end
+      ns, nj = 0, 0
     end
+    for j = a + 2, a + nargs - 1, 3 do
+      scores[ns + 1], scores[ns + 2] = ARGV[j + 1], ARGV[j]
+      ns = ns + 2
+      if ARGV[j + 2] ~= '' then
+        jsons[nj + 1], jsons[nj + 2] = ARGV[j], ARGV[j + 2]
+        nj = nj + 2
+      end
+      if ns >= 1000 then send() end
+    end
+    send()
     local over = redis.call('ZCARD', keys[1]) - cap
     if over > 0 then
       local gone = redis.call('ZRANGE', keys[1], 0, over - 1)
