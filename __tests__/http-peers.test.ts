@@ -519,6 +519,61 @@ for (const kind of ['memory', 'redis'] as const) {
       expect((await get(`${hidden.url}/`)).header('ratelimit-limit')).toBeUndefined()
     })
 
+    it("a route's addHeaders / addHeadersOnExceeding replace the plugin's whole: a header it does not name is hidden", async () => {
+      // the peer's own test 'hide rate limit headers' (route-rate-limit.test.js): mergeParams is
+      // a shallow Object.assign, so a route's object is the flags, not merged with the defaults
+      clock.set(T0)
+      const s = await serve({ max: 1, timeWindow: 10 * S, addHeaders: { 'x-ratelimit-reset': false } }, (app) => {
+        const own = { max: 1, timeWindow: 10 * S }
+        app.get('/refused', { config: { rateLimit: { ...own, addHeaders: { 'x-ratelimit-limit': true } } } }, () => 'r')
+        app.get(
+          '/allowed',
+          { config: { rateLimit: { ...own, addHeadersOnExceeding: { 'x-ratelimit-remaining': true } } } },
+          () => 'a',
+        )
+        app.get('/none', { config: { rateLimit: { ...own, addHeaders: {} } } }, () => 'n')
+        app.get('/inherit', { config: { rateLimit: own } }, () => 'i')
+        // a route's enableDraftSpec does not rename the headers (the plugin's names, as there)
+        app.get('/draft', { config: { rateLimit: { ...own, enableDraftSpec: true } } }, () => 'd')
+      })
+      const twice = async (path: string) => [
+        limitHeaders(await get(`${s.url}${path}`)),
+        limitHeaders(await get(`${s.url}${path}`)),
+      ]
+      expect(await twice('/refused')).toEqual([
+        [
+          ['x-ratelimit-limit', '1'],
+          ['x-ratelimit-remaining', '0'],
+          ['x-ratelimit-reset', '10'],
+        ],
+        [['x-ratelimit-limit', '1']],
+      ])
+      expect(await twice('/allowed')).toEqual([
+        [['x-ratelimit-remaining', '0']],
+        [
+          ['retry-after', '10'],
+          ['x-ratelimit-limit', '1'],
+          ['x-ratelimit-remaining', '0'],
+        ],
+      ])
+      expect((await twice('/none'))[1]).toEqual([])
+      expect((await twice('/inherit'))[1]).toEqual([
+        ['retry-after', '10'],
+        ['x-ratelimit-limit', '1'],
+        ['x-ratelimit-remaining', '0'],
+      ])
+      expect((await twice('/draft'))[0]).toEqual([
+        ['x-ratelimit-limit', '1'],
+        ['x-ratelimit-remaining', '0'],
+        ['x-ratelimit-reset', '10'],
+      ])
+      // fastify.rateLimit(options) too
+      const hook = s.app.rateLimit({ max: 0, addHeaders: { 'retry-after': true } })
+      const reply: any = { headers: [] as string[], header: (name: string) => reply.headers.push(name) }
+      await new Promise<void>((resolve) => hook({ ip: '10.1.1.1', headers: {}, socket: {} }, reply, () => resolve()))
+      expect(reply.headers).toEqual(['Retry-After'])
+    })
+
     it('errorResponseBuilder(req, context): what it returns is thrown to the error handler', async () => {
       clock.set(T0)
       const contexts: any[] = []

@@ -178,8 +178,25 @@ function routeIdentifier(route, groupId) {
   )
 }
 
-/** The door of merged options `{ options, peer }`. */
-function makeDoor({ options, peer }) {
+/**
+ * `{ addHeaders, addHeadersOnExceeding }` of the plugin's options `peer`: its own flags over
+ * every header shown (`draft`: the ratelimit-* names), as the peer merges them at registration.
+ */
+function headerFlags(peer, draft) {
+  const names = draft ? DRAFT_NAMES : LEGACY_NAMES
+  const all = Object.fromEntries(names.map((name) => [name, true]))
+  return {
+    addHeaders: { ...all, 'retry-after': true, ...peer.addHeaders },
+    addHeadersOnExceeding: { ...all, ...peer.addHeadersOnExceeding },
+  }
+}
+
+/**
+ * The door of merged options `{ options, peer, draft }` (`draft`: the plugin's enableDraftSpec;
+ * `peer.addHeaders`/`addHeadersOnExceeding`: the plugin's headerFlags, or a route's own
+ * object, which replaced them whole).
+ */
+function makeDoor({ options, peer, draft }) {
   const own = { ...options }
   if (own.passOnStoreError === undefined && peer.skipOnError !== undefined)
     own.passOnStoreError = peer.skipOnError === true
@@ -189,14 +206,15 @@ function makeDoor({ options, peer }) {
   const subnet = Number.isFinite(s) && s >= 0 && s <= 128 ? Math.trunc(s) : DEFAULT_SUBNET
   config.defaultKey = (req) => normalizeIP(req.ip, subnet)
   if (peer.allowList !== undefined) config.allowList = peer.allowList
-  // the peer's headers: its names, each shown unless addHeaders(OnExceeding) says false
-  const names = peer.enableDraftSpec === true ? DRAFT_NAMES : LEGACY_NAMES
-  const shown = (flags, name) => !(flags && name in flags) || Boolean(flags[name])
-  const kept = (flags) => names.map((name, i) => [name, i]).filter(([name]) => shown(flags, name))
+  // the peer's headers: the plugin's names (a route's enableDraftSpec does not rename them,
+  // as there), each shown when its flag is true (headerFlags: the plugin's flags over all true;
+  // a route's, rateLimit()'s or createRateLimit()'s own object replaces them whole, as there)
+  const names = draft ? DRAFT_NAMES : LEGACY_NAMES
+  const kept = (shown) => names.map((name, i) => [name, i]).filter(([name]) => Boolean(shown[name]))
   config.headerForm = {
     allowed: kept(peer.addHeadersOnExceeding),
     refused: kept(peer.addHeaders),
-    retryAfter: shown(peer.addHeaders, 'retry-after'),
+    retryAfter: Boolean(peer.addHeaders['retry-after']),
   }
   const exceeding = new Exceeding({
     continueExceeding: peer.continueExceeding === true,
@@ -346,9 +364,13 @@ async function sluiceRateLimit(fastify, settings) {
   // the peer's reading: anything but a boolean is true
   const global = typeof globalOption === 'boolean' ? globalOption : true
   const base = canonical(rest, 'options')
+  // the peer merges the plugin's header flags over all-true once; a route's own object replaces them whole
+  const draft = base.peer.enableDraftSpec === true
+  Object.assign(base.peer, headerFlags(base.peer, draft))
+  base.draft = draft
   const merge = (own, where) => {
     const c = canonical(own, where)
-    return { options: { ...base.options, ...c.options }, peer: { ...base.peer, ...c.peer } }
+    return { options: { ...base.options, ...c.options }, peer: { ...base.peer, ...c.peer }, draft }
   }
   const ran = Symbol('sluice.rateLimitRan')
   fastify.decorateRequest(ran, false)
