@@ -270,6 +270,31 @@ for (const kind of ['memory', 'redis'] as const) {
         expect(errors).toEqual([])
       })
 
+      it(`${version}: a request without req.ip is logged once (ERR_ERL_UNDEFINED_IP_ADDRESS) and fails: no shared counter`, async () => {
+        // express-rate-limit runs its ip check on the limiter's first request only (then the
+        // check is off), and its key is then ipKeyGenerator(undefined) = undefined: every
+        // client without an IP shares one counter, silently after the first. sluice logs the
+        // same once and fails each such request (ERR_INVALID_ARGUMENT to the error handler),
+        // never charging one counter for all of them (README migration table).
+        clock.set(T0)
+        const { seen, logger } = recorder()
+        const codes: string[] = []
+        const s = await serve({ limit: 1, windowMs: 10 * S, logger }, (app) =>
+          app.use((req: any, _res: any, next: any) => {
+            if (req.headers['x-no-ip']) Object.defineProperty(req, 'ip', { value: undefined })
+            next()
+          }),
+        )
+        s.app.use((err: any, _req: any, res: any, _next: any) => {
+          codes.push(err.code)
+          res.status(500).end()
+        })
+        expect(await statuses(`${s.url}/`, 3, { 'x-no-ip': '1' })).toEqual([500, 500, 500])
+        expect(seen).toEqual([['error', 'ERR_ERL_UNDEFINED_IP_ADDRESS']])
+        expect(codes).toEqual(['ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT'])
+        expect(await statuses(`${s.url}/`, 2)).toEqual([200, 429]) // nothing was charged
+      })
+
       it(`${version}: requestWasSuccessful may answer a promise (skipSuccessfulRequests gives those back)`, async () => {
         clock.set(T0)
         const s = await serve(
@@ -671,6 +696,20 @@ for (const kind of ['memory', 'redis'] as const) {
         app.get('/twice', { preHandler: app.rateLimit({ max: 2 }) }, async () => 'x'),
       )
       expect(await statuses(`${twice.url}/twice`, 3)).toEqual([200, 200, 429])
+    })
+
+    it('a request without request.ip fails through the error handler (500), nothing counted', async () => {
+      // the peer's default key is normalizeIP(req.ip), whose ip.toLowerCase() throws on
+      // undefined: the hook rejects and the app's error handler answers (500 by default)
+      clock.set(T0)
+      const s = await serve({ max: 1, timeWindow: 10 * S }, (app) => {
+        app.addHook('onRequest', async (req: any) => {
+          if (req.headers['x-no-ip']) Object.defineProperty(req, 'ip', { value: undefined })
+        })
+        app.get('/ip', async () => 'ok')
+      })
+      expect(await statuses(`${s.url}/ip`, 2, { 'x-no-ip': '1' })).toEqual([500, 500])
+      expect(await statuses(`${s.url}/ip`, 2)).toEqual([200, 429])
     })
 
     it("the reply's status is left to the error handler (fastify-rate-limit#284): it may redirect", async () => {
