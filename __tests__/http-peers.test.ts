@@ -647,12 +647,14 @@ for (const kind of ['memory', 'redis'] as const) {
       expect(users).toEqual([200, 429, 200])
     })
 
-    it('fastify.createRateLimit(): isAllowed, remaining, ttl, isExceeded, isBanned; { increment: false } reads', async () => {
+    it('fastify.createRateLimit(): isAllowed, remaining, ttl, isExceeded, isBanned; { increment: false } reads the count, refusals too', async () => {
       clock.set(T0)
       const s = await serve({ global: false, allowList: ['10.9.9.9'] }, (app) => {
         const check = app.createRateLimit({ max: 2, timeWindow: 1000, ban: 0 })
         app.get('/check', async (req: any) => check(req))
         app.get('/peek', async (req: any) => check(req, { increment: false }))
+        const banned = app.createRateLimit({ max: 1, timeWindow: 1000, ban: 1 })
+        app.get('/banned', async (req: any) => banned(req))
         const listed = app.createRateLimit({ allowList: ['127.0.0.1'] })
         app.get('/listed', async (req: any) => listed(req))
       })
@@ -679,8 +681,24 @@ for (const kind of ['memory', 'redis'] as const) {
         isExceeded: false,
       })
       expect((await get(`${s.url}/check`)).json()).toMatchObject({ remaining: 0, isExceeded: false })
+      // a read means what the peer's store holds: the count (refusals too) is over max only
+      // once a request was refused, so at max it is not exceeded yet (the next would be)
+      expect((await get(`${s.url}/peek`)).json()).toMatchObject({ remaining: 0, isExceeded: false, isBanned: false })
       expect((await get(`${s.url}/check`)).json()).toMatchObject({ remaining: 0, isExceeded: true, isBanned: true })
+      expect((await get(`${s.url}/peek`)).json()).toMatchObject({
+        remaining: 0,
+        ttl: 1000,
+        isExceeded: true,
+        isBanned: true,
+      })
+      expect((await get(`${s.url}/check`)).json()).toMatchObject({ remaining: 0, isExceeded: true, isBanned: true })
+      clock.set(T0 + 1000) // the window (opened at the first request) ends: a read finds nothing
+      expect((await get(`${s.url}/peek`)).json()).toMatchObject({ remaining: 2, ttl: 0, isExceeded: false })
       expect((await get(`${s.url}/listed`)).json()).toEqual({ isAllowed: true, key: '127.0.0.1' })
+      // isBanned: the count is more than `ban` over max (ban 1: the second refusal)
+      const bans = []
+      for (let i = 0; i < 3; i++) bans.push((await get(`${s.url}/banned`)).json().isBanned)
+      expect(bans).toEqual([false, false, true])
     })
 
     it('the default key masks IPv6 to /64 without the length (normalizeIP); a limited request is limited once', async () => {

@@ -306,7 +306,9 @@ function hookFor(door, { options, peer }, ran) {
  * resolvers, tRPC): `await check(req, { increment })` answers the peer's `{ isAllowed, key,
  * max, timeWindow, remaining, ttl, ttlInSeconds, isExceeded, isBanned }` (`isAllowed`: the
  * allowList exempts the request, then only `{ isAllowed, key }`); `increment: false` reads
- * without charging.
+ * without charging. Its calls are counted as the peer's store counts them (refusals too: a
+ * read after a refusal is `isExceeded`, `isBanned` past `ban` of them) on a door of one
+ * 'window' (the default); the route hooks charge only what they admit.
  */
 function checkFor(door) {
   return async function checkRateLimit(req, callOptions) {
@@ -315,7 +317,8 @@ function checkFor(door) {
     const charge = !(callOptions && callOptions.increment === false)
     let o
     try {
-      o = await door.decide(req, undefined, key, charge)
+      // counted as the peer's store counts: refusals too, so a read tells a window that refused
+      o = await door.decide(req, undefined, key, charge, true)
     } catch (err) {
       if (!door.passes(err)) throw err
       // skipOnError: as the peer, nothing counted (a window of the configured size, all left)

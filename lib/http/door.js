@@ -146,9 +146,10 @@ class Door {
    * remaining; `refund()`: gives the charge back, for skipFailedRequests and the like).
    * A key of more than 1 MiB rejects with ERR_INVALID_ARGUMENT, before anything is charged.
    * `known`: the key, already known (skip and allowList not asked); `charge` false: what the
-   * request would get, nothing charged (fastify's createRateLimit `{ increment: false }`).
+   * request would get, nothing charged (fastify's createRateLimit `{ increment: false }`);
+   * `every`: count every call, refusals too, as @fastify/rate-limit's store (see _every).
    */
-  async decide(req, res, known = null, charge = true) {
+  async decide(req, res, known = null, charge = true, every = false) {
     const c = this.config
     let key = known
     if (key === null) {
@@ -198,6 +199,10 @@ class Door {
       return c.exceeding !== null && c.exceeding.ban >= 0 ? c.exceeding.refused(this, null, id, o) : o
     }
     const limiter = this._limiterFor(id, limit, windowMs)
+    if (every && this.countsEvery()) {
+      const o = await this._every(id, key, windows, at, charge)
+      return charge && !o.allowed && c.exceeding !== null ? c.exceeding.refused(this, limiter, id, o) : o
+    }
     if (!charge) return this._peek(limiter, key, weight, windows, at)
     const o = await this._check(limiter, key, weight, windows, at)
     return c.exceeding !== null && !o.allowed ? c.exceeding.refused(this, limiter, id, o) : o
@@ -218,6 +223,44 @@ class Door {
   async allowListed(req, key) {
     const list = this.config.allowList
     return typeof list === 'function' ? Boolean(await list(req, key)) : list.includes(key)
+  }
+
+  /** Whether the door can count every call (_every): one window of algorithm 'window', its own limiters, weight 1. */
+  countsEvery() {
+    const c = this.config
+    return c.algorithm === 'window' && c.windows !== null && c.windows.length === 1 && !c.limiter && !c.cost
+  }
+
+  /**
+   * @internal a call counted as @fastify/rate-limit's store counts it (its createRateLimit):
+   * charged even over the limit, so the window's count tells a window that refused (count >
+   * limit: `isExceeded` of a read) and how far over it is (`o.exceeded`, `o.banned` of a
+   * read). The counter is the door's own (the same key, read with a limit no count reaches);
+   * the door's hooks charge only what they admit. Refusals are not cached: each goes to the store.
+   */
+  async _every(id, key, windows, at, charge) {
+    const c = this.config
+    const w = windows[0]
+    const counter = new lib.WindowLimiter(c.store, {
+      name: nameOf(c.counter, id),
+      limit: MAX_LIMIT,
+      interval: w.windowMs,
+      waitTimeoutMs: 0,
+    })
+    // not in statistics: they would show this limiter's limit for the door's counter
+    const d = charge ? await counter._call(1, 0) : await counter.peek()
+    // refused by the store (a block in place, or whenDown 'deny'): no count to read
+    const used = d.allowed ? MAX_LIMIT - d.remaining : null
+    const allowed = used !== null && used <= w.limit
+    w.remaining = used === null ? 0 : Math.max(0, w.limit - used)
+    w.resetMs = used === 0 ? 0 : d.allowed ? d.resetAfterMs : d.retryAfterMs
+    const o = outcome(key, 1, windows, allowed, d.degraded, allowed ? 0 : w.resetMs, null, at)
+    if (used !== null && !allowed) {
+      const ban = c.exceeding === null ? -1 : c.exceeding.ban
+      o.exceeded = used - w.limit
+      o.banned = ban >= 0 && o.exceeded > ban
+    }
+    return o
   }
 
   /** @internal what a request of `weight` would get now, nothing charged (one window of a counter) */

@@ -36,8 +36,10 @@ class Exceeding {
   async refused(door, limiter, id, o) {
     const c = door.config
     const windowMs = Math.max(...o.windows.map((w) => w.windowMs))
+    // a refusal counted with every call (Door._every) knows how far over the limit it is
     let n = 1
-    if (this.counts) {
+    if (o.exceeded !== undefined) n = o.exceeded
+    else if (this.counts) {
       const counter = new lib.WindowLimiter(c.store, {
         name: `${nameOf(c.counter, id)}_x`, // a second `_`: never a door key's counter
         limit: MAX_LIMIT,
