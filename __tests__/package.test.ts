@@ -55,7 +55,7 @@ describe('package', () => {
       cwd: root,
       stdio: 'pipe',
     })
-  })
+  }, 180_000) // the whole project's tsc (tests, fixtures, Express' and Fastify's types): 20-50 s of CPU on a busy machine
 
   it('issue-24-nodenext-types: require and import forms of sluice, sluice/express and sluice/fastify type-check', () => {
     // TypeScript strict with "module": "nodenext": each entry's types match what it exports
