@@ -104,12 +104,12 @@ class Door {
    * `limit(req)`, `<limit>:<id>`: the limit's digits end at the first `:`, so no key can be
    * read as another limit's.
    */
-  _limiterFor(id, limit, windowMs) {
+  _limiterFor(id, limit, windowMs, every = false) {
     const dynamic = limit !== null || windowMs !== null
     // with a windowMs function: `<limit>:<windowMs>:<id>` (every entry of the door has that form)
     const cacheOf = (id) => (!dynamic ? id : windowMs === null ? `${limit}:${id}` : `${limit}:${windowMs}:${id}`)
     const cached = this._limiters.get(cacheOf(id))
-    if (cached !== undefined) return cached.limiter
+    if (cached !== undefined) return every ? this._counterOf(cached, windowMs) : cached.limiter
     // a copy: a key cut from a larger string (a body, a header) would keep all of it alive
     id = id.split('').join('')
     const cacheKey = cacheOf(id)
@@ -118,15 +118,44 @@ class Door {
     const made = members ? members(limiter) : Array.isArray(limiter) ? limiter : [limiter]
     const bytes = ENTRY_BYTES + 2 * cacheKey.length + made.length * (LIMITER_BYTES + 2 * nameLength(made[0]))
     const max = this.config.cacheBytes
-    if (bytes > max) return limiter
+    const entry = { limiter, bytes, counter: null, key: cacheKey }
+    if (bytes > max) return every ? this._counterOf(entry, windowMs) : limiter
     while (this._cacheBytes + bytes > max) {
-      const [oldest, entry] = this._limiters.entries().next().value
+      const [oldest, old] = this._limiters.entries().next().value
       this._limiters.delete(oldest)
-      this._cacheBytes -= entry.bytes
+      this._cacheBytes -= old.bytes
     }
-    this._limiters.set(cacheKey, { limiter, bytes })
+    this._limiters.set(cacheKey, entry)
     this._cacheBytes += bytes
-    return limiter
+    return every ? this._counterOf(entry, windowMs) : limiter
+  }
+
+  /**
+   * @internal the counter of _every for a cache entry (made once, kept with the entry, its
+   * bytes counted with the entry's): the entry's key counted with a limit no count reaches
+   */
+  _counterOf(entry, windowMs) {
+    if (entry.counter !== null) return entry.counter
+    const c = this.config
+    const counter = new lib.WindowLimiter(c.store, {
+      name: entry.limiter.name, // the door's one window: the same name, the same key
+      limit: MAX_LIMIT,
+      interval: windowMs === null ? c.windows[0].windowMs : windowMs,
+      waitTimeoutMs: 0,
+    })
+    if (this._limiters.get(entry.key) !== entry) return counter // not cached: made per call
+    const extra = LIMITER_BYTES + 2 * nameLength(counter)
+    // room for it: older entries go first; one that cannot get it keeps no counter
+    for (const [oldest, old] of this._limiters) {
+      if (this._cacheBytes + extra <= this.config.cacheBytes || old === entry) break
+      this._limiters.delete(oldest)
+      this._cacheBytes -= old.bytes
+    }
+    if (this._cacheBytes + extra > this.config.cacheBytes) return counter
+    entry.counter = counter
+    entry.bytes += extra
+    this._cacheBytes += extra
+    return counter
   }
 
   /** @internal the limiter (or limiters, one per window) of a key known by `id`, a limit and a window */
@@ -200,7 +229,7 @@ class Door {
     }
     const limiter = this._limiterFor(id, limit, windowMs)
     if (every && this.countsEvery()) {
-      const o = await this._every(id, key, windows, at, charge)
+      const o = await this._every(this._limiterFor(id, limit, windowMs, true), key, windows, at, charge)
       return charge && !o.allowed && c.exceeding !== null ? c.exceeding.refused(this, limiter, id, o) : o
     }
     if (!charge) return this._peek(limiter, key, weight, windows, at)
@@ -238,15 +267,9 @@ class Door {
    * read). The counter is the door's own (the same key, read with a limit no count reaches);
    * the door's hooks charge only what they admit. Refusals are not cached: each goes to the store.
    */
-  async _every(id, key, windows, at, charge) {
+  async _every(counter, key, windows, at, charge) {
     const c = this.config
     const w = windows[0]
-    const counter = new lib.WindowLimiter(c.store, {
-      name: nameOf(c.counter, id),
-      limit: MAX_LIMIT,
-      interval: w.windowMs,
-      waitTimeoutMs: 0,
-    })
     // not in statistics: they would show this limiter's limit for the door's counter
     const d = charge ? await counter._call(1, 0) : await counter.peek()
     // refused by the store (a block in place, or whenDown 'deny'): no count to read
