@@ -473,6 +473,15 @@ for (const kind of ['memory', 'redis'] as const) {
       expect(await statuses(`${direct.url}/`, 2)).toEqual([200, 403])
       const none = await serve({ max: 0, timeWindow: 10 * S, ban: 1 })
       expect(await statuses(`${none.url}/`, 3)).toEqual([429, 403, 403])
+      // the peer counts refusals in the client's window (its store's count over max): a new
+      // window starts them again, however late in the last one they came
+      clock.set(T0)
+      const late = await serve({ max: 1, timeWindow: 10 * S, ban: 1 })
+      expect(await statuses(`${late.url}/`, 1)).toEqual([200])
+      clock.set(T0 + 9 * S)
+      expect(await statuses(`${late.url}/`, 1)).toEqual([429])
+      clock.set(T0 + 10 * S)
+      expect(await statuses(`${late.url}/`, 3)).toEqual([200, 429, 403])
     })
 
     it('continueExceeding: a request while limited restarts the window', async () => {

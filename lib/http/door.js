@@ -228,7 +228,7 @@ class Door {
       return c.exceeding !== null && c.exceeding.ban >= 0 ? c.exceeding.refused(this, null, id, o) : o
     }
     const limiter = this._limiterFor(id, limit, windowMs)
-    if (every && this.countsEvery()) {
+    if ((every || (c.exceeding !== null && c.exceeding.countsEvery)) && this.countsEvery()) {
       const o = await this._every(this._limiterFor(id, limit, windowMs, true), key, windows, at, charge)
       return charge && !o.allowed && c.exceeding !== null ? c.exceeding.refused(this, limiter, id, o) : o
     }
@@ -277,7 +277,8 @@ class Door {
     const allowed = used !== null && used <= w.limit
     w.remaining = used === null ? 0 : Math.max(0, w.limit - used)
     w.resetMs = used === 0 ? 0 : d.allowed ? d.resetAfterMs : d.retryAfterMs
-    const o = outcome(key, 1, windows, allowed, d.degraded, allowed ? 0 : w.resetMs, null, at)
+    const refund = allowed ? this.refundOf(counter, 1, d, at) : null
+    const o = outcome(key, 1, windows, allowed, d.degraded, allowed ? 0 : w.resetMs, refund, at)
     if (used !== null && !allowed) {
       const ban = c.exceeding === null ? -1 : c.exceeding.ban
       o.exceeded = used - w.limit

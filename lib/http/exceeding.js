@@ -20,6 +20,11 @@ class Exceeding {
     this.exponentialBackoff = exponentialBackoff
     this.ban = ban
     this.counts = ban >= 0 || (exponentialBackoff && !continueExceeding)
+    /**
+     * `ban` alone: the door counts every request as the peer's store does (Door._every, on a
+     * door of one 'window'), so a ban is `ban` refusals within the client's window, as there
+     */
+    this.countsEvery = ban >= 0 && !continueExceeding && !exponentialBackoff
   }
 
   /** Whether anything is to be done on a refusal. */
