@@ -808,6 +808,28 @@ for (const kind of ['memory', 'redis'] as const) {
           await failing.close()
         }
       })
+
+      it("ban under whenDown 'deny': a refusal for want of Redis is a 503, never a ban", async () => {
+        const port = await freePort()
+        const server = await startRedis(port)
+        const deny = await RedisStore.connect({
+          url: `redis://127.0.0.1:${port}`,
+          commandTimeoutMs: 300,
+          whenDown: 'deny',
+        })
+        const app = Fastify()
+        await app.register(sluiceFastify as any, { store: deny, max: 1, ban: 0, identifier: id() })
+        app.get('/', async () => 'ok')
+        const a = await listenFastify(app)
+        try {
+          expect((await get(`${a.url}/`)).status).toBe(200)
+          await stop(server)
+          expect(await statuses(`${a.url}/`, 3)).toEqual([503, 503, 503])
+        } finally {
+          await a.close()
+          await deny.close()
+        }
+      })
     }
   })
 }

@@ -40,6 +40,12 @@ class Exceeding {
    */
   async refused(door, limiter, id, o) {
     const c = door.config
+    // refused for want of Redis (whenDown 'deny'): no count to go by, never a ban (a 503)
+    if (door.unavailable(o)) {
+      o.exceeded = 0
+      o.banned = false
+      return o
+    }
     const windowMs = Math.max(...o.windows.map((w) => w.windowMs))
     // a refusal counted with every call (Door._every) knows how far over the limit it is
     let n = 1
