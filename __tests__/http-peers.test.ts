@@ -5,7 +5,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock, MemoryStore, RedisStore, type Store } from '../lib/index.js'
+import { ManualClock, MemoryStore, RedisStore, WindowLimiter, type Store } from '../lib/index.js'
 import { makeStore } from './helpers/stores.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 import { get, limitHeaders, type Reply } from './helpers/http.js'
@@ -476,12 +476,19 @@ for (const kind of ['memory', 'redis'] as const) {
       // the peer counts refusals in the client's window (its store's count over max): a new
       // window starts them again, however late in the last one they came
       clock.set(T0)
-      const late = await serve({ max: 1, timeWindow: 10 * S, ban: 1 })
+      const lateId = id()
+      const late = await serve({ max: 1, timeWindow: 10 * S, ban: 1, identifier: lateId })
       expect(await statuses(`${late.url}/`, 1)).toEqual([200])
       clock.set(T0 + 9 * S)
       expect(await statuses(`${late.url}/`, 1)).toEqual([429])
       clock.set(T0 + 10 * S)
       expect(await statuses(`${late.url}/`, 3)).toEqual([200, 429, 403])
+      // in statistics as the door's own counter: 2 admitted, 3 refused, its limit
+      const name = `${lateId}_127-2e0-2e0-2e1`
+      const stats = await new WindowLimiter(store, { name, limit: 1, interval: 10 * S }).stats()
+      expect([stats.admitted, stats.refused]).toEqual([2, 3])
+      const listed = (await store.limiters()).find((l: any) => l.name === name)
+      expect(listed.options).toMatchObject({ limit: 1, intervalMs: 10 * S })
     })
 
     it('continueExceeding: a request while limited restarts the window', async () => {

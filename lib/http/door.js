@@ -229,7 +229,7 @@ class Door {
     }
     const limiter = this._limiterFor(id, limit, windowMs)
     if ((every || (c.exceeding !== null && c.exceeding.countsEvery)) && this.countsEvery()) {
-      const o = await this._every(this._limiterFor(id, limit, windowMs, true), key, windows, at, charge)
+      const o = await this._every(limiter, this._limiterFor(id, limit, windowMs, true), key, windows, at, charge)
       return charge && !o.allowed && c.exceeding !== null ? c.exceeding.refused(this, limiter, id, o) : o
     }
     if (!charge) return this._peek(limiter, key, weight, windows, at)
@@ -267,16 +267,18 @@ class Door {
    * read). The counter is the door's own (the same key, read with a limit no count reaches);
    * the door's hooks charge only what they admit. Refusals are not cached: each goes to the store.
    */
-  async _every(counter, key, windows, at, charge) {
+  async _every(limiter, counter, key, windows, at, charge) {
     const c = this.config
     const w = windows[0]
-    // not in statistics: they would show this limiter's limit for the door's counter
+    // not counted by the counter itself: statistics would show its limit for the door's name
     const d = charge ? await counter._call(1, 0) : await counter.peek()
     // refused by the store (a block in place, or whenDown 'deny'): no count to read
     const used = d.allowed ? MAX_LIMIT - d.remaining : null
     const allowed = used !== null && used <= w.limit
     w.remaining = used === null ? 0 : Math.max(0, w.limit - used)
     w.resetMs = used === 0 ? 0 : d.allowed ? d.resetAfterMs : d.retryAfterMs
+    // in statistics as the door's limiter (its name, limit and this decision), as a take is
+    if (charge) limiter._count({ allowed, remaining: w.remaining, limit: w.limit, degraded: d.degraded }, 1)
     const refund = allowed ? this.refundOf(counter, 1, d, at) : null
     const o = outcome(key, 1, windows, allowed, d.degraded, allowed ? 0 : w.resetMs, refund, at)
     if (used !== null && !allowed) {
