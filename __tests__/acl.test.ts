@@ -113,7 +113,16 @@ describe('an ACL user with exactly the README line', () => {
       })
       const failures: { code: string; message: string }[] = []
       const calls: (() => Promise<unknown>)[] = [
-        () => new SlidingWindowLimiter(store, { name: 'm', windows: [{ limit: 5, intervalMs: 60_000 }] }).check(),
+        // two windows: the shorter one's first call is read with ZRANGEBYSCORE (the longest's
+        // comes with the block, in one ZRANGE)
+        () =>
+          new SlidingWindowLimiter(store, {
+            name: 'm',
+            windows: [
+              { limit: 5, intervalMs: 60_000 },
+              { limit: 10, intervalMs: 3_600_000 },
+            ],
+          }).check(),
         () => new BucketLimiter(store, { name: 'm', limit: 5, interval: 60_000 }).check(),
         () => new ConcurrentLimiter(store, { name: 'm', limit: 1 }).tryAcquire(),
       ]
