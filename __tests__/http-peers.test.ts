@@ -488,7 +488,7 @@ for (const kind of ['memory', 'redis'] as const) {
       const stats = await new WindowLimiter(store, { name, limit: 1, interval: 10 * S }).stats()
       expect([stats.admitted, stats.refused]).toEqual([2, 3])
       const listed = (await store.limiters()).find((l: any) => l.name === name)
-      expect(listed.options).toMatchObject({ limit: 1, intervalMs: 10 * S })
+      expect(listed?.options).toMatchObject({ limit: 1, intervalMs: 10 * S })
     })
 
     it('continueExceeding: a request while limited restarts the window', async () => {
