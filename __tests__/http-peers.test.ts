@@ -816,7 +816,7 @@ for (const kind of ['memory', 'redis'] as const) {
         }
       })
 
-      it("ban under whenDown 'deny': a refusal for want of Redis is a 503, never a ban", async () => {
+      it("ban and continueExceeding under whenDown 'deny': a refusal for want of Redis is a 503, never a ban", async () => {
         const port = await freePort()
         const server = await startRedis(port)
         const deny = await RedisStore.connect({
@@ -828,12 +828,19 @@ for (const kind of ['memory', 'redis'] as const) {
         await app.register(sluiceFastify as any, { store: deny, max: 1, ban: 0, identifier: id() })
         app.get('/', async () => 'ok')
         const a = await listenFastify(app)
+        const more = Fastify()
+        await more.register(sluiceFastify as any, { store: deny, max: 1, continueExceeding: true, identifier: id() })
+        more.get('/', async () => 'ok')
+        const b = await listenFastify(more)
         try {
           expect((await get(`${a.url}/`)).status).toBe(200)
           await stop(server)
           expect(await statuses(`${a.url}/`, 3)).toEqual([503, 503, 503])
+          // continueExceeding: no block to set without Redis (it was an error, 500)
+          expect(await statuses(`${b.url}/`, 2)).toEqual([503, 503])
         } finally {
           await a.close()
+          await b.close()
           await deny.close()
         }
       })
