@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bucket;
+pub mod budget;
 pub mod concurrent;
 pub mod fair;
 pub mod leaky;

@@ -1,0 +1,239 @@
+//! The budget kind (`Budget`): several dimensions charged all or nothing, reservations settled
+//! later (`crate::core::budget`). Script `lua/budget.lua`; per budget key `<key>` (state),
+//! `<key>:r` (open reservations) and `<key>:d` (their deadlines), one hash slot.
+//!
+//! A call, as JS sends it: `text` = per call its budget key then its reservation id (in the
+//! encoding of `crate::codec`; stats ignores the id), `nums` = per call `[op, ttl_us,
+//! max_wait_us, n, then per dimension limit, interval_us, max_burst, amount]`, `op` one of
+//! [`RESERVE`], [`SETTLE`] (amount = the actual amount), [`CANCEL`], [`STATS`]. Results per
+//! call: `[status, delay_us, open, expired, then per dimension used, reserved]`, `status` as
+//! `crate::core::budget` ([`OK`](crate::core::budget::OK), `REFUSED`, `NOT_OPEN`) or
+//! [`WRONG_TYPE`](super::WRONG_TYPE) when a key of the budget holds a value of another type
+//! (Redis: nothing applied).
+
+use super::{Kind, Reply, WRONG_TYPE};
+use crate::core::budget::{step, ttl_ms, Dimension, Request, State};
+use crate::error::{Error, Result};
+use crate::store::memory::MemoryStore;
+use crate::store::redis::calls::{int, malformed, now_arg, number};
+use crate::store::redis::script::Script;
+use crate::store::redis::{Lane, RedisStore};
+use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
+use fred::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/budget.lua")));
+
+/// The budget kind (see the module docs).
+pub struct Budget;
+
+pub const RESERVE: f64 = 1.0;
+pub const SETTLE: f64 = 2.0;
+pub const CANCEL: f64 = 3.0;
+pub const STATS: f64 = 4.0;
+/// Most dimensions of one budget.
+pub const MAX_DIMENSIONS: usize = 8;
+
+/// One call, decoded and validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+  pub key: String,
+  pub id: String,
+  pub op: f64,
+  pub ttl_us: f64,
+  pub max_wait_us: f64,
+  pub dimensions: Vec<Dimension>,
+  /// Per dimension: reserved (reserve), actual (settle), 0 otherwise.
+  pub amounts: Vec<f64>,
+}
+
+impl Call {
+  fn request(&self) -> Request<'_> {
+    match self.op {
+      RESERVE => {
+        Request::Reserve { id: &self.id, amounts: &self.amounts, ttl_us: self.ttl_us, max_wait_us: self.max_wait_us }
+      }
+      SETTLE => Request::Settle { id: &self.id, actual: &self.amounts },
+      CANCEL => Request::Cancel { id: &self.id },
+      _ => Request::Stats,
+    }
+  }
+}
+
+/// Decodes one call's numbers from `nums`; returns it and how many numbers it took.
+fn decode_call(key: &str, id: &str, nums: &[f64]) -> Result<(Call, usize)> {
+  let bad = || Error::argument("malformed budget call");
+  let [op, ttl_us, max_wait_us, n, ..] = *nums else { return Err(bad()) };
+  if ![RESERVE, SETTLE, CANCEL, STATS].contains(&op) || !integer_in(n, 1.0, MAX_DIMENSIONS as f64) {
+    return Err(bad());
+  }
+  let n = n as usize;
+  let Some(spec) = nums.get(4..4 + 4 * n) else { return Err(bad()) };
+  if !integer_in(ttl_us, 1.0, MAX_INTERVAL_US) || !integer_in(max_wait_us, 0.0, MAX_INTERVAL_US) {
+    return Err(Error::argument("ttl and max wait must be whole µs within 10 years"));
+  }
+  if op != STATS && (id.is_empty() || id.len() > 192 || id.contains(|c: char| c.is_whitespace())) {
+    return Err(Error::argument("reservation id must be 1..=192 bytes without whitespace"));
+  }
+  let mut dimensions = Vec::with_capacity(n);
+  let mut amounts = Vec::with_capacity(n);
+  for q in spec.chunks(4) {
+    let [limit, interval_us, max_burst, amount] = *q else { return Err(bad()) };
+    if !integer_in(limit, 1.0, MAX_LIMIT) || !integer_in(max_burst, 0.0, MAX_LIMIT) {
+      return Err(Error::argument("a dimension's limit must be an integer in [1, 1e9], its maxBurst in [0, 1e9]"));
+    }
+    if !integer_in(interval_us, 1.0, MAX_INTERVAL_US) {
+      return Err(Error::argument("a dimension's interval must be whole µs within 10 years"));
+    }
+    let most = if op == RESERVE { limit + max_burst } else { MAX_LIMIT };
+    if !integer_in(amount, 0.0, most) {
+      return Err(Error::argument(format!("an amount must be an integer in [0, {most}], got {amount}")));
+    }
+    dimensions.push(Dimension { limit, interval_us, max_burst });
+    amounts.push(if op == RESERVE || op == SETTLE { amount } else { 0.0 });
+  }
+  validate_key(key)?;
+  let call = Call { key: key.to_owned(), id: id.to_owned(), op, ttl_us, max_wait_us, dimensions, amounts };
+  Ok((call, 4 + 4 * n))
+}
+
+fn flatten(out: &mut Vec<f64>, reply: &crate::core::budget::Reply) {
+  out.extend([reply.status, reply.delay_us, reply.open, reply.expired]);
+  for (used, reserved) in &reply.dimensions {
+    out.extend([*used, *reserved]);
+  }
+}
+
+impl Kind for Budget {
+  type Call = Vec<Call>;
+  type State = Box<State>;
+  const OPS: &'static [(&'static str, f64)] =
+    &[("reserve", RESERVE), ("settle", SETTLE), ("cancel", CANCEL), ("stats", STATS)];
+
+  /// `text` holds each call's key then its id.
+  fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
+    let mut calls = vec![];
+    let mut parts = crate::codec::parts(text);
+    let mut at = 0;
+    while at < nums.len() {
+      let (Some(key), Some(id)) = (parts.next(), parts.next()) else {
+        return Err(Error::argument("malformed budget batch: missing key or id"));
+      };
+      let (call, used) = decode_call(key?, id?, &nums[at..])?;
+      calls.push(call);
+      at += used;
+    }
+    if parts.next().is_some() || calls.is_empty() {
+      return Err(Error::argument("malformed budget batch: keys and calls do not match"));
+    }
+    Ok(calls)
+  }
+
+  fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
+    let mut inner = store.lock();
+    let mut out = vec![];
+    for call in calls {
+      let (state, expires_us) = inner.keyed::<Budget>(&call.key, now_us);
+      let (reply, changed) = step(state, &call.dimensions, &call.request(), now_us);
+      if changed {
+        *expires_us = now_us + ttl_ms(state, now_us) * 1000.0;
+      }
+      flatten(&mut out, &reply);
+    }
+    Ok(Reply::numbers(out))
+  }
+
+  async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
+    let groups = store.groups(calls.iter().map(|c| c.key.as_str()));
+    let replies = store.per_slot(&groups, "budget", |part| script_call(store, calls, part, now_us, lane)).await?;
+    Ok(Reply::numbers(replies.into_iter().flatten().collect()))
+  }
+}
+
+/// The calls `part` of `calls` (one hash slot) in one script call; each call's flat result.
+async fn script_call(
+  store: &RedisStore,
+  calls: &[Call],
+  part: &[usize],
+  now_us: Option<f64>,
+  lane: &Lane,
+) -> Result<Vec<Vec<f64>>> {
+  let mut keys: Vec<Key> = vec![];
+  let mut local: BTreeMap<&str, usize> = BTreeMap::new();
+  let mut args: Vec<Value> = vec![now_arg(now_us)];
+  for i in part {
+    let call = &calls[*i];
+    let b = *local.entry(call.key.as_str()).or_insert_with(|| {
+      keys.extend([Key::from(call.key.as_str()), Key::from(format!("{}:r", call.key)), Key::from(format!("{}:d", call.key))]);
+      keys.len() / 3
+    });
+    args.extend([
+      Value::Integer((b * 8) as i64 + call.op as i64),
+      Value::String(call.id.as_str().into()),
+      number(call.ttl_us),
+      number(call.max_wait_us),
+      Value::Integer(call.dimensions.len() as i64),
+    ]);
+    for (d, a) in call.dimensions.iter().zip(&call.amounts) {
+      args.extend([number(d.limit), number(d.interval_us), number(d.max_burst), number(*a)]);
+    }
+  }
+  let reply = store.run(lane, &SCRIPT, keys, args).await?;
+  let mut fields = reply.iter();
+  let results = part
+    .iter()
+    .map(|i| {
+      let width = 4 + 2 * calls[*i].dimensions.len();
+      let values = (0..width).map(|_| int(fields.next(), "budget")).collect::<Result<Vec<f64>>>()?;
+      if values[0] == WRONG_TYPE {
+        return Ok(values.iter().enumerate().map(|(k, v)| if k == 0 { *v } else { 0.0 }).collect());
+      }
+      Ok(values)
+    })
+    .collect::<Result<Vec<_>>>()?;
+  if fields.next().is_some() {
+    return Err(malformed("budget"));
+  }
+  Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::error::ErrorKind;
+
+  #[test]
+  fn decodes_calls_and_refuses_bad_numbers() {
+    let nums = [
+      RESERVE, 1e6, 0.0, 2.0, 10.0, 1e6, 0.0, 3.0, 100.0, 6e7, 5.0, 105.0, // reserve 3 and 105
+      STATS, 1.0, 0.0, 2.0, 10.0, 1e6, 0.0, 0.0, 100.0, 6e7, 5.0, 0.0,
+    ];
+    let text = crate::codec::encode(&["k", "a", "k", ""]);
+    let calls = Budget::decode(&text, &nums).unwrap();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].amounts, vec![3.0, 105.0]);
+    let store = MemoryStore::new();
+    let reply = Budget::memory(&store, &calls, 1e6).unwrap();
+    let first = [1.0, 0.0, 1.0, 0.0, 3.0, 3.0, 105.0, 105.0];
+    assert_eq!(reply.numbers, [first, first].concat());
+    for bad in [
+      vec![5.0, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 1.0],
+      vec![RESERVE, 1e6, 0.0, 0.0],
+      vec![RESERVE, 1e6, 0.0, 9.0],
+      vec![RESERVE, 1e6, 0.0, 2.0, 10.0, 1e6, 0.0, 1.0],
+      vec![RESERVE, 0.0, 0.0, 1.0, 10.0, 1e6, 0.0, 1.0],
+      vec![RESERVE, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 11.0],
+      vec![RESERVE, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 1.5],
+      vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 1e6, 0.0, 0.0],
+      vec![RESERVE, 1e6, 0.0, 1.0, 10.0, 0.5, 0.0, 0.0],
+    ] {
+      let text = crate::codec::encode(&["k", "a"]);
+      assert_eq!(Budget::decode(&text, &bad).unwrap_err().kind, ErrorKind::InvalidArgument, "{bad:?}");
+    }
+    let nums = [SETTLE, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 50.0];
+    assert!(Budget::decode(&crate::codec::encode(&["k", "a"]), &nums).is_ok(), "a settle may exceed the limit");
+    assert!(Budget::decode(&crate::codec::encode(&["k", "a b"]), &nums).is_err());
+    assert!(Budget::decode(&crate::codec::encode(&["k"]), &nums).is_err());
+  }
+}

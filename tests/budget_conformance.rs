@@ -1,0 +1,130 @@
+//! Conformance of the budget: random sequences of reservations, settlements, cancellations
+//! and stats decided by the Rust model (the memory store) and by `lua/budget.lua` on a real
+//! Redis, with the same clock; every flat answer must be identical. Calls go through the kind
+//! registry's generic trait, as the bindings make them, on both lanes of a standalone server
+//! and on the cluster (several budgets, so several slots per batch).
+//!
+//! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER`, which `npm test` sets.
+
+use sluice::store::kinds::budget::{Budget, CANCEL, RESERVE, SETTLE, STATS};
+use sluice::store::kinds::Kind;
+use sluice::store::memory::MemoryStore;
+use sluice::store::redis::{RedisOptions, RedisStore};
+use std::time::Duration;
+
+mod common;
+use common::{env, on_lane, Rng, Wire};
+
+fn options() -> RedisOptions {
+  RedisOptions { command_timeout: Duration::from_secs(5), ..RedisOptions::default() }
+}
+
+async fn conform(options: RedisOptions, label: &str) {
+  let mut wire = options.cluster.is_empty().then(|| Wire::connect(&options.url));
+  let store = RedisStore::connect(options).await.expect("connect");
+  let run = format!("bgconf{}", std::process::id());
+  let (mut decisions, mut refused, mut settled, mut not_open) = (0, 0, 0, 0);
+  for seed in 1..=30u64 {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let model = MemoryStore::new();
+    // per budget: key, and its dimensions (limit, interval_us, max_burst)
+    let budgets: Vec<(String, Vec<[f64; 3]>)> = (0..3)
+      .map(|k| {
+        let count = 1 + rng.below(4) as usize;
+        let dims = (0..count)
+          .map(|_| {
+            [
+              rng.pick(&[1.0, 3.0, 10.0, 60.0, 1000.0]),
+              rng.pick(&[1000.0, 250_000.0, 1e6, 7e6]),
+              rng.pick(&[0.0, 0.0, 1.0, 5.0, 100.0]),
+            ]
+          })
+          .collect();
+        (format!("{run}:budget:{{{label}{seed}-{k}}}"), dims)
+      })
+      .collect();
+    let mut made: Vec<(usize, String)> = vec![];
+    let mut now: f64 = 1_800_000_000_000_000.0 + (seed as f64) * 1e9;
+    for step in 0..150 {
+      match rng.below(10) {
+        0 => {}
+        1 => now -= rng.below(50_000) as f64,
+        2 => now += rng.below(4_000_000) as f64,
+        _ => now += rng.below(300_000) as f64,
+      }
+      let mut text = vec![];
+      let mut nums = vec![];
+      for _ in 0..1 + rng.below(6) {
+        let op = rng.pick(&[RESERVE, RESERVE, RESERVE, RESERVE, SETTLE, SETTLE, CANCEL, STATS]);
+        let (b, id) = if op == SETTLE || op == CANCEL {
+          match made.len() {
+            0 => (0, "none".to_owned()),
+            n => made[rng.below(n as u64) as usize].clone(),
+          }
+        } else {
+          let b = rng.below(budgets.len() as u64) as usize;
+          // now and then an id already used
+          let id = if op == RESERVE && rng.below(20) == 0 && !made.is_empty() {
+            made[0].1.clone()
+          } else {
+            format!("r{step}-{}", text.len())
+          };
+          (b, id)
+        };
+        let (key, dims) = &budgets[b];
+        let ttl = rng.pick(&[1000.0, 500_000.0, 3e6, 6e8]);
+        let max_wait = rng.pick(&[0.0, 100_000.0, 2e6, 1e9]);
+        nums.extend([op, ttl, max_wait, dims.len() as f64]);
+        for [limit, interval, burst] in dims {
+          let amount = match op {
+            RESERVE => (rng.below((limit + burst) as u64 + 1) as f64).min(rng.pick(&[0.0, 1.0, 2.0, 5.0, 1e9])),
+            SETTLE => rng.below((2.0 * limit) as u64 + 2) as f64,
+            _ => 0.0,
+          };
+          nums.extend([*limit, *interval, *burst, amount]);
+        }
+        if op == RESERVE {
+          made.push((b, id.clone()));
+        }
+        text.push(key.clone());
+        text.push(id);
+      }
+      let call = Budget::decode(&sluice::codec::encode(&text), &nums).expect("valid call");
+      let expected = Budget::memory(&model, &call, now).expect("model");
+      let actual = on_lane(&mut wire, step, |lane| {
+        let (store, call) = (&store, &call);
+        async move { Budget::redis(store, call, Some(now), &lane).await }
+      })
+      .await
+      .expect("redis decision");
+      assert_eq!(expected, actual, "{label} seed {seed} step {step}\ncall {call:?}");
+      let mut at = 0;
+      for c in &call {
+        let status = expected.numbers[at];
+        decisions += 1;
+        refused += usize::from(c.op == RESERVE && status == 0.0);
+        settled += usize::from(c.op == SETTLE && status == 1.0);
+        not_open += usize::from(status == 3.0);
+        at += 4 + 2 * c.dimensions.len();
+      }
+    }
+  }
+  assert!(
+    decisions > 5_000 && refused > 500 && settled > 300 && not_open > 300,
+    "only {decisions} decisions ({refused} refused, {settled} settled, {not_open} not open) compared"
+  );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_lua_matches_the_model_on_standalone() {
+  conform(RedisOptions { url: env("SLUICE_REDIS_URL"), ..options() }, "s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_lua_matches_the_model_on_cluster() {
+  conform(
+    RedisOptions { cluster: env("SLUICE_REDIS_CLUSTER").split(',').map(str::to_owned).collect(), ..options() },
+    "c",
+  )
+  .await;
+}
