@@ -9,6 +9,7 @@ const { ConcurrentLimiter, Lease } = require('./concurrent')
 const { SlidingWindowLimiter, QuotaLimiter } = require('./windows')
 const { FairTenant } = require('./fair')
 const { Limiter: SlidingCounterLimiter } = require('./kinds/sliding-counter')
+const { Budget } = require('./budget')
 
 module.exports = {
   SluiceError,
@@ -30,4 +31,5 @@ module.exports = {
   SlidingCounterLimiter,
   QuotaLimiter,
   FairTenant,
+  Budget,
 }

@@ -20,5 +20,6 @@ export const {
   SlidingCounterLimiter,
   QuotaLimiter,
   FairTenant,
+  Budget,
 } = sluice
 export default sluice

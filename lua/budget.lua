@@ -11,8 +11,9 @@
 --            the actual amount), 3 cancel, 4 stats (the budget kind's operation codes,
 --            src/store/kinds/budget.rs)
 -- Returns    flat array, per call: status (1 done, 0 refused, 3 not open, -2 a key of its
---            budget holds another type: nothing applied), delay_us, open, expired, then per
---            dimension used (level, rounded up), reserved; all integers
+--            budget holds another type: nothing applied), delay_us, now_us (the decision's
+--            time), open, expired, then per dimension used (level, rounded up), reserved; all
+--            integers
 -- Notes      a budget's keys are written with PX = the time its state matters (queue, levels,
 --            deadlines) in whole seconds + 120 s (at most 10 years), and only when changed.
 --            Expired reservations are removed earliest first, at most 64 per call.
@@ -161,8 +162,8 @@ while i <= nargs do
   i = i + 5 + 4 * n
   if not loaded[b] then load(b) end
   if wrong[b] then
-    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = WRONG_TYPE, 0, 0, 0
-    nout = nout + 4
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4], out[nout + 5] = WRONG_TYPE, 0, 0, 0, 0
+    nout = nout + 5
     for d = 1, n do
       out[nout + 1], out[nout + 2] = 0, 0
       nout = nout + 2
@@ -222,8 +223,8 @@ while i <= nargs do
         dirty[b] = true
       end
     end
-    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = status, delay, O[b], E[b]
-    nout = nout + 4
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4], out[nout + 5] = status, delay, now, O[b], E[b]
+    nout = nout + 5
     for d = 1, n do
       local ahead = (tats[b][d] or 0) - now
       local used = 0

@@ -105,7 +105,7 @@ async fn conform(options: RedisOptions, label: &str) {
         refused += usize::from(c.op == RESERVE && status == 0.0);
         settled += usize::from(c.op == SETTLE && status == 1.0);
         not_open += usize::from(status == 3.0);
-        at += 4 + 2 * c.dimensions.len();
+        at += 5 + 2 * c.dimensions.len();
       }
     }
   }

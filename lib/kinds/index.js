@@ -12,6 +12,7 @@ const KINDS = [
   require('./fair'),
   require('./concurrent'),
   require('./sliding-counter'),
+  require('./budget'),
 ]
 
 /** The kind of each statistics kind (`bucket` -> the limit kind, ...). */

@@ -6,7 +6,8 @@
 //! encoding of `crate::codec`; stats ignores the id), `nums` = per call `[op, ttl_us,
 //! max_wait_us, n, then per dimension limit, interval_us, max_burst, amount]`, `op` one of
 //! [`RESERVE`], [`SETTLE`] (amount = the actual amount), [`CANCEL`], [`STATS`]. Results per
-//! call: `[status, delay_us, open, expired, then per dimension used, reserved]`, `status` as
+//! call: `[status, delay_us, now_us, open, expired, then per dimension used, reserved]` (`now_us`:
+//! the store's time of the decision, so a reservation's turn is `now_us + delay_us`), `status` as
 //! `crate::core::budget` ([`OK`](crate::core::budget::OK), `REFUSED`, `NOT_OPEN`) or
 //! [`WRONG_TYPE`](super::WRONG_TYPE) when a key of the budget holds a value of another type
 //! (Redis: nothing applied).
@@ -98,8 +99,8 @@ fn decode_call(key: &str, id: &str, nums: &[f64]) -> Result<(Call, usize)> {
   Ok((call, 4 + 4 * n))
 }
 
-fn flatten(out: &mut Vec<f64>, reply: &crate::core::budget::Reply) {
-  out.extend([reply.status, reply.delay_us, reply.open, reply.expired]);
+fn flatten(out: &mut Vec<f64>, reply: &crate::core::budget::Reply, now_us: f64) {
+  out.extend([reply.status, reply.delay_us, now_us, reply.open, reply.expired]);
   for (used, reserved) in &reply.dimensions {
     out.extend([*used, *reserved]);
   }
@@ -139,7 +140,7 @@ impl Kind for Budget {
       if changed {
         *expires_us = now_us + ttl_ms(state, now_us) * 1000.0;
       }
-      flatten(&mut out, &reply);
+      flatten(&mut out, &reply, now_us);
     }
     Ok(Reply::numbers(out))
   }
@@ -184,7 +185,7 @@ async fn script_call(
   let results = part
     .iter()
     .map(|i| {
-      let width = 4 + 2 * calls[*i].dimensions.len();
+      let width = 5 + 2 * calls[*i].dimensions.len();
       let values = (0..width).map(|_| int(fields.next(), "budget")).collect::<Result<Vec<f64>>>()?;
       if values[0] == WRONG_TYPE {
         return Ok(values.iter().enumerate().map(|(k, v)| if k == 0 { *v } else { 0.0 }).collect());
@@ -215,7 +216,7 @@ mod tests {
     assert_eq!(calls[0].amounts, vec![3.0, 105.0]);
     let store = MemoryStore::new();
     let reply = Budget::memory(&store, &calls, 1e6).unwrap();
-    let first = [1.0, 0.0, 1.0, 0.0, 3.0, 3.0, 105.0, 105.0];
+    let first = [1.0, 0.0, 1e6, 1.0, 0.0, 3.0, 3.0, 105.0, 105.0];
     assert_eq!(reply.numbers, [first, first].concat());
     for bad in [
       vec![5.0, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 1.0],

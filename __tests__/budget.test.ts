@@ -1,0 +1,347 @@
+// Budget: several dimensions reserved all or nothing in one FIFO, settled later (refund or
+// debt), cancelled, expired as spent; on every store with a ManualClock; its store-down
+// answers; its bad inputs; a process killed mid-reservation; and 4 processes on Redis and a
+// cluster, counted against the bound of every dimension.
+import { fork } from 'node:child_process'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { Budget, ManualClock, MemoryStore, OverLimitError, RedisStore, SluiceError } from '../lib/index.js'
+import { STORE_KINDS, clusterNodes, freshPrefix, makeStore, redisUrl, useStore } from './helpers/stores.js'
+import { freePort } from './helpers/servers.js'
+import { timerArmed, flush } from './helpers/clock.js'
+import { codeOf } from './helpers/errors.js'
+
+const T0 = 1_800_000_000_000
+
+const LLM = {
+  requests: { limit: 60, intervalMs: 60_000 },
+  tokens: { limit: 6000, intervalMs: 60_000 },
+}
+
+async function rejection(p: Promise<unknown>): Promise<SluiceError> {
+  try {
+    await p
+  } catch (err) {
+    expect(err).toBeInstanceOf(SluiceError)
+    return err as SluiceError
+  }
+  throw new Error('expected a rejection')
+}
+
+describe.each(STORE_KINDS)('Budget on %s', (kind) => {
+  const clock = new ManualClock(T0)
+  const s = useStore(kind, { clock })
+
+  let n = 0
+  const make = (dimensions: Record<string, { limit: number; intervalMs: number; maxBurst?: number }> = LLM) =>
+    new Budget(s.store, { name: `b${n++}`, dimensions })
+
+  it('charges every dimension at once and queues a reservation behind the tightest, FIFO', async () => {
+    clock.set(T0)
+    const b = make()
+    const a = await b.reserve({ requests: 1, tokens: 3000 })
+    expect([a.delayMs, a.startMs, a.amounts]).toEqual([0, T0, { requests: 1, tokens: 3000 }])
+    // 3000 tokens take 30 s to replenish: the next reservation's turn is then
+    const order: string[] = []
+    const second = b.reserve({ requests: 1, tokens: 100 }).then((r) => (order.push('second'), r))
+    await timerArmed(clock)
+    // a reservation of requests only still waits behind it (and for its request: +1 s)
+    const third = b.reserve({ requests: 1 }).then((r) => (order.push('third'), r))
+    await timerArmed(clock, 2)
+    clock.advance(29_999)
+    await flush()
+    expect(order).toEqual([])
+    clock.advance(1)
+    const r2 = await second
+    expect([r2.delayMs, r2.startMs]).toEqual([30_000, T0 + 30_000])
+    clock.advance(1000)
+    const r3 = await third
+    expect([r3.delayMs, order]).toEqual([31_000, ['second', 'third']])
+    const st = await b.stats()
+    expect(st.dimensions).toEqual({
+      // requests: the third's is charged at its turn, +31 s, and replenishes in 1 s
+      requests: { limit: 60, used: 1, reserved: 3 },
+      tokens: { limit: 6000, used: 0, reserved: 3100 },
+    })
+    expect([st.reservations, st.expired]).toEqual([3, 0])
+  })
+
+  it('refuses with OverLimitError past maxWaitMs and charges nothing', async () => {
+    clock.set(T0)
+    const b = make()
+    await b.reserve({ tokens: 6000 })
+    const before = await b.stats()
+    const err = await rejection(b.reserve({ requests: 1, tokens: 1 }, { maxWaitMs: 59_999 }))
+    expect(err).toBeInstanceOf(OverLimitError)
+    expect([err.code, (err as OverLimitError).retryAfterMs]).toEqual(['ERR_OVER_LIMIT', 60_000])
+    const after = await b.stats()
+    expect([after.dimensions, after.reservations]).toEqual([before.dimensions, before.reservations])
+    expect((await b.reserve({ requests: 1 }, { maxWaitMs: 0 })).delayMs).toBe(0)
+  })
+
+  it('gives a refund back at once and makes later callers wait for debt', async () => {
+    clock.set(T0)
+    const b = make({ tokens: { limit: 100, intervalMs: 1000 } })
+    const a = await b.reserve({ tokens: 100 })
+    await a.settle({ tokens: 20 })
+    // 20 spent: the next waits 200 ms, not 1 s
+    const c = b.reserve({ tokens: 1 })
+    await timerArmed(clock)
+    clock.advance(200)
+    const r = await c
+    expect(r.delayMs).toBe(200)
+    // 51 used of 1 reserved: 50 of debt, half a second more for the next
+    await r.settle({ tokens: 51 })
+    const d = b.reserve({ tokens: 1 }, { maxWaitMs: 0 })
+    expect((await rejection(d)) as OverLimitError).toMatchObject({ code: 'ERR_OVER_LIMIT', retryAfterMs: 510 })
+  })
+
+  it('refuses a second settle, a settle after cancel and a cancel after settle, changing nothing', async () => {
+    clock.set(T0)
+    const b = make({
+      requests: { limit: 60, intervalMs: 60_000, maxBurst: 10 },
+      tokens: { limit: 6000, intervalMs: 60_000, maxBurst: 1000 },
+    })
+    const a = await b.reserve({ requests: 1, tokens: 500 })
+    await a.settle({ tokens: 400 })
+    const before = await b.stats()
+    expect((await rejection(a.settle({ tokens: 1 }))).code).toBe('ERR_INVALID_ARGUMENT')
+    expect((await rejection(a.cancel())).code).toBe('ERR_INVALID_ARGUMENT')
+    const c = await b.reserve({ requests: 1, tokens: 100 })
+    await c.cancel()
+    expect((await rejection(c.settle({ tokens: 1 }))).code).toBe('ERR_INVALID_ARGUMENT')
+    expect((await rejection(c.cancel())).code).toBe('ERR_INVALID_ARGUMENT')
+    const after = await b.stats()
+    // the cancel gave everything back: as before it
+    expect([after.dimensions, after.reservations]).toEqual([before.dimensions, before.reservations])
+  })
+
+  it('counts an unsettled reservation as spent at its ttl, and refuses to settle it', async () => {
+    clock.set(T0)
+    const b = make({ tokens: { limit: 100, intervalMs: 1000 } })
+    const a = await b.reserve({ tokens: 100 }, { ttlMs: 500 })
+    clock.set(T0 + 500)
+    const err = await rejection(a.settle({ tokens: 0 }))
+    expect(err.code).toBe('ERR_INVALID_ARGUMENT')
+    const st = await b.stats()
+    expect([st.reservations, st.expired, st.dimensions.tokens]).toEqual([0, 1, { limit: 100, used: 50, reserved: 0 }])
+    // spent: the next reservation waits for the rest of it
+    const late = await rejection(b.reserve({ tokens: 1 }, { maxWaitMs: 0 }))
+    expect((late as OverLimitError).retryAfterMs).toBe(500)
+  })
+
+  it('gives the charge back when the wait is aborted (ERR_ABORTED)', async () => {
+    clock.set(T0)
+    const b = make({ tokens: { limit: 100, intervalMs: 1000 } })
+    await b.reserve({ tokens: 100 })
+    const ac = new AbortController()
+    const waiting = b.reserve({ tokens: 50 }, { signal: ac.signal })
+    await timerArmed(clock)
+    ac.abort()
+    expect((await rejection(waiting)).code).toBe('ERR_ABORTED')
+    const st = await b.stats()
+    expect([st.reservations, st.dimensions.tokens.reserved, st.dimensions.tokens.used]).toEqual([1, 100, 100])
+  })
+
+  it('refuses bad options (ERR_INVALID_CONFIG) and bad amounts (ERR_INVALID_ARGUMENT) before any store call', async () => {
+    const store = s.store
+    const dims = (n: number) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`d${i}`, { limit: 1, intervalMs: 1 }]))
+    for (const bad of [
+      { name: 'x', dimensions: {} },
+      { name: 'x', dimensions: dims(9) },
+      { name: 'x', dimensions: { a: { limit: 0, intervalMs: 1 } } },
+      { name: 'x', dimensions: { a: { limit: 1.5, intervalMs: 1 } } },
+      { name: 'x', dimensions: { a: { limit: 1, intervalMs: 0 } } },
+      { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1, maxBurst: -1 } } },
+      { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1, burst: 1 } } },
+      { name: 'x', dimensions: { a: 5 } },
+      { name: 'x y', dimensions: { a: { limit: 1, intervalMs: 1 } } },
+      { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1 } }, extra: 1 },
+      { dimensions: { a: { limit: 1, intervalMs: 1 } } },
+    ]) {
+      expect(codeOf(() => new Budget(store, bad as never))).toBe('ERR_INVALID_CONFIG')
+    }
+    expect(codeOf(() => new Budget(store, { name: 'x', dimensions: dims(8) }))).toBeUndefined()
+    const b = make({ tokens: { limit: 10, intervalMs: 1000, maxBurst: 5 } })
+    for (const [amounts, options] of [
+      [{ tokens: 16 }, undefined],
+      [{ tokens: 1.5 }, undefined],
+      [{ tokens: -1 }, undefined],
+      [{ words: 1 }, undefined],
+      [null, undefined],
+      [{ tokens: 1 }, { maxWaitMs: -1 }],
+      [{ tokens: 1 }, { ttlMs: 0 }],
+      [{ tokens: 1 }, { other: 1 }],
+    ] as const) {
+      expect((await rejection(b.reserve(amounts as never, options as never))).code).toBe('ERR_INVALID_ARGUMENT')
+    }
+    const r = await b.reserve({ tokens: 15 })
+    expect((await rejection(r.settle({ words: 1 } as never))).code).toBe('ERR_INVALID_ARGUMENT')
+    await r.settle({ tokens: 100 })
+  })
+})
+
+describe('Budget while Redis is down', () => {
+  it.each(['allow', 'deny', 'local'] as const)("answers by whenDown '%s', degraded", async (whenDown) => {
+    const store = await RedisStore.connect({
+      url: `redis://127.0.0.1:${await freePort()}`,
+      keyPrefix: freshPrefix(),
+      whenDown,
+      connectTimeoutMs: 300,
+      commandTimeoutMs: 300,
+    })
+    try {
+      const b = new Budget(store, { name: 'down', dimensions: { tokens: { limit: 1, intervalMs: 60_000 } } })
+      if (whenDown === 'deny') {
+        const err = await rejection(b.reserve({ tokens: 1 }))
+        expect(err.code).toBe('ERR_OVER_LIMIT')
+      } else {
+        const a = await b.reserve({ tokens: 1 })
+        expect(a.degraded).toBe(true)
+        await a.settle({ tokens: 1 })
+        if (whenDown === 'local') {
+          expect((await rejection(b.reserve({ tokens: 1 }, { maxWaitMs: 0 }))).code).toBe('ERR_OVER_LIMIT')
+        } else {
+          expect((await b.reserve({ tokens: 1 }, { maxWaitMs: 0 })).degraded).toBe(true)
+          await expect(b.stats()).rejects.toMatchObject({ code: 'ERR_STORE_UNAVAILABLE' })
+        }
+      }
+    } finally {
+      await store.close()
+    }
+  })
+})
+
+const worker = join(__dirname, 'helpers', 'budget-worker.js')
+
+function run<T>(cfg: object): { child: ReturnType<typeof fork>; result: Promise<T> } {
+  const child = fork(worker, [JSON.stringify(cfg)])
+  const result = new Promise<T>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as T))
+    child.once('exit', (code, signal) => !signal && code !== 0 && reject(new Error(`worker exited with ${code}`)))
+  })
+  return { child, result }
+}
+
+describe.each(['redis', 'cluster'] as const)('Budget with a process killed mid-reservation on %s', (kind) => {
+  it('counts its reservation as spent until the ttl, then as expired, never given back', async () => {
+    const prefix = freshPrefix()
+    const dimensions = { requests: { limit: 10, intervalMs: 1000 }, tokens: { limit: 1000, intervalMs: 1000 } }
+    const { child, result } = run<{ id: string }>({
+      ...(kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
+      prefix,
+      name: 'killed',
+      dimensions,
+      mode: 'hold',
+      clockMs: T0,
+      tokens: 1000,
+      ttlMs: 5000,
+    })
+    await result
+    child.kill('SIGKILL')
+    const clock = new ManualClock(T0 + 1000)
+    const store = await makeStore(kind, { clock, keyPrefix: prefix })
+    try {
+      const b = new Budget(store, { name: 'killed', dimensions })
+      const st = await b.stats()
+      expect([st.reservations, st.dimensions.tokens.reserved]).toEqual([1, 1000])
+      clock.set(T0 + 5000)
+      const gone = await b.stats()
+      expect([gone.reservations, gone.expired, gone.dimensions.tokens.reserved]).toEqual([0, 1, 0])
+    } finally {
+      await store.close()
+    }
+  })
+})
+
+interface Reserved {
+  startUs: number
+  nowUs: number
+  tokens: number
+}
+interface Settled {
+  before: number
+  after: number
+  diff: number
+}
+
+describe.each(['redis', 'cluster'] as const)('Budget across 4 processes on %s', (kind) => {
+  it('never charges a dimension past limit x T / interval + maxBurst + one reservation; FIFO across processes', async () => {
+    const dimensions = {
+      requests: { limit: 100, intervalMs: 1000, maxBurst: 5 },
+      tokens: { limit: 1500, intervalMs: 1000, maxBurst: 100 },
+    }
+    const maxTokens = 40
+    const startAt = Date.now() + 1500
+    const cfg = {
+      ...(kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
+      prefix: freshPrefix(),
+      name: 'shared',
+      dimensions,
+      startAt,
+      durationMs: 2500,
+      inflight: 8,
+      maxTokens,
+    }
+    const results = await Promise.all(
+      Array.from(
+        { length: 4 },
+        (_, i) => run<{ reserved: Reserved[]; settled: Settled[] }>({ ...cfg, seed: i + 1 }).result,
+      ),
+    )
+    const reserved = results.flatMap((r) => r.reserved).sort((a, b) => a.nowUs - b.nowUs || a.startUs - b.startUs)
+    const settled = results.flatMap((r) => r.settled)
+    // FIFO: a reservation decided later never starts before one decided earlier
+    let fifo = 0
+    for (let i = 1; i < reserved.length; i++) {
+      if (reserved[i].nowUs > reserved[i - 1].nowUs && reserved[i].startUs < reserved[i - 1].startUs) fifo++
+    }
+    expect(fifo).toBe(0)
+    // per dimension, between reservations i and j: what they and those between charged, plus
+    // debt settled surely between (minus refunds possibly between) <= burst + rate x span + one
+    const debts = settled.filter((x) => x.diff > 0)
+    const refunds = settled.filter((x) => x.diff < 0)
+    let worstTokens = 0
+    let pairs = 0
+    for (const [name, d] of Object.entries(dimensions)) {
+      const amount = (r: Reserved) => (name === 'tokens' ? r.tokens : 1)
+      const most = name === 'tokens' ? maxTokens : 1
+      for (let i = 0; i < reserved.length; i++) {
+        let sum = 0
+        const nowI = reserved[i].nowUs / 1000
+        for (let j = i; j < reserved.length; j++) {
+          sum += amount(reserved[j])
+          const nowJ = reserved[j].nowUs / 1000
+          let net = sum
+          if (name === 'tokens') {
+            for (const x of debts) if (x.before > nowI && x.after + 1 < nowJ) net += x.diff
+            for (const x of refunds) if (x.before <= nowJ && x.after + 1 >= nowI) net += x.diff
+          }
+          const spanUs = reserved[j].startUs - reserved[i].startUs
+          const bound = d.maxBurst + (d.limit * (spanUs + 1)) / (d.intervalMs * 1000) + most
+          expect(net).toBeLessThanOrEqual(bound + 1e-6)
+          if (name === 'tokens') worstTokens = Math.max(worstTokens, net - bound + most)
+          pairs++
+        }
+      }
+    }
+    const tokens = reserved.reduce((x, r) => x + r.tokens, 0)
+    const spanS = (reserved[reserved.length - 1].startUs - reserved[0].startUs) / 1e6
+    console.info(
+      `${kind}: ${reserved.length} reservations (${tokens} tokens reserved over ${spanS.toFixed(2)} s: ` +
+        `${Math.round(tokens / spanS)}/s of 1500/s), ${debts.length} settled with debt, ${refunds.length} with a refund; ` +
+        `${pairs} spans checked, tokens at most ${worstTokens.toFixed(1)} over burst + rate x span`,
+    )
+    expect(reserved.length).toBeGreaterThan(100)
+  })
+})
+
+describe('Budget on a MemoryStore built by hand', () => {
+  it('is exported from both module systems', async () => {
+    const esm = (await import('../lib/index.mjs' as string)) as { Budget: unknown }
+    expect(esm.Budget).toBe(Budget)
+    const b = new Budget(new MemoryStore(), { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1 } } })
+    expect(b.dimensions).toEqual({ a: { limit: 1, intervalMs: 1, maxBurst: 0 } })
+  })
+})

@@ -1,0 +1,53 @@
+'use strict'
+// One process of the Budget multi-process test. Config comes as JSON in argv[2]. Each loop
+// reserves { requests: 1, tokens: random } (no bound on the wait), then settles: mostly as
+// reserved, sometimes less (a refund) or more (debt). Every reservation and settlement goes back
+// over IPC with the store's decision time and the reservation's start (Redis' clock). It
+// counts; the test judges. `mode: 'hold'` reserves once, reports, and waits to be killed.
+const { RedisStore, Budget, ManualClock } = require('../../lib/index.js')
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function main() {
+  const cfg = JSON.parse(process.argv[2])
+  const clock = cfg.clockMs ? new ManualClock(cfg.clockMs) : undefined
+  const store = await RedisStore.connect({
+    ...(cfg.cluster ? { cluster: cfg.cluster } : { url: cfg.url }),
+    keyPrefix: cfg.prefix,
+    clock,
+  })
+  const budget = new Budget(store, { name: cfg.name, dimensions: cfg.dimensions })
+  if (cfg.mode === 'hold') {
+    const r = await budget.reserve({ requests: 1, tokens: cfg.tokens }, { ttlMs: cfg.ttlMs })
+    process.send({ id: r.id })
+    await new Promise(() => {}) // killed here, never settles
+  }
+  await sleep(Math.max(0, cfg.startAt - Date.now()))
+  const reserved = []
+  const settled = []
+  let seed = cfg.seed
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return seed / 2147483648
+  }
+  const loop = async () => {
+    while (Date.now() < cfg.startAt + cfg.durationMs) {
+      const tokens = 1 + Math.floor(random() * cfg.maxTokens)
+      const r = await budget.reserve({ requests: 1, tokens }, { maxWaitMs: Infinity })
+      reserved.push({ startUs: Math.round(r.startMs * 1000), nowUs: r._nowUs, tokens })
+      const p = random()
+      const actual = p < 0.2 ? tokens + cfg.maxTokens : p < 0.4 ? Math.floor(tokens / 2) : tokens
+      const before = Date.now()
+      await r.settle({ tokens: actual })
+      settled.push({ before, after: Date.now(), diff: actual - tokens })
+    }
+  }
+  await Promise.all(Array.from({ length: cfg.inflight }, loop))
+  await store.close()
+  process.send({ reserved, settled }, () => process.exit(0))
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

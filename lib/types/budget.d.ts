@@ -1,0 +1,84 @@
+// Public types of budgets (Budget, Reservation): several dimensions reserved at once, settled later.
+
+import type { LimiterStats, Store } from './store'
+
+/** One dimension of a budget: `limit` per `intervalMs`, replenished continuously. */
+export interface BudgetDimension {
+  /** Integer in [1, 1e9]. */
+  limit: number
+  /** Whole ms in [1, 10 years]. */
+  intervalMs: number
+  /** Integer in [0, 1e9], default 0: how much the dimension may hold beyond empty when a reservation arrives. */
+  maxBurst?: number
+}
+
+export interface BudgetOptions<D extends string = string> {
+  /** 1..256 characters of [A-Za-z0-9_-]. */
+  name: string
+  /** 1..8 dimensions by name, e.g. `{ requests: {...}, inputTokens: {...}, outputTokens: {...} }`. */
+  dimensions: Record<D, BudgetDimension>
+}
+
+export interface ReserveOptions {
+  /** Longest wait for the reservation's turn, ms (default 60,000; `Infinity`: no bound); over it: OverLimitError, nothing charged. */
+  maxWaitMs?: number
+  /** Aborts the wait (ERR_ABORTED); the charge is given back. */
+  signal?: AbortSignal
+  /** How long the reservation stays open from its turn, ms (default 600,000); then it counts as spent. */
+  ttlMs?: number
+}
+
+/** What `reserve()` resolves with, once its turn came. */
+export interface Reservation<D extends string = string> {
+  /** Unique across processes. */
+  readonly id: string
+  /** The amounts reserved, every dimension (0 where none was asked). */
+  readonly amounts: Readonly<Record<D, number>>
+  /** How long `reserve()` waited for its turn, ms. */
+  readonly delayMs: number
+  /** When its turn came on the store's clock (Redis' on a RedisStore), ms since the epoch (µs precision). */
+  readonly startMs: number
+  /** Answered without Redis (RedisStore `whenDown`): settling and cancelling it change nothing. */
+  readonly degraded: boolean
+  /**
+   * The true amounts (dimensions left out keep their reserved amount): less gives the
+   * difference back at once, more is charged as debt later reservations wait for.
+   * ERR_INVALID_ARGUMENT when settled, cancelled or expired already (nothing changes).
+   */
+  settle(actual: Partial<Record<D, number>>): Promise<void>
+  /** Gives every reserved amount back. ERR_INVALID_ARGUMENT when settled, cancelled or expired already. */
+  cancel(): Promise<void>
+}
+
+export interface BudgetDimensionStats {
+  limit: number
+  /** Charged and not yet replenished (open and queued reservations and debt included). */
+  used: number
+  /** Held by open reservations. */
+  reserved: number
+}
+
+export interface BudgetStats<D extends string = string> extends Partial<LimiterStats> {
+  dimensions: Record<D, BudgetDimensionStats>
+  /** Open reservations. */
+  reservations: number
+  /** Reservations that expired unsettled (counted as spent). */
+  expired: number
+}
+
+export interface Budget<D extends string = string> {
+  readonly name: string
+  readonly dimensions: Readonly<Record<D, Required<BudgetDimension>>>
+  /**
+   * Charges `amounts` on every dimension named, all or nothing, in one FIFO shared by every
+   * process; resolves when its turn comes. OverLimitError (nothing charged) past `maxWaitMs`;
+   * ERR_INVALID_ARGUMENT for an unknown dimension or an amount over `limit + maxBurst`.
+   */
+  reserve(amounts: Partial<Record<D, number>>, options?: ReserveOptions): Promise<Reservation<D>>
+  stats(): Promise<BudgetStats<D>>
+}
+
+export declare const Budget: {
+  new <D extends string>(store: Store, options: BudgetOptions<D>): Budget<D>
+  readonly prototype: Budget
+}
