@@ -156,6 +156,7 @@ describe.each(STORE_KINDS)('Budget on %s', (kind) => {
       { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1, maxBurst: -1 } } },
       { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1, burst: 1 } } },
       { name: 'x', dimensions: { a: 5 } },
+      { name: 'x', dimensions: { 'in tokens': { limit: 1, intervalMs: 1 } } },
       { name: 'x y', dimensions: { a: { limit: 1, intervalMs: 1 } } },
       { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1 } }, extra: 1 },
       { dimensions: { a: { limit: 1, intervalMs: 1 } } },
@@ -334,6 +335,30 @@ describe.each(['redis', 'cluster'] as const)('Budget across 4 processes on %s', 
         `${pairs} spans checked, tokens at most ${worstTokens.toFixed(1)} over burst + rate x span`,
     )
     expect(reserved.length).toBeGreaterThan(100)
+  })
+})
+
+describe('Budget in the CLI and dashboard registry', () => {
+  it('is listed with its dimensions, its state read without charging, in words', async () => {
+    type Info = { kind: string; name: string; options: unknown }
+    const inspect = (await import('../lib/inspect.js' as string)) as {
+      limitText(info: Info): string
+      stateOf(store: MemoryStore, info: Info): Promise<{ fill: number }>
+      stateWords(info: Info, state: unknown): string
+    }
+    const clock = new ManualClock(T0)
+    const store = new MemoryStore({ clock })
+    const b = new Budget(store, { name: 'llm', dimensions: LLM })
+    await b.reserve({ requests: 1, tokens: 3000 })
+    const [info] = await store.limiters()
+    expect([info.kind, info.name, info.options]).toEqual(['budget', 'llm', { dimensions: b.dimensions }])
+    expect(inspect.limitText(info)).toBe('60 requests / 60s, 6000 tokens / 60s')
+    const state = await inspect.stateOf(store, info)
+    expect(state.fill).toBe(0.5)
+    expect(inspect.stateWords(info, state)).toBe('1/60 requests used, 3000/6000 tokens used, 1 open')
+    expect(await inspect.stateOf(store, info)).toEqual(state)
+    const st = await b.stats()
+    expect([st.admitted, st.refused]).toEqual([1, 0])
   })
 })
 

@@ -41,7 +41,8 @@ function dimensionsOption(dimensions) {
   }
   const out = {}
   for (const name of names) {
-    if (name.length > 256) throw invalidConfig('a dimension name must be at most 256 characters')
+    // shown by the CLI and the dashboard: a name of the limiters' alphabet
+    if (!NAME.test(name)) throw invalidConfig('a dimension name must be 1..256 characters of [A-Za-z0-9_-]')
     const d = dimensions[name]
     if (!plainObject(d))
       throw invalidConfig(`dimensions[${JSON.stringify(name)}] must be an object { limit, intervalMs, maxBurst? }`)
