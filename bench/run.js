@@ -26,7 +26,7 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 // (vs rate-limiter-flexible and redis-semaphore), and the sliding windows (multi-window check vs
 // a two-window sliding log in Lua; checkAndUseQuotas vs Sentry's sliding-window quotas)
 // and the HTTP doors (sluice/express and sluice/fastify vs their peers, bench/doors.js)
-const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair').split(',')
+const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair,budget').split(',')
 const LIMITER_IMPLS = (
   process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
 ).split(',')
@@ -306,7 +306,16 @@ async function main() {
   if (SUITES.includes('doors')) lines.push(...doorsTables(results, fmt), '')
   if (SUITES.includes('jobs')) lines.push(...jobsTables(results, fmt), '')
   if (SUITES.includes('fair')) lines.push(...fairTables(results, fmt), '')
-  for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs', 'fair'].includes(x)) ? PATTERNS : []) {
+  if (SUITES.includes('budget')) {
+    // Budget against a simulated token-priced API, 4 processes x 32 callers (bench/budget.js, its own Redis)
+    lines.push(
+      '### Budget: a simulated token-priced API',
+      '',
+      execFileSync(process.execPath, [path.join(__dirname, 'budget.js')], { encoding: 'utf8' }),
+      '',
+    )
+  }
+  for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs', 'fair', 'budget'].includes(x)) ? PATTERNS : []) {
     const of = (list) => list.filter((s) => s.pattern === pattern)
     lines.push(
       pattern === 'server'
