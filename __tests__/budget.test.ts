@@ -4,12 +4,14 @@
 // cluster, counted against the bound of every dimension.
 import { fork } from 'node:child_process'
 import { join } from 'node:path'
+import { Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
 import { Budget, ManualClock, MemoryStore, OverLimitError, RedisStore, SluiceError } from '../lib/index.js'
 import { STORE_KINDS, clusterNodes, freshPrefix, makeStore, redisUrl, useStore } from './helpers/stores.js'
 import { freePort } from './helpers/servers.js'
 import { timerArmed, flush } from './helpers/clock.js'
 import { codeOf } from './helpers/errors.js'
+import { collectMetrics } from '../lib/metrics.js'
 
 const T0 = 1_800_000_000_000
 
@@ -359,6 +361,21 @@ describe('Budget in the CLI and dashboard registry', () => {
     expect(await inspect.stateOf(store, info)).toEqual(state)
     const st = await b.stats()
     expect([st.admitted, st.refused]).toEqual([1, 0])
+  })
+
+  it('shows per-dimension use and reserved amounts in sluice/metrics, read at scrape time', async () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0) })
+    const registry = new Registry()
+    const metrics = collectMetrics(store, { registry })
+    const b = new Budget(store, { name: 'llm', dimensions: LLM })
+    const r = await b.reserve({ requests: 1, tokens: 3000 })
+    const text = () => registry.metrics()
+    expect(await text()).toContain('sluice_budget_used{limiter="llm",dimension="tokens"} 3000')
+    expect(await text()).toContain('sluice_budget_reserved{limiter="llm",dimension="requests"} 1')
+    await r.settle({ tokens: 1000 })
+    expect(await text()).toContain('sluice_budget_used{limiter="llm",dimension="tokens"} 1000')
+    expect(await text()).toContain('sluice_budget_reserved{limiter="llm",dimension="tokens"} 0')
+    metrics.close()
   })
 })
 

@@ -89,12 +89,31 @@ async function leasesHeld(store, limiterLabel) {
 }
 
 /**
+ * Per-dimension use of each budget this process has used (kinds with `inspect.dimensionUse`,
+ * lib/kinds/), one read each: `[label, dimension, used, reserved]`.
+ */
+async function dimensionUse(store, limiterLabel) {
+  const out = []
+  const budgets = store._stats.totals().filter((e) => BY_STATS_KIND.get(e.kind)?.inspect?.dimensionUse !== undefined)
+  await Promise.all(
+    budgets.map(async (e) => {
+      const use = await BY_STATS_KIND.get(e.kind).inspect.dimensionUse(limiterOf(store, e))
+      const label = String(limiterLabel(e.name, e.kind))
+      for (const [dimension, d] of Object.entries(use)) out.push([label, dimension, d.used, d.reserved])
+    }),
+  )
+  return out
+}
+
+/**
  * Registers sluice's metrics in a prom-client registry (default: prom-client's global one):
  * `sluice_decisions_total{limiter,kind,result}` (result: admitted | refused),
  * `sluice_decision_weight_total{limiter,kind,result}`, `sluice_near_limit_total{limiter,kind}`,
  * `sluice_degraded_total{limiter,kind}`, `sluice_rescheduled_total{limiter,kind}`,
  * `sluice_wait_seconds{limiter,kind}` (a histogram of waits for a turn), `sluice_leases_held{limiter}`
- * (concurrent limiters, read at scrape time), `sluice_waiters` (this process's queued
+ * (concurrent limiters, read at scrape time), `sluice_budget_used{limiter,dimension}` and
+ * `sluice_budget_reserved{limiter,dimension}` (budgets: charged and not yet replenished, held by
+ * open reservations; read at scrape time), `sluice_waiters` (this process's queued
  * waiters) and `sluice_store_up` (1 while the store reaches Redis). The `limiter` label is
  * the limiter's name: give per-user names a `limiterLabel(name, kind)` that maps them to
  * their family, so no label holds a tenant or a key. When `@opentelemetry/api` is installed
@@ -167,6 +186,23 @@ function collectMetrics(store, options) {
       for (const [limiter, held] of await leasesHeld(store, o.limiterLabel)) this.set({ limiter }, held)
     },
   })
+  for (const [name, help, at] of [
+    ['budget_used', 'Per budget dimension: charged and not yet replenished (queued and debt included).', 2],
+    ['budget_reserved', 'Per budget dimension: held by open reservations, not yet settled.', 3],
+  ]) {
+    new client.Gauge({
+      name: `${p}${name}`,
+      help,
+      labelNames: ['limiter', 'dimension'],
+      registers,
+      async collect() {
+        this.reset()
+        if (store._closed || store.status === 'down') return
+        for (const row of await dimensionUse(store, o.limiterLabel))
+          this.set({ limiter: row[0], dimension: row[1] }, row[at])
+      },
+    })
+  }
   new client.Gauge({
     name: `${p}waiters`,
     help: 'Concurrent-limiter waiters queued in this process.',

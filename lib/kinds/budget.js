@@ -133,6 +133,8 @@ budget.inspect = {
       fill: Math.max(0, ...dims.map(([, d]) => Math.min(1, d.used / d.limit))),
     }
   },
+  /** sluice/metrics: per dimension `{ used, reserved }`, read now */
+  dimensionUse: async (limiter) => (await limiter.stats()).dimensions,
   limitText: (o, per) =>
     Object.entries(o.dimensions || {})
       .map(([name, d]) => `${d.limit} ${name} / ${per(d.intervalMs)}`)

@@ -42,7 +42,8 @@
 //   `stats?(lib, store, info)` (default: the limiter's `stats()`), `state?(limiter, info)`
 //   its live state with `fill` 0..1 (none: `{ fill: null }`), `limitText(options, per,
 //   info)` its limit in words, `words?(state, f)` its state in words (`f`: `count`, `ms`,
-//   `interval`), `resettable` (`reset()` forgets its counts), `leasesHeld?(limiter)`.
+//   `interval`), `resettable` (`reset()` forgets its counts), `leasesHeld?(limiter)`,
+//   `dimensionUse?(limiter)` (a budget's `{ [dimension]: { used, reserved } }`, sluice/metrics).
 // - `bullmq` (sluice/bullmq): `{ <ClassName>: { role: 'rate' | 'pacer' | 'concurrent',
 //   rateOf?(limiter) per second (rate), spacingMs?(limiter) (pacer), prefetch?, reserves?,
 //   paces?, members?(limiter) } }`.
