@@ -145,6 +145,28 @@ describe.each(STORE_KINDS)('Budget on %s', (kind) => {
     expect([st.reservations, st.dimensions.tokens.reserved, st.dimensions.tokens.used]).toEqual([1, 100, 100])
   })
 
+  it.skipIf(kind === 'memory')(
+    'keeps its state in three keys of one slot with a TTL, and a wrong-type key fails only its calls, applying nothing',
+    async () => {
+      clock.set(T0)
+      const b = make()
+      const r = await b.reserve({ requests: 1, tokens: 100 })
+      const key = `${s.prefix}:budget:{${b.name}}`
+      for (const k of [key, `${key}:r`, `${key}:d`]) expect(await s.raw!.pttl(k)).toBeGreaterThan(600_000)
+      expect(await s.raw!.hlen(`${key}:r`)).toBe(1)
+      const other = make()
+      await s.raw!.set(`${s.prefix}:budget:{${other.name}}:d`, 'x', 'PX', 60_000)
+      const [bad, good] = await Promise.allSettled([other.reserve({ tokens: 1 }), r.settle({ tokens: 50 })])
+      expect(bad.status === 'rejected' && (bad.reason as { code: string }).code).toBe('ERR_SCRIPT')
+      expect(good.status).toBe('fulfilled')
+      expect(await s.raw!.exists(`${s.prefix}:budget:{${other.name}}`, `${s.prefix}:budget:{${other.name}}:r`)).toBe(0)
+      expect(await s.raw!.hlen(`${key}:r`)).toBe(0)
+      await (s.store as { _flushStats?: () => Promise<void> })._flushStats?.()
+      const listed = (await s.store.limiters()).find((x: { name: string }) => x.name === b.name)
+      expect(listed?.kind).toBe('budget')
+    },
+  )
+
   it('refuses bad options (ERR_INVALID_CONFIG) and bad amounts (ERR_INVALID_ARGUMENT) before any store call', async () => {
     const store = s.store
     const dims = (n: number) =>

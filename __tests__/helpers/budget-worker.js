@@ -1,27 +1,25 @@
 'use strict'
-// One process of the Budget multi-process test. Config comes as JSON in argv[2]. Each loop
+// One process of the Budget multi-process tests. Config comes as JSON in argv[2]. Each loop
 // reserves { requests: 1, tokens: random } (no bound on the wait), then settles: mostly as
-// reserved, sometimes less (a refund) or more (debt). Every reservation and settlement goes back
-// over IPC with the store's decision time and the reservation's start (Redis' clock). It
-// counts; the test judges. `mode: 'hold'` reserves once, reports, and waits to be killed.
-const { RedisStore, Budget, ManualClock } = require('../../lib/index.js')
+// reserved, sometimes less (a refund) or more (debt). Every reservation goes back over IPC with
+// the store's decision time and its start (Redis' clock), every settlement with the local times
+// around it. It counts; the test judges. `mode: 'hold'` reserves once, reports, and waits to be
+// killed.
+const { Budget, ManualClock } = require('../../lib/index.js')
+const { sleep, storeOf, runWorker } = require('./worker-support.js')
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-async function main() {
-  const cfg = JSON.parse(process.argv[2])
-  const clock = cfg.clockMs ? new ManualClock(cfg.clockMs) : undefined
-  const store = await RedisStore.connect({
-    ...(cfg.cluster ? { cluster: cfg.cluster } : { url: cfg.url }),
-    keyPrefix: cfg.prefix,
-    clock,
-  })
+async function hold(cfg) {
+  const store = await storeOf(cfg, { clock: new ManualClock(cfg.clockMs) })
   const budget = new Budget(store, { name: cfg.name, dimensions: cfg.dimensions })
-  if (cfg.mode === 'hold') {
-    const r = await budget.reserve({ requests: 1, tokens: cfg.tokens }, { ttlMs: cfg.ttlMs })
-    process.send({ id: r.id })
-    await new Promise(() => {}) // killed here, never settles
-  }
+  const r = await budget.reserve({ requests: 1, tokens: cfg.tokens }, { ttlMs: cfg.ttlMs })
+  process.send({ id: r.id })
+  return new Promise(() => {}) // killed here, never settles
+}
+
+async function main(cfg) {
+  if (cfg.mode === 'hold') return hold(cfg)
+  const store = await storeOf(cfg)
+  const budget = new Budget(store, { name: cfg.name, dimensions: cfg.dimensions })
   await sleep(Math.max(0, cfg.startAt - Date.now()))
   const reserved = []
   const settled = []
@@ -44,10 +42,7 @@ async function main() {
   }
   await Promise.all(Array.from({ length: cfg.inflight }, loop))
   await store.close()
-  process.send({ reserved, settled }, () => process.exit(0))
+  return { reserved, settled }
 }
 
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
-})
+runWorker(main)
