@@ -2,7 +2,7 @@
 // debt), cancelled, expired as spent; on every store with a ManualClock; its store-down
 // answers; its bad inputs; a process killed mid-reservation; and 4 processes on Redis and a
 // cluster, counted against the bound of every dimension.
-import { fork } from 'node:child_process'
+import { fork, spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
@@ -398,6 +398,34 @@ describe('Budget in the CLI and dashboard registry', () => {
     expect(await text()).toContain('sluice_budget_used{limiter="llm",dimension="tokens"} 1000')
     expect(await text()).toContain('sluice_budget_reserved{limiter="llm",dimension="tokens"} 0')
     metrics.close()
+  })
+})
+
+describe('Budget in npx sluice', () => {
+  it('lists it, shows its dimensions and use as JSON cells', async () => {
+    const prefix = freshPrefix()
+    const store = await makeStore('redis', { keyPrefix: prefix })
+    try {
+      await new Budget(store, { name: 'llm', dimensions: LLM }).reserve({ requests: 1, tokens: 1200 })
+    } finally {
+      await store.close()
+    }
+    const cli = (...args: string[]) =>
+      spawnSync(
+        process.execPath,
+        [join(__dirname, '..', 'bin', 'sluice.js'), ...args, '--redis', redisUrl(), '--prefix', prefix],
+        {
+          encoding: 'utf8',
+          timeout: 20_000,
+        },
+      ).stdout
+    expect(cli('list')).toMatch(/^budget\s+llm\s/m)
+    const stats = cli('stats', 'llm')
+    expect(stats).toMatch(/^admitted\s+1$/m)
+    expect(stats).toMatch(
+      /^dimensions\s+\{"requests":\{"limit":60,"used":\d+,"reserved":1\},"tokens":\{"limit":6000,"used":\d+,"reserved":1200\}\}$/m,
+    )
+    expect(stats).toMatch(/^reservations\s+1$/m)
   })
 })
 

@@ -164,9 +164,9 @@ function ago(ms) {
   return `${Math.round(s / 86400)}d ago`
 }
 
-/** Rows of cells as aligned text; every cell escaped for the terminal (one cell, one line). */
+/** Rows of cells as aligned text; every cell escaped for the terminal (one cell, one line; an object as JSON). */
 function table(cells) {
-  const rows = cells.map((r) => r.map((c) => termText(c)))
+  const rows = cells.map((r) => r.map((c) => termText(c !== null && typeof c === 'object' ? JSON.stringify(c) : c)))
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)))
   return rows
     .map((r) =>
