@@ -6,9 +6,11 @@
 -- KEYS[3b-1] its open reservations: hash id -> doubles deadline_us, amount x m
 -- KEYS[3b]   their deadlines: sorted set, member id, score deadline_us
 -- ARGV[1]    now_us: integer µs, or '' to use the server clock (TIME)
--- then       per call: <b * 8 + op> <id> <ttl_us> <max_wait_us> <n> and n quadruples
---            <limit> <interval_us> <max_burst> <amount>; op: 1 reserve, 2 settle (amount =
---            the actual amount), 3 cancel, 4 stats (the budget kind's operation codes,
+-- ARGV[2]    P, the number of dimension sets, then per set <n> and n triples <limit>
+--            <interval_us> <max_burst> (sent once: the calls of a batch mostly share them)
+-- then       per call: <(b * 1024 + set) * 8 + op> <id> <ttl_us> <max_wait_us> and n amounts
+--            (its set's n; budget b and set 1-based); op: 1 reserve, 2 settle (amount = the
+--            actual amount), 3 cancel, 4 stats (the budget kind's operation codes,
 --            src/store/kinds/budget.rs)
 -- Returns    flat array, per call: status (1 done, 0 refused, 3 not open, -2 a key of its
 --            budget holds another type: nothing applied), delay_us, now_us (the decision's
@@ -20,7 +22,7 @@
 --            All KEYS share one hash slot (the name's hash tag): the caller groups by slot.
 
 local nargs = #ARGV
-assert(nargs >= 6 and #KEYS >= 3 and #KEYS % 3 == 0, 'budget: expected keys and calls')
+assert(nargs >= 8 and #KEYS >= 3 and #KEYS % 3 == 0, 'budget: expected keys and calls')
 
 local now
 if ARGV[1] == '' then
@@ -40,6 +42,35 @@ local OK, REFUSED, NOT_OPEN = 1, 0, 3
 -- per budget index: tail, open, expired, latest deadline, tats, reserved; loaded, wrong, dirty, clean
 local T, O, E, L, tats, res = {}, {}, {}, {}, {}, {}
 local loaded, wrong, dirty, clean = {}, {}, {}, {}
+
+-- struct formats of k doubles, built once per k
+local fmt = {}
+local function doubles(k)
+  local f = fmt[k]
+  if not f then
+    f = '<' .. string.rep('d', k)
+    fmt[k] = f
+  end
+  return f
+end
+
+-- dimension sets: per set n, limit, interval, burst and tolerance per dimension
+local nsets = tonumber(ARGV[2])
+assert(nsets and nsets >= 1, 'budget: malformed dimension sets')
+local setN, setL, setI, setB, setT = {}, {}, {}, {}, {}
+local i = 3
+for p = 1, nsets do
+  local n = tonumber(ARGV[i])
+  assert(n and n >= 1 and i + 3 * n <= nargs, 'budget: malformed dimension set')
+  local lim, itv, bur, tol = {}, {}, {}, {}
+  for d = 1, n do
+    local a = i - 2 + 3 * d
+    lim[d], itv[d], bur[d] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    tol[d] = math.floor(bur[d] * itv[d] / lim[d])
+  end
+  setN[p], setL[p], setI[p], setB[p], setT[p] = n, lim, itv, bur, tol
+  i = i + 1 + 3 * n
+end
 
 local function wrongtype(v)
   if type(v) == 'table' and v.err then
@@ -63,7 +94,7 @@ local function load(b)
   if v and #v >= 40 then
     local n = struct.unpack('<d', v, 33)
     if n == math.floor(n) and n >= 0 and n <= 64 and #v == 40 + 16 * n then
-      local f = { struct.unpack('<' .. string.rep('d', 5 + 2 * n), v) }
+      local f = { struct.unpack(doubles(5 + 2 * n), v) }
       T[b], O[b], E[b], L[b] = f[1], f[2], f[3], f[4]
       for d = 1, n do
         tats[b][d], res[b][d] = f[5 + d], f[5 + n + d]
@@ -82,7 +113,7 @@ end
 -- a stored reservation: deadline, amounts
 local function unpack_reservation(v)
   local m = (#v - 8) / 8
-  local f = { struct.unpack('<' .. string.rep('d', 1 + m), v) }
+  local f = { struct.unpack(doubles(1 + m), v) }
   local amounts = {}
   for d = 1, m do amounts[d] = f[1 + d] end
   return f[1], amounts
@@ -146,20 +177,22 @@ local function adjust(b, d, limit, interval, amount)
 end
 
 local out, nout = {}, 0
-local i = 2
 while i <= nargs do
   local head = tonumber(ARGV[i])
   local op = head % 8
-  local b = (head - op) / 8
+  local bp = (head - op) / 8
+  local p = bp % 1024
+  local b = (bp - p) / 1024
   local id = ARGV[i + 1]
-  local ttl, max_wait, n = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-  assert(b >= 1 and 3 * b <= #KEYS and n >= 1 and i + 4 + 4 * n <= nargs, 'budget: malformed call')
-  local lim, itv, bur, amt = {}, {}, {}, {}
+  local ttl, max_wait = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  assert(b >= 1 and 3 * b <= #KEYS and p >= 1 and p <= nsets, 'budget: malformed call')
+  local n = setN[p]
+  assert(i + 3 + n <= nargs, 'budget: malformed call')
+  local lim, itv, tol, amt = setL[p], setI[p], setT[p], {}
   for d = 1, n do
-    local a = i + 1 + 4 * d
-    lim[d], itv[d], bur[d], amt[d] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+    amt[d] = tonumber(ARGV[i + 3 + d])
   end
-  i = i + 5 + 4 * n
+  i = i + 4 + n
   if not loaded[b] then load(b) end
   if wrong[b] then
     out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4], out[nout + 5] = WRONG_TYPE, 0, 0, 0, 0
@@ -179,7 +212,7 @@ while i <= nargs do
         if T[b] > now then s = T[b] end
         for d = 1, n do
           if amt[d] > 0 then
-            local at = (tats[b][d] or 0) - math.floor(bur[d] * itv[d] / lim[d])
+            local at = (tats[b][d] or 0) - tol[d]
             if at > s then s = at end
           end
         end
@@ -201,7 +234,7 @@ while i <= nargs do
           local deadline = s + ttl
           if deadline > L[b] then L[b] = deadline end
           O[b] = O[b] + 1
-          redis.call('HSET', KEYS[3 * b - 1], id, struct.pack('<' .. string.rep('d', 1 + n), deadline, unpack(amt)))
+          redis.call('HSET', KEYS[3 * b - 1], id, struct.pack(doubles(1 + n), deadline, unpack(amt)))
           redis.call('ZADD', KEYS[3 * b], deadline, id)
           dirty[b] = true
         end
@@ -251,7 +284,7 @@ for b in pairs(dirty) do
   for d = 1, n do
     f[5 + d], f[5 + n + d] = t[d], r[d]
   end
-  redis.call('SET', KEYS[3 * b - 2], struct.pack('<' .. string.rep('d', 5 + 2 * n), unpack(f)), 'PX', px)
+  redis.call('SET', KEYS[3 * b - 2], struct.pack(doubles(5 + 2 * n), unpack(f)), 'PX', px)
   redis.call('PEXPIRE', KEYS[3 * b - 1], px)
   redis.call('PEXPIRE', KEYS[3 * b], px)
 end

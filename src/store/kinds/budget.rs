@@ -24,6 +24,13 @@ use fred::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+/// `lua/budget.lua`'s packing of a budget index and a dimension set into one number (with
+/// the op: `(budget * SET_SHIFT + set) * 8 + op`); a script call has at most [`CHUNK`] calls,
+/// so at most that many sets.
+///
+/// [`CHUNK`]: crate::store::redis::calls::CHUNK
+const SET_SHIFT: usize = 1024;
+
 static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/budget.lua")));
 
 /// The budget kind (see the module docs).
@@ -160,26 +167,42 @@ async fn script_call(
   now_us: Option<f64>,
   lane: &Lane,
 ) -> Result<Vec<Vec<f64>>> {
+  // budgets (3 keys each) and dimension sets numbered from 1 in order of first use; a
+  // set's numbers are sent once, each call names its set
   let mut keys: Vec<Key> = vec![];
   let mut local: BTreeMap<&str, usize> = BTreeMap::new();
-  let mut args: Vec<Value> = vec![now_arg(now_us)];
+  let mut sets: Vec<&[Dimension]> = vec![];
+  let mut params: Vec<Value> = vec![];
+  let mut entries: Vec<Value> = vec![];
   for i in part {
     let call = &calls[*i];
     let b = *local.entry(call.key.as_str()).or_insert_with(|| {
       keys.extend([Key::from(call.key.as_str()), Key::from(format!("{}:r", call.key)), Key::from(format!("{}:d", call.key))]);
       keys.len() / 3
     });
-    args.extend([
-      Value::Integer((b * 8) as i64 + call.op as i64),
+    let p = match sets.iter().position(|s| *s == call.dimensions.as_slice()) {
+      Some(p) => p + 1,
+      None => {
+        sets.push(&call.dimensions);
+        params.push(Value::Integer(call.dimensions.len() as i64));
+        for d in &call.dimensions {
+          params.extend([number(d.limit), number(d.interval_us), number(d.max_burst)]);
+        }
+        sets.len()
+      }
+    };
+    entries.extend([
+      Value::Integer(((b * SET_SHIFT + p) * 8) as i64 + call.op as i64),
       Value::String(call.id.as_str().into()),
       number(call.ttl_us),
       number(call.max_wait_us),
-      Value::Integer(call.dimensions.len() as i64),
     ]);
-    for (d, a) in call.dimensions.iter().zip(&call.amounts) {
-      args.extend([number(d.limit), number(d.interval_us), number(d.max_burst), number(*a)]);
-    }
+    entries.extend(call.amounts.iter().map(|a| number(*a)));
   }
+  let mut args: Vec<Value> = Vec::with_capacity(2 + params.len() + entries.len());
+  args.extend([now_arg(now_us), Value::Integer(sets.len() as i64)]);
+  args.extend(params);
+  args.extend(entries);
   let reply = store.run(lane, &SCRIPT, keys, args).await?;
   let mut fields = reply.iter();
   let results = part
