@@ -2,10 +2,8 @@
 // and RateLimit-Policy (draft-10 and draft-6/7/8), X-RateLimit-* (epoch seconds, epoch ms or
 // delta resets), x-ratelimit-*-requests (Go durations), and hostile values: ignored or clamped
 // and counted, never thrown.
-import { createRequire } from 'node:module'
 import { describe, expect, it } from 'vitest'
 
-const require = createRequire(import.meta.url)
 const { learn } = require('../lib/fetch/headers.js') as {
   learn: (
     get: (name: string) => string | string[] | null | undefined,

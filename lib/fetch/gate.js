@@ -65,7 +65,8 @@ class Gate {
     const r = this.rate(now)
     const qps = Number.isFinite(r) ? r : UNPACED_QPS
     if (this._pacer === null || this._pacer._qps !== qps) {
-      const maxBurst = Number.isFinite(r) ? this.maxBurst : 0
+      // unpaced: calls go at once (a burst as large as the rate), and wait only for blocks
+      const maxBurst = Number.isFinite(r) ? this.maxBurst : UNPACED_QPS
       this._pacer = new DistributedPacer(this.door.store, { key: `fetch:${this.key}`, qps, maxBurst })
     }
     return this._pacer
@@ -80,13 +81,12 @@ class Gate {
   }
 
   /**
-   * Waits for this key's slot (and past any block), honouring `signal` (ERR_ABORTED); over
+   * Waits for this key's slot (and past any block) for a call or a retry, honouring `signal` (ERR_ABORTED); over
    * `maxWaitMs`: OverLimitError, nothing reserved when it can be told up front.
    */
   async admit(signal) {
     const { store, config } = this.door
     const maxWaitMs = config.maxWaitMs
-    this.counts.calls++
     for (let round = 0; ; round++) {
       const reservedMs = nowMs(store)
       const p = this.pacer(reservedMs)
@@ -103,7 +103,8 @@ class Gate {
         this.counts.waited++
         this.counts.waitTimeMs += o.delayMs
       }
-      await sleep(store, o.delayMs, signal)
+      // unpaced, slots are a nanosecond apart: a 1 ms delay is only the rounding up to whole ms
+      if (o.delayMs > 1 || p._qps !== UNPACED_QPS) await sleep(store, o.delayMs, signal)
       // a block recorded after this slot was taken (by a response of this process) and not
       // over yet: the slot is spent, take one after the block
       if (this.blockSetMs >= reservedMs && this.blockedUntilMs > nowMs(store) && round < 8) continue

@@ -68,6 +68,7 @@ class PacedCall {
     if (this.gate === null) {
       const url = new URL(this.opts.path, this.opts.origin)
       this.gate = await this.door.gate(this.door.keyOf(url, undefined))
+      this.gate.counts.calls++
     }
     await this.gate.admit(this.aborter.signal)
     this.retrying = false

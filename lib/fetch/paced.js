@@ -55,6 +55,7 @@ function pacedFetch(options) {
       retry.methods.has(method) &&
       replayableBody(init ? init.body : undefined) &&
       !(request && input.bodyUsed)
+    gate.counts.calls++
     for (let attempt = 0; ; attempt++) {
       await gate.admit(signal)
       const last = !replayable || attempt >= retry.maxRetries
