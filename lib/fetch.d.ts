@@ -25,9 +25,9 @@ export interface PacedAdaptiveOptions {
   maxQps?: number
   /** The rate a key starts at (default maxQps). */
   startQps?: number
-  /** Share taken off the rate on a throttled answer, once per back-off period (default 0.1). */
+  /** Share taken off the lower of the rate and the served rate on a throttled answer, once per back-off period (default 0.05). */
   decrease?: number
-  /** Calls per second added per second of calls that succeed (default maxQps / 500, at least minQps). */
+  /** Calls per second added per second of calls that succeed (default: 0.2 % of the rate). */
   increase?: number
 }
 
@@ -74,7 +74,9 @@ export interface PacedKeyStats {
   hostile: number
   /** Calls let out without the store (RedisStore `whenDown`). */
   degraded: number
-  /** Blocks the store could not record. */
+  /** Times the shared adaptive rate was lowered on this process's report. */
+  decreases: number
+  /** Reports the store could not record. */
   errors: number
   /** The rate the key is paced at now, per second (null: unpaced). */
   qps: number | null

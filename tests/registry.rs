@@ -93,6 +93,21 @@ fn calls(tag: &str) -> Vec<(&'static str, Vec<String>, Vec<f64>)> {
       vec![key("f1"), format!("job-{round}"), key("f2"), format!("job-{round}")],
       vec![exact, 1.0, 1000.0, 0.0, approximate, 1.0, 60_000.0, 6_000.0],
     ));
+    // adaptive: pace (successes reported), a throttled report with a block and a learned rate,
+    // then a pace refused past max_wait_us
+    let (apace, areport) = (op("adaptive", "pace"), op("adaptive", "report"));
+    let params = [100.0, 1.0, 50.0, 0.0, 0.01, 0.1, 2.0];
+    let mut nums = vec![];
+    for (op, weight, ok, max_wait, throttled, block, learned, ttl) in [
+      (apace, 1.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0),
+      (apace, 1.0, 3.0, -1.0, 0.0, 0.0, 0.0, 0.0),
+      (areport, 0.0, 0.0, -1.0, 1.0, 2e6, 40.5, 6e7),
+      (apace, 1.0, 1.0, 1e6, 0.0, 0.0, 0.0, 0.0),
+    ] {
+      nums.extend([op, weight, ok, max_wait, throttled, block, learned, ttl]);
+      nums.extend(params);
+    }
+    out.push(("adaptive", vec![key("a1"), key("a1"), key("a1"), key("a2")], nums));
     let (acquire, stats) = (op("concurrent", "acquire"), op("concurrent", "stats"));
     out.push((
       "concurrent",

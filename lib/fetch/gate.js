@@ -1,21 +1,24 @@
 'use strict'
-// The per-key gate of sluice/fetch: waits for a key's slot (a DistributedPacer shared by every
-// process on the store), reads each response (Retry-After, learned limits) and blocks the key
-// fleet-wide when the upstream asks, and counts what happened per key. `Door` holds the gates
-// of one pacedFetch or interceptor.
+// The per-key gate of sluice/fetch: waits for a key's slot (the key's record of the adaptive
+// kind, shared by every process on the store: its rate, queue, block and learned rate), reads
+// each response (Retry-After, learned limits, throttled answers) into that record, and counts
+// what happened per key. `Door` holds the gates of one pacedFetch or interceptor.
 
-const { DistributedPacer } = require('../pacer')
+const ADAPTIVE = require('../kinds/adaptive')
 const { OverLimitError, SluiceError } = require('../errors')
 const { nowMs, sleep, aborted } = require('../limiter')
+const { escapeKey } = require('../stats')
 const { learn } = require('./headers')
 const { keyLimits, MAX_QPS } = require('./options')
 
-/** A key with no rate of its own still has a pacer: it holds the fleet's blocks. */
+/** A key with no rate of its own still has a record: it holds the fleet's blocks and what was learned. */
 const UNPACED_QPS = MAX_QPS
 /** A learned rate is paced at this share of what the upstream states (jitter on the way there). */
 const LEARNED_SHARE = 0.98
 /** A learned limit is forgotten this long after the last response that stated it (at least one window). */
 const LEARNED_TTL_MS = 60_000
+/** Adaptive, without `increase`: the rate grows by this share of itself per second of calls that succeed. */
+const DEFAULT_INC_REL = 0.002
 const MAX_KEY_LENGTH = 500
 /** Gates kept per door; the oldest is dropped past this (its counts with it). */
 const MAX_GATES = 10_000
@@ -23,14 +26,36 @@ const MAX_GATES = 10_000
 const BACKOFF_MS = 250
 /** Two blocks of one key whose ends are this close are the same block (reported twice). */
 const SAME_BLOCK_MS = 5
+const { pace: PACE, report: REPORT } = ADAPTIVE.OP
 
+/**
+ * One key: its record in the store (the adaptive kind, lib/kinds/adaptive.js: the rate, the
+ * queue, the block and the learned rate, shared by every process), and this process's counts.
+ */
 class Gate {
   constructor(door, key, limits) {
     this.door = door
     this.key = key
-    this.qps = limits ? limits.qps : door.config.qps // the ceiling (undefined: none)
-    this.maxBurst = limits ? limits.maxBurst : door.config.maxBurst
-    this.learned = null // { limit, windowMs, untilMs }
+    this._storeKey = `${door.store.keyPrefix}:adaptive:{${escapeKey(key)}}`
+    const { adaptive, maxBurst } = door.config
+    const qps = limits ? limits.qps : door.config.qps
+    // the rate's settings: [max, min, start, incAbs, incRel, decrease, burst]
+    if (adaptive !== null) {
+      const max = qps === undefined ? adaptive.maxQps : Math.min(qps, adaptive.maxQps)
+      const min = Math.min(adaptive.minQps, max)
+      this.params = [max, min, Math.max(min, Math.min(adaptive.startQps, max)), adaptive.increase ?? 0]
+      this.params.push(adaptive.increase === undefined ? DEFAULT_INC_REL : 0, adaptive.decrease)
+    } else {
+      const r = qps === undefined ? UNPACED_QPS : qps
+      this.params = [r, r, r, 0, 0, 0]
+    }
+    this.params.push(qps === undefined && adaptive === null ? UNPACED_QPS : limits ? limits.maxBurst : maxBurst)
+    this.paced = qps !== undefined || adaptive !== null
+    this.rate = this.params[2] // as the store last said
+    this.ok = 0 // successes not yet reported (sent with the next pace)
+    this.learnedQps = 0 // the learned rate last sent, and when
+    this.learnedAtMs = -Infinity
+    this.learned = null // { limit, windowMs } as last read
     this.windowMs = 0 // the longest reset seen while no window is stated, and until when
     this.windowUntilMs = 0
     this.blockedUntilMs = 0 // the latest block this process recorded, on the store's clock
@@ -45,31 +70,17 @@ class Gate {
       refused: 0,
       hostile: 0,
       degraded: 0,
+      decreases: 0,
       errors: 0,
     }
-    this._pacer = null
   }
 
-  /** The rate this key is paced at now, per second (Infinity: unpaced, blocks only). */
-  rate(now) {
-    let r = this.qps === undefined ? Infinity : this.qps
-    const l = this.learned
-    if (l !== null) {
-      if (l.untilMs <= now) this.learned = null
-      else r = Math.min(r, ((l.limit * 1000) / l.windowMs) * LEARNED_SHARE)
-    }
-    return r
-  }
-
-  pacer(now) {
-    const r = this.rate(now)
-    const qps = Number.isFinite(r) ? r : UNPACED_QPS
-    if (this._pacer === null || this._pacer._qps !== qps) {
-      // unpaced: calls go at once (a burst as large as the rate), and wait only for blocks
-      const maxBurst = Number.isFinite(r) ? this.maxBurst : UNPACED_QPS
-      this._pacer = new DistributedPacer(this.door.store, { key: `fetch:${this.key}`, qps, maxBurst })
-    }
-    return this._pacer
+  /** One call of the key's record: `[delayUs | blockUs, rate in milli-qps, admitted | decreased, degraded]`. */
+  _send(head) {
+    const nums = new Float64Array(ADAPTIVE.WIDTH)
+    nums.set(head)
+    nums.set(this.params, 8)
+    return this.door.store._call(ADAPTIVE, new ADAPTIVE.Call(this, nums))
   }
 
   overLimit(delayMs) {
@@ -81,30 +92,28 @@ class Gate {
   }
 
   /**
-   * Waits for this key's slot (and past any block) for a call or a retry, honouring `signal` (ERR_ABORTED); over
-   * `maxWaitMs`: OverLimitError, nothing reserved when it can be told up front.
+   * Waits for this key's slot (and past any block) for a call or a retry, honouring `signal`
+   * (ERR_ABORTED); a slot further than `maxWaitMs`: OverLimitError, nothing reserved.
    */
   async admit(signal) {
     const { store, config } = this.door
-    const maxWaitMs = config.maxWaitMs
+    const maxWaitUs = config.maxWaitMs === Infinity ? -1 : config.maxWaitMs * 1000
     for (let round = 0; ; round++) {
-      const reservedMs = nowMs(store)
-      const p = this.pacer(reservedMs)
-      if (maxWaitMs !== Infinity) {
-        // a probe charges nothing: no slot is taken that would not be waited for
-        const probe = await p.rateLimit(0)
-        if (probe.delayMs > maxWaitMs) throw this.overLimit(probe.delayMs)
-      }
       if (signal && signal.aborted) throw aborted(signal)
-      const o = await p.pace()
-      if (o.degraded && round === 0) this.counts.degraded++
-      if (o.delayMs > maxWaitMs) throw this.overLimit(o.delayMs)
-      if (o.delayMs > 0) {
+      const reservedMs = nowMs(store)
+      const ok = this.ok
+      this.ok = 0
+      const [delayUs, rate, admitted, degraded] = await this._send([PACE, 1, ok, maxWaitUs])
+      this.rate = rate / 1000
+      if (degraded && round === 0) this.counts.degraded++
+      // sub-ms delays go at once: pacing to the ms is what a timer can do
+      const delayMs = delayUs < 1000 ? 0 : Math.ceil(delayUs / 1000)
+      if (!admitted) throw this.overLimit(delayMs)
+      if (delayMs > 0) {
         this.counts.waited++
-        this.counts.waitTimeMs += o.delayMs
+        this.counts.waitTimeMs += delayMs
+        await sleep(store, delayMs, signal)
       }
-      // unpaced, slots are a nanosecond apart: a 1 ms delay is only the rounding up to whole ms
-      if (o.delayMs > 1 || p._qps !== UNPACED_QPS) await sleep(store, o.delayMs, signal)
       // a block recorded after this slot was taken (by a response of this process) and not
       // over yet: the slot is spent, take one after the block
       if (this.blockSetMs >= reservedMs && this.blockedUntilMs > nowMs(store) && round < 8) continue
@@ -113,14 +122,16 @@ class Gate {
   }
 
   /**
-   * Reads a response: counts a throttled status, learns the key's limits (with `learn`), and
-   * blocks the key fleet-wide for what Retry-After or an exhausted quota asks (capped at
-   * `maxBlockMs`). Returns the block's ms (0: none). Never throws.
+   * Reads a response: counts it, learns the key's limits (with `learn`), and records in the
+   * key's record a block (Retry-After or an exhausted quota, capped at `maxBlockMs`), a learned
+   * rate and a throttled answer (the adaptive rate comes down). Returns the block's ms (0:
+   * none). Never throws.
    */
   async observe(status, get) {
     const { store, config } = this.door
     const throttled = status === 429 || status === 503
     if (throttled) this.counts.throttled++
+    else if (status < 400) this.ok++
     const now = nowMs(store)
     let l
     try {
@@ -130,14 +141,42 @@ class Gate {
       return 0
     }
     this.counts.hostile += l.hostile
-    if (config.learn) this.remember(l, now)
+    const learned = config.learn ? this.remember(l, now) : null
     // Retry-After counts on a throttled answer; an exhausted quota (learned) on any
-    const blockMs = throttled || config.learn ? l.blockMs : 0
-    if (blockMs > 0) await this.block(blockMs, now)
-    return blockMs
+    let blockMs = throttled || config.learn ? l.blockMs : 0
+    const until = now + blockMs
+    if (blockMs > 0 && until <= this.blockedUntilMs + SAME_BLOCK_MS) blockMs = 0 // this process sent it already
+    const decreases = throttled && config.adaptive !== null
+    if (blockMs === 0 && learned === null && !decreases) return l.blockMs
+    if (blockMs > 0) {
+      this.blockedUntilMs = until
+      this.blockSetMs = now
+      this.counts.blocks++
+    }
+    try {
+      const ttlUs = learned === null ? 0 : learned.ttlMs * 1000
+      const [, rate, decreased] = await this._send([
+        REPORT,
+        0,
+        0,
+        -1,
+        throttled ? 1 : 0,
+        blockMs * 1000,
+        learned === null ? 0 : learned.qps,
+        ttlUs,
+      ])
+      this.rate = rate / 1000
+      if (decreased) this.counts.decreases++
+    } catch {
+      this.counts.errors++ // the response still reaches the caller; the store's state is its own concern
+    }
+    return l.blockMs
   }
 
-  /** Keeps what a response stated about the key's limits, for `LEARNED_TTL_MS` (or a window) after it. */
+  /**
+   * Keeps what a response stated about the key's limits; answers the rate to send to the
+   * store (`{ qps, ttlMs }`) when it changed or half its time has passed, else null.
+   */
   remember(l, now) {
     let policy = l.policy
     if (policy === null && l.quota !== null) {
@@ -147,40 +186,28 @@ class Gate {
       this.windowUntilMs = now + Math.max(LEARNED_TTL_MS, this.windowMs)
       policy = { limit: l.quota.limit, windowMs: this.windowMs }
     }
-    if (policy !== null) {
-      this.learned = {
-        limit: policy.limit,
-        windowMs: policy.windowMs,
-        untilMs: now + Math.max(LEARNED_TTL_MS, policy.windowMs),
-      }
-    }
+    if (policy === null) return null
+    this.learned = policy
+    const qps = ((policy.limit * 1000) / policy.windowMs) * LEARNED_SHARE
+    const ttlMs = Math.max(LEARNED_TTL_MS, policy.windowMs)
+    if (Math.abs(qps - this.learnedQps) <= 0.001 * qps && now < this.learnedAtMs + ttlMs / 2) return null
+    this.learnedQps = qps
+    this.learnedAtMs = now
+    return { qps, ttlMs }
   }
 
-  /** Blocks the key for `ms` in every process; a block this process already recorded is not sent again. */
-  async block(ms, now) {
-    const until = now + ms
-    if (until <= this.blockedUntilMs + SAME_BLOCK_MS) return
-    this.blockedUntilMs = until
-    this.blockSetMs = now
-    this.counts.blocks++
-    try {
-      await this.pacer(now).block(ms)
-    } catch {
-      this.counts.errors++ // the response still reaches the caller; the store's state is its own concern
-    }
-  }
-
-  /** ms a retry waits in this process beyond the key's pacer (no Retry-After nor reset was given). */
+  /** ms a retry waits in this process beyond the key's pacing (no Retry-After nor reset was given). */
   backoffMs(attempt, blockMs) {
-    if (blockMs > 0) return 0
+    if (blockMs > 0 || this.door.config.adaptive !== null) return 0
     return Math.min(BACKOFF_MS * 2 ** attempt, this.door.config.maxBlockMs)
   }
 
   stats() {
     const now = nowMs(this.door.store)
-    const r = this.rate(now)
-    const out = { key: this.key, ...this.counts, qps: Number.isFinite(r) ? r : null }
-    if (this.learned !== null) out.learned = { limit: this.learned.limit, windowMs: this.learned.windowMs }
+    const out = { key: this.key, ...this.counts, qps: this.paced || this.rate < UNPACED_QPS ? this.rate : null }
+    if (this.learned !== null && now < this.learnedAtMs + Math.max(LEARNED_TTL_MS, this.learned.windowMs)) {
+      out.learned = { limit: this.learned.limit, windowMs: this.learned.windowMs }
+    }
     if (this.blockedUntilMs > now) out.blockedMs = this.blockedUntilMs - now
     return out
   }

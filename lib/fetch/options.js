@@ -85,8 +85,10 @@ function adaptiveOption(adaptive, qps) {
     minExclusive: false,
     max: maxQps,
   })
-  const decrease = rate('adaptive.decrease', adaptive.decrease ?? 0.1, { max: 0.9 })
-  const increase = rate('adaptive.increase', adaptive.increase ?? Math.max(minQps, maxQps / 500), { max: MAX_QPS })
+  const decrease = rate('adaptive.decrease', adaptive.decrease ?? 0.05, { max: 0.9 })
+  // default: 0.2 % of the rate per second (lib/fetch/gate.js), probing slowly past where it settled
+  const increase =
+    adaptive.increase === undefined ? undefined : rate('adaptive.increase', adaptive.increase, { minExclusive: false })
   return { minQps, maxQps, startQps, decrease, increase }
 }
 

@@ -12,6 +12,7 @@ const KINDS = [
   require('./fair'),
   require('./concurrent'),
   require('./sliding-counter'),
+  require('./adaptive'),
   require('./budget'),
 ]
 

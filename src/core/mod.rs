@@ -3,6 +3,7 @@
 //! the oracle its Lua script is checked against.
 #![forbid(unsafe_code)]
 
+pub mod adaptive;
 pub mod bucket;
 pub mod budget;
 pub mod concurrent;

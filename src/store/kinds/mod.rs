@@ -164,6 +164,7 @@ registry! {
   4 fair::Fair,
   5 concurrent::Concurrent,
   6 sliding_counter::SlidingCounter,
+  7 adaptive::Adaptive,
   8 budget::Budget,
 }
 

@@ -1,0 +1,71 @@
+'use strict'
+// The adaptive rate's kind (sluice/fetch): one record per key owns the key's rate, its pacing
+// queue and its block, shared by every process. Call: `{ owner, nums }`, `nums` the 15 numbers
+// of src/store/kinds/adaptive.rs (`pace`: reserve a slot, successes reported; `report`: what a
+// response said). Result: 3 numbers (pace: delayUs, rate in milli-qps, admitted; report:
+// blockUs left, rate in milli-qps, decreased), the wrong-type marker in the first
+// (lua/adaptive.lua). Used by lib/fetch/adaptive.js.
+
+const native = require('../native')
+const { encodeParts } = require('../codec')
+const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+
+const NATIVE_NAME = 'adaptive'
+const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
+const OP = OPS[NATIVE_NAME]
+/** Numbers per call. */
+const WIDTH = 15
+
+class AdaptiveCall {
+  /** `owner` has `_storeKey`; `nums`: the call's 15 numbers. */
+  constructor(owner, nums) {
+    this.owner = owner
+    this.nums = nums
+  }
+}
+
+function encode(calls, nowUs) {
+  const nums = new Float64Array(WIDTH * calls.length)
+  for (let i = 0; i < calls.length; i++) nums.set(calls[i].nums, WIDTH * i)
+  return { keys: encodeParts(calls.map((c) => c.owner._storeKey)), nums, nowUs }
+}
+
+const adaptive = {
+  code: CODE,
+  name: NATIVE_NAME,
+  lane: 0, // the pacer's: the same callers, never both on one call
+  OP,
+  WIDTH,
+  Call: AdaptiveCall,
+  statsKinds: [],
+  lifetimeMs: () => 600_000,
+
+  memory(store, c, degraded) {
+    const b = encode([c], store._begin())
+    const out = native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs)
+    return [out[0], out[1], out[2], degraded]
+  },
+
+  encode,
+  keyOf: (c) => c.owner._storeKey,
+
+  settle(store, out, calls, resolve, reject) {
+    for (let e = 0; e < calls.length; e++) {
+      const o = 3 * e
+      if (out[o] === WRONG_TYPE) reject[e](wrongType('adaptive rate', store.keyPrefix))
+      else resolve[e]([out[o], out[o + 1], out[o + 2], false])
+    }
+  },
+
+  /**
+   * 'local' decides on the embedded store; 'allow' lets a call go at once (a report is
+   * dropped); 'deny' and 'error' refuse (the policy's error).
+   */
+  whenDown(policy, c) {
+    if (policy.mode === 'local') return adaptive.memory(policy.local, c, true)
+    if (policy.mode === 'allow') return [0, c.nums[8] * 1000, c.nums[0] === OP.pace ? 1 : 0, true]
+    throw policy.error
+  },
+}
+
+module.exports = adaptive
