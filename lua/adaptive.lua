@@ -2,9 +2,9 @@
 -- key's rate, its pacing queue and its block, shared by every process. Mirrors
 -- src/core/adaptive.rs step for step (the same doubles in the same order).
 --
--- KEYS[k]   one key's record: 11 little-endian doubles (struct '<ddddddddddd'): rate (qps),
+-- KEYS[k]   one key's record: 12 little-endian doubles (struct '<dddddddddddd'): rate (qps),
 --           tail_us, block_until_us, hold_until_us, last_inc_us, win_start_us, cur_ok,
---           prev_ok, created_us, learned_qps, learned_until_us (one GET and one SET ... PX)
+--           prev_ok, created_us, learned_qps, learned_until_us, mark (one GET and one SET ... PX)
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      per call, 16 fields: <key index (1-based)> <op> <weight> <ok> <max_wait_us>
 --           <throttled> <block_us> <learned_qps> <learned_ttl_us> <max_qps> <min_qps>
@@ -34,7 +34,8 @@ else
 end
 local SECOND = 1000000
 local KEEP = 600 * SECOND
-local FORMAT = '<ddddddddddd'
+local FORMAT = '<dddddddddddd'
+local FAST = 0.25
 
 local out, n = {}, 0
 for i = 2, nargs, 16 do
@@ -49,13 +50,13 @@ for i = 2, nargs, 16 do
   if type(v) == 'table' and v.err then
     if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
     out[n + 1], out[n + 2], out[n + 3] = -2, 0, 0
-  elseif v and #v ~= 88 then
+  elseif v and #v ~= 96 then
     out[n + 1], out[n + 2], out[n + 3] = -2, 0, 0
   else
-    local rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-    if v then rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil = struct.unpack(FORMAT, v) end
+    local rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil, mark = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    if v then rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil, mark = struct.unpack(FORMAT, v) end
     if not (rate > 0) then
-      rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil = start_qps, 0, 0, 0, now, now, 0, 0, now, 0, 0
+      rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil, mark = start_qps, 0, 0, 0, now, now, 0, 0, now, 0, 0, 0
     end
     -- roll the one-second success window
     if now >= wstart + 2 * SECOND then
@@ -76,7 +77,9 @@ for i = 2, nargs, 16 do
       if ok > 0 and now >= huntil then
         local dt = now - linc
         if dt < 0 then dt = 0 elseif dt > SECOND then dt = SECOND end
-        rate = rate + (inc_abs + rate * inc_rel) * dt / SECOND
+        local rel = inc_rel
+        if mark == 0 or rate < 0.9 * mark then rel = FAST end
+        rate = rate + (inc_abs + rate * rel) * dt / SECOND
       end
       if now > linc then linc = now end
       clamp()
@@ -91,13 +94,21 @@ for i = 2, nargs, 16 do
       end
     elseif op == 1 then
       if learned > 0 then lqps, luntil = learned, now + learned_ttl end
-      if block > 0 then buntil = math.max(buntil, now + block) end
+      -- a block under way is extended only by a second or more (see src/core/adaptive.rs)
+      if block > 0 then
+        local floor = math.max(buntil, now)
+        if buntil > now then floor = floor + SECOND end
+        if now + block > floor then buntil = now + block end
+      end
       if throttled and now >= huntil then
         local span = math.min(now - created, SECOND + (now - wstart))
         local served = (prev + cur) / math.max(span / SECOND, 0.25)
-        local base = rate
-        if served > 0 then base = math.min(rate, served) end
-        rate = base * (1 - decrease)
+        if now - math.max(created, huntil) >= SECOND and served > 0 then
+          mark = math.min(rate, served)
+          rate = mark * (1 - decrease)
+        else
+          rate = math.min(math.max(rate * 0.5, mark * (1 - decrease)), rate)
+        end
         huntil = now + math.max(block, SECOND)
         linc = huntil
         r3 = 1
@@ -109,7 +120,7 @@ for i = 2, nargs, 16 do
     end
     local last = math.max(now, tail, buntil, huntil, math.min(luntil, now + KEEP))
     local px = math.ceil((last + KEEP - now) / 1000) + margin
-    redis.call('SET', key, struct.pack(FORMAT, rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil),
+    redis.call('SET', key, struct.pack(FORMAT, rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil, mark),
       'PX', string.format('%d', px))
     out[n + 1], out[n + 2], out[n + 3] = math.ceil(r1), math.floor(rate * 1000), r3
   end

@@ -21,7 +21,14 @@ function startUpstream(o = {}) {
   const reset = o.reset ?? 'epoch'
   const epoch = Date.now() - performance.now()
   const now = o.now ?? (() => epoch + performance.now())
+  // per second since `start`: [requests, served, refused]
   const counts = { served: 0, refused: 0, requests: 0, perSecond: new Map(), firstHeadersAt: null, start: now() }
+  const tally = (t, i) => {
+    const s = Math.floor((t - counts.start) / 1000)
+    let row = counts.perSecond.get(s)
+    if (row === undefined) counts.perSecond.set(s, (row = [0, 0, 0]))
+    row[i]++
+  }
   let tokens = burst
   let last = now()
   let windowStart = Math.floor(now() / 1000) * 1000
@@ -70,7 +77,7 @@ function startUpstream(o = {}) {
     counts.requests++
     if (o.fixed) {
       const { status, headers = {} } = o.fixed(req, counts)
-      for (const [k, v] of Object.entries(headers)) res.setHeader(k, v)
+      for (const [k, v] of Object.entries(headers)) if (v !== undefined) res.setHeader(k, v)
       res.statusCode = status
       if (status === 200) counts.served++
       else counts.refused++
@@ -78,6 +85,7 @@ function startUpstream(o = {}) {
       return
     }
     const t = now()
+    tally(t, 0)
     const d = decide(t)
     if (dialect !== 'none') {
       rateHeaders(res, d, t)
@@ -85,11 +93,11 @@ function startUpstream(o = {}) {
     }
     if (d.ok) {
       counts.served++
-      const s = Math.floor((t - counts.start) / 1000)
-      counts.perSecond.set(s, (counts.perSecond.get(s) ?? 0) + 1)
+      tally(t, 1)
       res.end('ok')
     } else {
       counts.refused++
+      tally(t, 2)
       res.statusCode = 429
       res.setHeader('Retry-After', String(Math.max(1, Math.ceil(d.retryMs / 1000))))
       res.end('slow down')
@@ -103,6 +111,11 @@ function startUpstream(o = {}) {
         url: `http://127.0.0.1:${port}`,
         counts,
         server,
+        /** Forgets every count; seconds count from now. */
+        reset() {
+          Object.assign(counts, { served: 0, refused: 0, requests: 0, firstHeadersAt: null, start: now() })
+          counts.perSecond.clear()
+        },
         close: () =>
           new Promise((r) => {
             server.closeAllConnections()

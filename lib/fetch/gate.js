@@ -53,6 +53,7 @@ class Gate {
     this.paced = qps !== undefined || adaptive !== null
     this.rate = this.params[2] // as the store last said
     this.ok = 0 // successes not yet reported (sent with the next pace)
+    this.nextSendMs = 0 // this process's next send of the key, at the earliest
     this.learnedQps = 0 // the learned rate last sent, and when
     this.learnedAtMs = -Infinity
     this.learned = null // { limit, windowMs } as last read
@@ -117,6 +118,15 @@ class Gate {
       // a block recorded after this slot was taken (by a response of this process) and not
       // over yet: the slot is spent, take one after the block
       if (this.blockSetMs >= reservedMs && this.blockedUntilMs > nowMs(store) && round < 8) continue
+      // timers that fire late together (a busy event loop) would send their calls in a bunch
+      // into an upstream with a small burst: this process never sends two calls of a key closer
+      // than the key's spacing (the fleet's slots are that far apart already)
+      if (this.paced) {
+        const now = nowMs(store)
+        const at = Math.max(now, this.nextSendMs)
+        this.nextSendMs = at + 1000 / this.rate
+        if (at > now + 1) await sleep(store, Math.ceil(at - now), signal)
+      }
       return
     }
   }
@@ -166,7 +176,7 @@ class Gate {
         ttlUs,
       ])
       this.rate = rate / 1000
-      if (decreased) this.counts.decreases++
+      if (decreased && config.adaptive !== null) this.counts.decreases++
     } catch {
       this.counts.errors++ // the response still reaches the caller; the store's state is its own concern
     }

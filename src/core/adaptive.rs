@@ -8,18 +8,22 @@
 //!   process saw since its last call (`ok`): they are counted in a one-second window (the
 //!   served rate) and, outside a back-off period, raise the rate by `inc_abs + rate * inc_rel`
 //!   per second of calls that succeed.
-//! - `report` records what a response said: a block (`block_us`, extended to the latest end,
-//!   never added up), a learned rate (a ceiling until `learned_ttl_us` from now), and a throttled
+//! - `report` records what a response said: a block (`block_us`; while one is under way it is
+//!   extended only when the new end is a second or more past it: the 429s of calls already on
+//!   their way repeat the block, they never add up), a learned rate (a ceiling until `learned_ttl_us` from now), and a throttled
 //!   answer, which lowers the rate once per back-off period to `(1 - decrease)` times the lower
-//!   of the rate and the served rate measured over the last second or so, so the fleet settles
-//!   just under the upstream's limit instead of halving and climbing back (AIMD). The period is
-//!   the block, at least one second; increases wait for it to end.
+//!   of the rate and the served rate measured over the last second or so (its `mark`), so the
+//!   fleet settles just under the upstream's limit instead of halving and climbing back (AIMD);
+//!   a throttled answer less than a second after calls started flowing (no served rate to go
+//!   by yet) halves the rate, never below where the last measured decrease settled. The period is the block, at least one second; increases wait for
+//!   it to end, and climb fast (a quarter of the rate per second) until there is a mark and
+//!   while the rate is under 0.9 of it.
 //! - The rate stays in `[min_qps, ceiling]`, the ceiling being `max_qps` or a learned rate below
 //!   it (which wins over `min_qps`).
 //!
 //! State (µs, qps): rate, tail, block end, hold end (back-off period), last increase, success
-//! window start, successes in it and in the previous one, creation, learned rate and its end.
-//! Mirrored by `lua/adaptive.lua` (11 packed doubles).
+//! window start, successes in it and in the previous one, creation, learned rate and its end,
+//! mark. Mirrored by `lua/adaptive.lua` (12 packed doubles).
 
 /// One second, µs: the success window and the shortest back-off period.
 pub const SECOND_US: f64 = 1_000_000.0;
@@ -54,7 +58,14 @@ pub struct State {
   pub created_us: f64,
   pub learned_qps: f64,
   pub learned_until_us: f64,
+  /// The served rate the last measured decrease started from (0: none yet): below 0.9 of it the
+  /// rate climbs fast (`FAST_INC_REL`), above it it probes slowly.
+  pub mark: f64,
 }
+
+/// The climb per second, as a share of the rate, before the first measured decrease and while
+/// the rate is below 0.9 of its mark.
+pub const FAST_INC_REL: f64 = 0.25;
 
 /// What `pace` answers: µs until the slot, the rate, and whether the slot was taken.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -126,7 +137,8 @@ impl State {
     self.cur_ok += ok;
     if ok > 0.0 && now_us >= self.hold_until_us {
       let dt = (now_us - self.last_inc_us).clamp(0.0, SECOND_US);
-      self.rate += (p.inc_abs + self.rate * p.inc_rel) * dt / SECOND_US;
+      let rel = if self.mark == 0.0 || self.rate < 0.9 * self.mark { FAST_INC_REL } else { p.inc_rel };
+      self.rate += (p.inc_abs + self.rate * rel) * dt / SECOND_US;
     }
     if now_us > self.last_inc_us {
       self.last_inc_us = now_us;
@@ -157,14 +169,25 @@ impl State {
       self.learned_qps = learned_qps;
       self.learned_until_us = now_us + learned_ttl_us;
     }
-    if block_us > 0.0 {
-      self.block_until_us = self.block_until_us.max(now_us + block_us);
+    // a block under way is extended only by a second or more: the 429s of calls already on
+    // their way when it began (from every process) repeat it, they do not stack on it
+    if block_us > 0.0
+      && now_us + block_us > self.block_until_us.max(now_us) + SECOND_US * f64::from(self.block_until_us > now_us)
+    {
+      self.block_until_us = now_us + block_us;
     }
     let mut decreased = false;
     if throttled && now_us >= self.hold_until_us {
+      // the served rate means something after a second of calls flowing (no block, no hold):
+      // settle under it; before that, only that the rate is too high: halve it
       let served = self.served(now_us);
-      let base = if served > 0.0 { self.rate.min(served) } else { self.rate };
-      self.rate = base * (1.0 - p.decrease);
+      if now_us - self.created_us.max(self.hold_until_us) >= SECOND_US && served > 0.0 {
+        self.mark = self.rate.min(served);
+        self.rate = self.mark * (1.0 - p.decrease);
+      } else {
+        // never below where the last measured decrease settled
+        self.rate = (self.rate * 0.5).max(self.mark * (1.0 - p.decrease)).min(self.rate);
+      }
       self.hold_until_us = now_us + block_us.max(SECOND_US);
       self.last_inc_us = self.hold_until_us;
       decreased = true;
@@ -223,9 +246,13 @@ mod tests {
   fn blocks_extend_and_never_add_up() {
     let mut s = State::default();
     assert_eq!(s.report(&P, false, 5e6, 0.0, 0.0, 0.0).block_us, 5e6);
-    assert_eq!(s.report(&P, false, 5e6, 0.0, 0.0, 1000.0).block_us, 5e6);
-    assert_eq!(s.report(&P, false, 1e6, 0.0, 0.0, 2000.0).block_us, 5e6 - 1000.0);
-    assert_eq!(s.pace(&P, 1.0, 0.0, -1.0, 2000.0).delay_us, 5e6 + 1000.0 - 2000.0);
+    assert_eq!(s.report(&P, false, 5e6, 0.0, 0.0, 1000.0).block_us, 5e6 - 1000.0);
+    assert_eq!(s.report(&P, false, 1e6, 0.0, 0.0, 2000.0).block_us, 5e6 - 2000.0);
+    assert_eq!(s.pace(&P, 1.0, 0.0, -1.0, 2000.0).delay_us, 5e6 - 2000.0);
+    // a second or more past the end: extended (an upstream that asks for longer)
+    assert_eq!(s.report(&P, false, 7e6, 0.0, 0.0, 3000.0).block_us, 7e6);
+    // after it: a new block
+    assert_eq!(s.report(&P, false, 1e6, 0.0, 0.0, 20e6).block_us, 1e6);
   }
 
   #[test]
@@ -239,6 +266,7 @@ mod tests {
     let r = s.report(&P, true, 1e6, 0.0, 0.0, 2e6);
     assert!(r.decreased);
     assert!((r.rate - 36.0).abs() < 2.0, "{r:?}"); // 0.9 x the ~40/s served
+    assert!((s.mark - 40.0).abs() < 2.0);
     let again = s.report(&P, true, 1e6, 0.0, 0.0, 2.5e6);
     assert!(!again.decreased);
     assert_eq!(again.rate, r.rate);
@@ -247,9 +275,9 @@ mod tests {
   #[test]
   fn successes_raise_the_rate_after_the_hold_up_to_the_ceiling() {
     let mut s = State::default();
-    s.report(&P, true, 1e6, 0.0, 0.0, 0.0); // 50 -> 45, hold 1 s
+    s.report(&P, true, 1e6, 0.0, 0.0, 0.0); // no served rate yet: 50 -> 25, hold 1 s
     let held = s.pace(&P, 1.0, 1.0, -1.0, 500_000.0).rate;
-    assert_eq!(held, 45.0);
+    assert_eq!(held, 25.0);
     let mut rate = held;
     for i in 1..=600 {
       rate = s.pace(&P, 1.0, 1.0, -1.0, 1e6 + i as f64 * 1e6).rate;
