@@ -7,7 +7,7 @@
 // Each scenario runs in a fresh process; rounds are interleaved and the median is kept.
 // Redis CPU per decision comes from INFO cpu around each run, script calls per decision from
 // INFO commandstats, native calls per decision from the sluice store's batching counters.
-// BENCH_SUITES=http,pacer,limiters,sliding,doors,jobs,fair,stats  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
+// BENCH_SUITES=http,pacer,limiters,sliding,doors,jobs,fair,fetch,stats  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
 // BENCH_SCENARIOS=10000x256,1x1 (keys x in flight)  SLUICE_BENCH_NO_BUILD=1 (skip the build)
 const { execFileSync, fork, spawn } = require('node:child_process')
 const fs = require('node:fs')
@@ -18,6 +18,7 @@ const Redis = require('ioredis')
 const { runDoorsRound, doorsTables } = require('./doors.js')
 const { runJobsRound, jobsTables } = require('./jobs.js')
 const { runFairRound, fairTables } = require('./fair.js')
+const { runFetch } = require('./fetch.js')
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)
 const IMPLS = (process.env.BENCH_IMPLS || 'sluice,reference,rate-limiter-flexible').split(',')
@@ -26,7 +27,7 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 // (vs rate-limiter-flexible and redis-semaphore), and the sliding windows (multi-window check vs
 // a two-window sliding log in Lua; checkAndUseQuotas vs Sentry's sliding-window quotas)
 // and the HTTP doors (sluice/express and sluice/fastify vs their peers, bench/doors.js)
-const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair,budget').split(',')
+const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair,budget,fetch').split(',')
 const LIMITER_IMPLS = (
   process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
 ).split(',')
@@ -170,6 +171,7 @@ async function main() {
     })
   }
   const redis = await startRedis()
+  let fetchLines = null
   const client = new Redis(redis.url)
   client.benchUrl = redis.url
   const only = (s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`)
@@ -279,6 +281,8 @@ async function main() {
       if (SUITES.includes('jobs')) await runJobsRound(client, redis.url, round, results, fmt)
       if (SUITES.includes('fair')) await runFairRound(client, redis.url, round, results, fmt)
     }
+    // sluice/fetch: once, not per round (minutes of a fleet against a fake upstream, bench/fetch.js)
+    if (SUITES.includes('fetch')) fetchLines = await runFetch(redis.url)
   } finally {
     client.disconnect()
     redis.stop()
@@ -315,7 +319,10 @@ async function main() {
       '',
     )
   }
-  for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs', 'fair', 'budget'].includes(x)) ? PATTERNS : []) {
+  if (fetchLines) lines.push(...fetchLines, '')
+  for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs', 'fair', 'budget', 'fetch'].includes(x))
+    ? PATTERNS
+    : []) {
     const of = (list) => list.filter((s) => s.pattern === pattern)
     lines.push(
       pattern === 'server'
