@@ -22,6 +22,11 @@ export declare class NativeRedisStore {
   get isCluster(): boolean
   /** Whether Redis was reached when `connectRedis` returned (false only with `startDown`). */
   get startedUp(): boolean
+  /**
+   * Makes every pool connection again (behind Sentinel: to the master the sentinels name
+   * now); calls under way on the old connections fail with `ERR_STORE_UNAVAILABLE`.
+   */
+  reconnect(): Promise<void>
   /** Closes the pool; later calls fail with `ERR_CLOSED`. */
   close(): Promise<void>
 }
@@ -106,6 +111,17 @@ export interface NativeRedisOptions {
   startDown?: boolean
   /** TLS settings for rediss:// URLs. */
   tls?: NativeTlsOptions
+  /** A master found through Redis Sentinel (checked in JS, lib/store/options.js). */
+  sentinel?: NativeSentinelOptions
+}
+
+/** `RedisStore.connect`'s `sentinel` option. */
+export interface NativeSentinelOptions {
+  name: string
+  sentinels: Array<string>
+  user?: string
+  password?: string
+  sentinelPassword?: string
 }
 
 /** `RedisStore.connect`'s `tls` option, PEM text (Buffers are decoded in JS). */

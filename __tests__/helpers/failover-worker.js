@@ -1,14 +1,14 @@
 'use strict'
 // One process of the failover tests: checks WindowLimiters (names spread over the slots, each
 // limit per a long window) as fast as it can until told to stop, recording every decision:
-// admitted, refused, or a store code, and how long it took. argv[2] = JSON { cluster, prefix,
-// names, limit, commandTimeoutMs }.
+// admitted, refused, or a store code, and how long it took. argv[2] = JSON { cluster or
+// sentinel, prefix, names, limit, commandTimeoutMs }.
 const { RedisStore, WindowLimiter } = require('../../lib/index.js')
 
 async function main() {
   const cfg = JSON.parse(process.argv[2])
   const store = await RedisStore.connect({
-    cluster: cfg.cluster,
+    ...(cfg.sentinel ? { sentinel: cfg.sentinel } : { cluster: cfg.cluster }),
     keyPrefix: cfg.prefix,
     commandTimeoutMs: cfg.commandTimeoutMs,
     connectTimeoutMs: 5000,
@@ -49,8 +49,9 @@ async function main() {
     }
   }
   await Promise.all([0, 1, 2, 3].map(loop))
+  const direct = store.batching.direct
   await store.close()
-  process.send({ admitted, answeredAt, failed, codes, messages, decisions, slowest })
+  process.send({ admitted, answeredAt, failed, codes, messages, decisions, slowest, direct })
 }
 
 main().catch((err) => {

@@ -58,7 +58,8 @@ class Circuit {
 
   /** One probe (at most one under way): an answer from Redis closes the circuit. */
   _probe() {
-    if (this._probing || this._store._closed || this.status === 'up') return
+    // behind Sentinel, no probe reaches the old master while a replica is promoted
+    if (this._probing || this._store._closed || this.status === 'up' || this._store._failingOver) return
     this._probing = true
     const key = encodeParts([this.probeKey])
     slots.call(this._store._native, LIMIT.code, key, PROBE_ARGS, -1, LIMIT.lane).then(

@@ -336,6 +336,22 @@ class DirectConnection {
     for (let i = head; i < queue.length; i++) if (queue[i].task !== null) queue[i].reject(error)
   }
 
+  /**
+   * Moves the connection to another server (behind Sentinel: the promoted replica). Calls under
+   * way on the old one fail with ERR_STORE_UNAVAILABLE (never sent again); the next call dials
+   * the new one at once (meanwhile calls use the pool).
+   */
+  retarget(host, port) {
+    this._target = { ...this._target, host, port }
+    this._lastDial = 0
+    const socket = this._socket
+    if (socket) {
+      this._lostBecause = `the master moved to ${host}:${port} (Sentinel); the connection to the old one was dropped`
+      this._lost(socket)
+      socket.destroy()
+    }
+  }
+
   close() {
     this._closed = true
     this.ready = false

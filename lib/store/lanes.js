@@ -4,7 +4,7 @@
 // a failure opens the circuit, and batches already written are waited for at close().
 
 const native = require('../native')
-const { fromNative } = require('../errors')
+const { SluiceError, fromNative } = require('../errors')
 const { Batcher } = require('./batcher')
 const { closedError } = require('./errors')
 const slots = require('./slots')
@@ -78,6 +78,17 @@ class Lanes {
     }
     if (store._closed) {
       fail(closedError())
+      return false
+    }
+    if (store._failingOver && circuit.status === 'up') {
+      // behind Sentinel, a replica is being promoted: what the old master would count may be
+      // lost, so nothing is sent until the store is on the new master
+      fail(
+        new SluiceError(
+          'ERR_STORE_UNAVAILABLE',
+          'the master is failing over (Sentinel): nothing is sent until the switch',
+        ),
+      )
       return false
     }
     if (circuit.status === 'down') {

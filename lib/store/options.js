@@ -32,6 +32,7 @@ const REDIS_OPTIONS = [
   'statsFlushMs',
   'statsTtlMs',
   'tls',
+  'sentinel',
 ]
 
 /**
@@ -134,6 +135,66 @@ function tlsOption(tls) {
   }
 }
 
+/** `host:port` of a `redis://host:port` URL (no user, password, path or query), or null. */
+function hostPort(url) {
+  let u
+  try {
+    u = new URL(url)
+  } catch {
+    return null
+  }
+  if (u.protocol !== 'redis:' || u.username || u.password || u.search || u.hash) return null
+  if (u.pathname && u.pathname !== '/') return null
+  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname
+  if (!host) return null
+  return { host, port: Number(u.port || 26379) }
+}
+
+/**
+ * The `sentinel` option: `{ name, sentinels, password?, sentinelPassword? }`, a master found
+ * through Redis Sentinel. `sentinels` are `redis://host:port` URLs (port 26379 by default);
+ * `password` is the master's, `sentinelPassword` the sentinels' own. Secrets are named, never
+ * shown, in errors.
+ */
+function sentinelOption(value) {
+  if (value === undefined) return undefined
+  const shape = 'sentinel must be { name, sentinels: [redis://host:port URLs], password?, sentinelPassword? }'
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidConfig(shape)
+  const s = ownProps(value)
+  for (const k of Object.keys(s)) {
+    if (!['name', 'sentinels', 'password', 'sentinelPassword'].includes(k)) {
+      throw invalidConfig(`unknown sentinel option ${JSON.stringify(k)}`)
+    }
+  }
+  if (typeof s.name !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(s.name)) {
+    throw invalidConfig('sentinel.name must be the master group name: 1..256 printable ASCII characters, no spaces')
+  }
+  if (!Array.isArray(s.sentinels) || s.sentinels.length === 0 || s.sentinels.length > 64) {
+    throw invalidConfig('sentinel.sentinels must be a non-empty array (at most 64) of redis://host:port URLs')
+  }
+  const sentinels = s.sentinels.map((url, i) => {
+    const at = typeof url === 'string' ? hostPort(url) : null
+    if (at === null || !Number.isInteger(at.port) || at.port < 1 || at.port > 65535) {
+      throw invalidConfig(
+        `sentinel.sentinels[${i}] must be a redis://host:port URL without credentials (use sentinelPassword)`,
+      )
+    }
+    return at
+  })
+  for (const name of ['password', 'sentinelPassword']) {
+    if (s[name] !== undefined && (typeof s[name] !== 'string' || s[name].length === 0)) {
+      throw invalidConfig(`sentinel.${name} must be a non-empty string`)
+    }
+  }
+  return {
+    name: s.name,
+    sentinels,
+    urls: sentinels.map(({ host, port }) => `redis://${host.includes(':') ? `[${host}]` : host}:${port}`),
+    password: s.password,
+    sentinelPassword: s.sentinelPassword,
+  }
+}
+
 /** An integer option in [min, max], or its default when not given. */
 function integerOption(o, name, fallback, min, max) {
   const value = o[name] === undefined ? fallback : o[name]
@@ -171,6 +232,12 @@ function redisOptions(options) {
   const statsFlushMs = integerOption(o, 'statsFlushMs', DEFAULT_STATS_FLUSH_MS, 10, 600_000)
   const statsTtlMs = integerOption(o, 'statsTtlMs', DEFAULT_STATS_TTL_MS, 60_000, 315_360_000_000)
   const tls = tlsOption(o.tls)
+  const sentinel = sentinelOption(o.sentinel)
+  if (sentinel && (o.url !== undefined || o.cluster !== undefined || tls !== undefined)) {
+    throw invalidConfig(
+      'sentinel goes without url, cluster and tls (a master found through Sentinel is reached by redis://)',
+    )
+  }
   return {
     keyPrefix,
     clock,
@@ -184,7 +251,14 @@ function redisOptions(options) {
       // under a policy other than 'error', a store can start while Redis is down
       startDown: whenDown !== 'error',
       tls,
+      sentinel: sentinel && {
+        name: sentinel.name,
+        sentinels: sentinel.urls,
+        password: sentinel.password,
+        sentinelPassword: sentinel.sentinelPassword,
+      },
     },
+    sentinel,
     directConnection: o.directConnection !== false,
     connectTimeoutMs: o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     commandTimeoutMs: o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,

@@ -9,6 +9,7 @@ const native = require('../native')
 const { SluiceError, fromNative, invalidConfig } = require('../errors')
 const { StatsBook } = require('../stats')
 const { DirectConnection } = require('./direct')
+const { SentinelWatcher } = require('./sentinel')
 const { DenyCache } = require('./denycache')
 const { WhenDown } = require('./whendown')
 const { redisOptions, STORE } = require('./options')
@@ -47,6 +48,11 @@ class RedisStore extends EventEmitter {
     this.keyPrefix = keyPrefix
     this.clock = clock
     this._native = nativeStore
+    // behind Sentinel: what follows the master (set by connect), and whether a failover is
+    // under way (from a sentinel's start until the store is on the new master): no call is
+    // sent then, since what the old master counts may be lost
+    this._sentinel = null
+    this._failingOver = false
     // results come back through the process's result buffer and slots (see slots.js)
     native.redisAttach(nativeStore, slots.OUT, slots.announced)
     this._commandTimeoutMs = o.commandTimeoutMs
@@ -93,13 +99,40 @@ class RedisStore extends EventEmitter {
       throw fromNative(err)
     }
     let direct = null
-    if (o.directConnection && !nativeStore.isCluster) {
-      const timeouts = { connectTimeoutMs: o.connectTimeoutMs, commandTimeoutMs: o.commandTimeoutMs }
-      direct = nativeStore.startedUp
-        ? await DirectConnection.open(o.url, timeouts)
-        : DirectConnection.idle(o.url, timeouts)
+    let url = o.url
+    let watcher = null
+    if (o.sentinel) {
+      // the direct lane's server: the master the sentinels name now (the pool asks them itself)
+      watcher = new SentinelWatcher(
+        o.sentinel,
+        ({ host, port }) => {
+          if (direct !== null) direct.retarget(host, port)
+          // calls stay held off until the pool is on the new master too
+          const store = watcher.store
+          if (store) store._failingOver = true
+          nativeStore.reconnect().then(
+            () => store && store._failoverEnds(),
+            () => store && store._failoverEnds(),
+          )
+        },
+        (on) => {
+          const store = watcher.store
+          if (!store) return
+          if (on) store._failingOver = true
+          else store._failoverEnds()
+        },
+      )
+      const master = await watcher.ask(o.connectTimeoutMs)
+      url = master === null ? null : masterUrl(master, o.sentinel.password)
     }
+    if (o.directConnection && !nativeStore.isCluster && url !== null) {
+      const timeouts = { connectTimeoutMs: o.connectTimeoutMs, commandTimeoutMs: o.commandTimeoutMs }
+      direct = nativeStore.startedUp ? await DirectConnection.open(url, timeouts) : DirectConnection.idle(url, timeouts)
+    }
+    if (watcher !== null) watcher.start()
     const store = new RedisStore(PRIVATE, nativeStore, direct, o)
+    store._sentinel = watcher
+    if (watcher !== null) watcher.store = store
     if (!nativeStore.startedUp) {
       // Redis could not be reached: the store starts with its circuit open, answering by
       // whenDown, and its connections keep dialling until a probe gets through
@@ -187,12 +220,19 @@ class RedisStore extends EventEmitter {
       }
     }
     try {
+      if (this._failingOver) throw failingOver()
       return await kind.alone(this, c, this._nowUs())
     } catch (err) {
       const error = fromNative(err)
       if (circuit.opens(error)) circuit.trip(error, kind.keyOf(c))
       throw error
     }
+  }
+
+  /** @internal the failover (Sentinel) is over: calls go to Redis again, the circuit probes at once */
+  _failoverEnds() {
+    this._failingOver = false
+    if (this._circuit.status === 'down') this._circuit._probe()
   }
 
   /** @internal one call of kind `code` outside any batch, on pool lane `lane`: a promise of its result */
@@ -259,12 +299,27 @@ class RedisStore extends EventEmitter {
     this._waiters.closeAll(closedError())
     this._circuit.close()
     this._lanes.close()
+    if (this._sentinel) this._sentinel.close()
     try {
       await this._native.close()
     } catch (err) {
       throw fromNative(err)
     }
   }
+}
+
+/** The error of a call made while the master fails over (see `_failingOver`). */
+function failingOver() {
+  return new SluiceError(
+    'ERR_STORE_UNAVAILABLE',
+    'the master is failing over (Sentinel): nothing is sent until the switch',
+  )
+}
+
+/** The `redis://` URL of a master found through Sentinel, with its password. */
+function masterUrl({ host, port }, password) {
+  const auth = password === undefined ? '' : `:${encodeURIComponent(password)}@`
+  return `redis://${auth}${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
 module.exports = { RedisStore }

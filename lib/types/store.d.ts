@@ -59,6 +59,20 @@ export interface RedisStoreOptions extends StoreOptions {
   /** Seed node URLs of a Redis Cluster (cluster mode). */
   cluster?: string[]
   /**
+   * A master behind Redis Sentinel (instead of `url` and `cluster`): `name` is the master group
+   * the sentinels monitor, `sentinels` their `redis://host:port` URLs (port 26379 by default,
+   * no credentials in them), `password` the master's, `sentinelPassword` the sentinels' own.
+   * The store follows a failover at the sentinels' `+switch-master`; from the moment a sentinel
+   * starts promoting a replica until the store is on it, calls fail with ERR_STORE_UNAVAILABLE
+   * (answered by `whenDown`): what the old master would count then could be lost.
+   */
+  sentinel?: {
+    name: string
+    sentinels: string[]
+    password?: string
+    sentinelPassword?: string
+  }
+  /**
    * TLS for `rediss://` URLs: PEM text (strings or Buffers). `ca`: the CAs to trust instead of
    * the system's; `cert` + `key`: a client certificate (`tls-auth-clients`);
    * `rejectUnauthorized: false` accepts any server certificate (default true). The key is kept

@@ -32,6 +32,18 @@ pub struct NativeRedisOptions {
   pub start_down: Option<bool>,
   /// TLS settings for rediss:// URLs.
   pub tls: Option<NativeTlsOptions>,
+  /// A master found through Redis Sentinel (checked in JS, lib/store/options.js).
+  pub sentinel: Option<NativeSentinelOptions>,
+}
+
+/// `RedisStore.connect`'s `sentinel` option.
+#[napi(object)]
+pub struct NativeSentinelOptions {
+  pub name: String,
+  pub sentinels: Vec<String>,
+  pub user: Option<String>,
+  pub password: Option<String>,
+  pub sentinel_password: Option<String>,
 }
 
 /// `RedisStore.connect`'s `tls` option, PEM text (Buffers are decoded in JS).
@@ -60,7 +72,8 @@ fn redis_options(o: NativeRedisOptions) -> std::result::Result<RedisOptions, Err
   };
   let url = o.url.unwrap_or(defaults.url);
   let cluster = o.cluster.unwrap_or_default();
-  for u in std::iter::once(&url).chain(cluster.iter()) {
+  let sentinels = o.sentinel.as_ref().map_or(&[][..], |s| &s.sentinels[..]);
+  for u in std::iter::once(&url).chain(cluster.iter()).chain(sentinels.iter()) {
     if !(u.starts_with("redis://") || u.starts_with("rediss://")) {
       let shown = crate::store::redis::redact_url(u);
       return Err(Error::config(format!("Redis URLs must start with redis:// or rediss://, got {shown:?}")));
@@ -78,6 +91,13 @@ fn redis_options(o: NativeRedisOptions) -> std::result::Result<RedisOptions, Err
       cert: t.cert,
       key: t.key,
       reject_unauthorized: t.reject_unauthorized.unwrap_or(true),
+    }),
+    sentinel: o.sentinel.map(|s| crate::store::redis::SentinelOptions {
+      name: s.name,
+      sentinels: s.sentinels,
+      user: s.user,
+      password: s.password,
+      sentinel_password: s.sentinel_password,
     }),
   })
 }
@@ -138,6 +158,14 @@ impl NativeRedisStore {
   #[napi(getter)]
   pub fn started_up(&self) -> bool {
     self.inner.started_up()
+  }
+
+  /// Makes every pool connection again (behind Sentinel: to the master the sentinels name
+  /// now); calls under way on the old connections fail with `ERR_STORE_UNAVAILABLE`.
+  #[napi(catch_unwind)]
+  pub async fn reconnect(&self) -> Result<()> {
+    self.inner.reconnect().await;
+    Ok(())
   }
 
   /// Closes the pool; later calls fail with `ERR_CLOSED`.

@@ -25,6 +25,21 @@ pub struct RedisOptions {
   pub start_down: bool,
   /// TLS settings for `rediss://` URLs (default: the system's CAs, certificates checked).
   pub tls: Option<TlsOptions>,
+  /// A master found through Redis Sentinel; when set, `url` and `cluster` are ignored.
+  pub sentinel: Option<SentinelOptions>,
+}
+
+/// `RedisStore.connect({ sentinel })`: the master named `name`, as the sentinels at
+/// `sentinels` (`redis://host:port` URLs) know it; every (re)connection asks them again.
+#[derive(Clone, Debug)]
+pub struct SentinelOptions {
+  pub name: String,
+  pub sentinels: Vec<String>,
+  /// The master's (and its replicas') password; `user` its ACL user, if any.
+  pub user: Option<String>,
+  pub password: Option<String>,
+  /// The sentinels' own password (`requirepass` of the sentinels).
+  pub sentinel_password: Option<String>,
 }
 
 impl Default for RedisOptions {
@@ -37,6 +52,7 @@ impl Default for RedisOptions {
       connect_timeout: Duration::from_millis(5_000),
       start_down: false,
       tls: None,
+      sentinel: None,
     }
   }
 }
@@ -77,6 +93,26 @@ fn config_from(options: &RedisOptions) -> Result<FredConfig> {
     FredConfig::from_url(url)
       .map_err(|e| Error::config(format!("invalid Redis URL {:?}: {}", redact_url(url), redact_in(e.details(), url))))
   };
+  if let Some(sentinel) = &options.sentinel {
+    let mut hosts = vec![];
+    for url in &sentinel.sentinels {
+      match parse(url)?.server {
+        ServerConfig::Centralized { server } => hosts.push(server),
+        _ => return Err(Error::config(format!("sentinel {:?} must be a redis:// URL", redact_url(url)))),
+      }
+    }
+    return Ok(FredConfig {
+      server: ServerConfig::Sentinel {
+        hosts,
+        service_name: sentinel.name.clone(),
+        username: None,
+        password: sentinel.sentinel_password.clone(),
+      },
+      username: sentinel.user.clone(),
+      password: sentinel.password.clone(),
+      ..FredConfig::default()
+    });
+  }
   if options.cluster.is_empty() {
     return parse(&options.url);
   }
@@ -281,6 +317,22 @@ impl RedisStore {
         tokio::time::sleep(period).await;
       }
     });
+  }
+
+  /// Drops every pool connection (and the grant listener's) and makes them again: behind
+  /// Sentinel each one asks the sentinels for the master, so the store follows a
+  /// `+switch-master` at once instead of waiting until the old master refuses writes. Calls
+  /// under way on the old connections fail (never replayed).
+  pub async fn reconnect(&self) {
+    if self.closed.load(Ordering::Relaxed) {
+      return;
+    }
+    for client in self.pool.clients() {
+      let _ = client.force_reconnection().await;
+    }
+    if self.subscribed.initialized() {
+      let _ = self.subscriber.force_reconnection().await;
+    }
   }
 
   pub async fn close(&self) {

@@ -27,7 +27,7 @@ mod stats;
 mod tls;
 mod wakes;
 
-pub use connect::{readable, redact_url, RedisOptions};
+pub use connect::{readable, redact_url, RedisOptions, SentinelOptions};
 pub use direct::{reply_end, DirectTask, Lane, Step};
 pub use order::SendOrder;
 pub use stats::{decode_stats, StatsOp};
