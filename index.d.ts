@@ -27,6 +27,11 @@ export declare class NativeRedisStore {
    * now); calls under way on the old connections fail with `ERR_STORE_UNAVAILABLE`.
    */
   reconnect(): Promise<void>
+  /**
+   * Each master's `maxmemory_policy`: `[server, policy, why unreadable]` (one of the last two
+   * empty).
+   */
+  evictionPolicies(): Promise<Array<Array<string>>>
   /** Closes the pool; later calls fail with `ERR_CLOSED`. */
   close(): Promise<void>
 }

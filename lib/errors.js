@@ -12,6 +12,7 @@ const CODES = Object.freeze([
   'ERR_CLOSED',
   'ERR_ABORTED',
   'ERR_INTERNAL',
+  'ERR_CONFIG_RISK',
 ])
 
 /** Every error sluice throws or rejects with. `code` is stable; messages are not. */

@@ -5,6 +5,7 @@
 const { invalidConfig, ownProps } = require('../errors')
 const { ManualClock } = require('../clock')
 const { WHEN_DOWN } = require('./whendown')
+const { evictingServerOption } = require('./eviction')
 
 /** The defaults of `RedisStore.connect` (the native side has the same). */
 const DEFAULT_URL = 'redis://127.0.0.1:6379'
@@ -33,6 +34,7 @@ const REDIS_OPTIONS = [
   'statsTtlMs',
   'tls',
   'sentinel',
+  'evictingServer',
 ]
 
 /**
@@ -259,6 +261,7 @@ function redisOptions(options) {
       },
     },
     sentinel,
+    evictingServer: evictingServerOption(o.evictingServer),
     directConnection: o.directConnection !== false,
     connectTimeoutMs: o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     commandTimeoutMs: o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,

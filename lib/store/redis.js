@@ -10,6 +10,7 @@ const { SluiceError, fromNative, invalidConfig } = require('../errors')
 const { StatsBook } = require('../stats')
 const { DirectConnection } = require('./direct')
 const { SentinelWatcher } = require('./sentinel')
+const { checkEviction } = require('./eviction')
 const { DenyCache } = require('./denycache')
 const { WhenDown } = require('./whendown')
 const { redisOptions, STORE } = require('./options')
@@ -53,6 +54,8 @@ class RedisStore extends EventEmitter {
     // sent then, since what the old master counts may be lost
     this._sentinel = null
     this._failingOver = false
+    /** What connect found risky (ERR_CONFIG_RISK errors, each also emitted as 'warning'). */
+    this.warnings = []
     // results come back through the process's result buffer and slots (see slots.js)
     native.redisAttach(nativeStore, slots.OUT, slots.announced)
     this._commandTimeoutMs = o.commandTimeoutMs
@@ -125,6 +128,16 @@ class RedisStore extends EventEmitter {
       const master = await watcher.ask(o.connectTimeoutMs)
       url = master === null ? null : masterUrl(master, o.sentinel.password)
     }
+    // an evicting server: warnings for the store to emit, or a refusal ('refuse')
+    let warnings = []
+    if (nativeStore.startedUp) {
+      try {
+        warnings = await checkEviction(nativeStore, o.evictingServer)
+      } catch (err) {
+        await nativeStore.close().catch(() => {})
+        throw err
+      }
+    }
     if (o.directConnection && !nativeStore.isCluster && url !== null) {
       const timeouts = { connectTimeoutMs: o.connectTimeoutMs, commandTimeoutMs: o.commandTimeoutMs }
       direct = nativeStore.startedUp ? await DirectConnection.open(url, timeouts) : DirectConnection.idle(url, timeouts)
@@ -133,6 +146,9 @@ class RedisStore extends EventEmitter {
     const store = new RedisStore(PRIVATE, nativeStore, direct, o)
     store._sentinel = watcher
     if (watcher !== null) watcher.store = store
+    store.warnings = warnings
+    // emitted from a later turn: a listener added just after `await connect()` still hears them
+    if (warnings.length > 0) setImmediate(() => warnings.forEach((w) => store.emit('warning', w)))
     if (!nativeStore.startedUp) {
       // Redis could not be reached: the store starts with its circuit open, answering by
       // whenDown, and its connections keep dialling until a probe gets through

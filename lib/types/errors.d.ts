@@ -14,6 +14,8 @@ export type ErrorCode =
   | 'ERR_CLOSED'
   | 'ERR_ABORTED'
   | 'ERR_INTERNAL'
+  /** a RedisStore 'warning' event (an evicting server, a policy it could not read); never thrown */
+  | 'ERR_CONFIG_RISK'
 
 export declare const ErrorCodes: readonly ErrorCode[]
 

@@ -84,6 +84,13 @@ export interface RedisStoreOptions extends StoreOptions {
     key?: string | Buffer
     rejectUnauthorized?: boolean
   }
+  /**
+   * A server whose maxmemory-policy may evict sluice's keys (anything but `noeviction`):
+   * 'warn' (default) emits a 'warning' (ERR_CONFIG_RISK) after connect; 'refuse' makes
+   * connect reject with ERR_INVALID_CONFIG. A policy that cannot be read (INFO refused) is a
+   * warning either way, never a failure.
+   */
+  evictingServer?: 'warn' | 'refuse'
   /** Connections in the pool, 1..64, default 2. */
   poolSize?: number
   /** Deadline of every call, ms, default 2000: ERR_TIMEOUT past it. */
@@ -138,11 +145,19 @@ export declare class RedisStore {
   readonly whenDown: 'error' | 'allow' | 'deny' | 'local'
   /** Calls the local deny cache answered (refused) without a round trip. */
   readonly localDenials: number
+  /**
+   * What connect found risky (each an ERR_CONFIG_RISK SluiceError, also emitted as 'warning'
+   * just after connect resolves): a server whose maxmemory-policy evicts keys, or a policy
+   * that could not be read (said once).
+   */
+  readonly warnings: readonly SluiceError[]
   on(event: 'down', listener: (error: SluiceError) => void): this
   on(event: 'up', listener: () => void): this
+  on(event: 'warning', listener: (warning: SluiceError) => void): this
   once(event: 'down', listener: (error: SluiceError) => void): this
   once(event: 'up', listener: () => void): this
-  off(event: 'down' | 'up', listener: (...args: any[]) => void): this
+  once(event: 'warning', listener: (warning: SluiceError) => void): this
+  off(event: 'down' | 'up' | 'warning', listener: (...args: any[]) => void): this
   /**
    * Connects and waits until every connection is up. Redis unreachable within
    * connectTimeoutMs: ERR_STORE_UNAVAILABLE under whenDown 'error' (the default); under any

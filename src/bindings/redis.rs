@@ -168,6 +168,22 @@ impl NativeRedisStore {
     Ok(())
   }
 
+  /// Each master's `maxmemory_policy`: `[server, policy, why unreadable]` (one of the last two
+  /// empty).
+  #[napi(catch_unwind)]
+  pub async fn eviction_policies(&self) -> Result<Vec<Vec<String>>> {
+    let found = self.inner.eviction_policies().await;
+    Ok(
+      found
+        .into_iter()
+        .map(|(server, policy)| match policy {
+          Ok(p) => vec![server, p, String::new()],
+          Err(e) => vec![server, String::new(), e],
+        })
+        .collect(),
+    )
+  }
+
   /// Closes the pool; later calls fail with `ERR_CLOSED`.
   #[napi(catch_unwind)]
   pub async fn close(&self) -> Result<()> {

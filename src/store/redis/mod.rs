@@ -21,6 +21,7 @@
 pub mod calls;
 mod connect;
 mod direct;
+mod eviction;
 mod order;
 pub mod script;
 mod stats;
