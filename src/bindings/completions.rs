@@ -52,6 +52,8 @@ pub struct Completions {
   /// Calls sent and not yet delivered (JS thread): the function keeps the process alive only
   /// while there are some.
   outstanding: AtomicU32,
+  /// The function was released (the store closed): nothing calls it any more.
+  released: AtomicBool,
 }
 
 // SAFETY: `tsfn` is thread-safe by N-API's contract; `out` is dereferenced on the JS thread
@@ -107,6 +109,7 @@ impl Completions {
         tsfn,
         out: Mutex::new(OutRef(out_ref)),
         outstanding: AtomicU32::new(0),
+        released: AtomicBool::new(false),
       }
     });
     if made.tsfn.is_null() {
@@ -134,8 +137,20 @@ impl Completions {
     Ok(())
   }
 
+  /// The store closed, every call it sent settled: the function is released at once. An
+  /// unreferenced function left to the environment's teardown kept Node 24 from exiting
+  /// (issue 28: a process that closed its RedisStore never ended; Node 20 and 22 exited).
+  pub fn release(&self) {
+    if !self.released.swap(true, Ordering::AcqRel) {
+      unsafe { sys::napi_release_threadsafe_function(self.tsfn, sys::ThreadsafeFunctionReleaseMode::release) };
+    }
+  }
+
   /// A call finished (any thread): queued, and the JS thread woken unless it already is.
   pub fn complete(&self, slot: u32, result: CrateResult<Reply>) {
+    if self.released.load(Ordering::Acquire) {
+      return;
+    }
     self.queue.lock().push((slot, result));
     if !self.scheduled.swap(true, Ordering::AcqRel) {
       unsafe {
@@ -259,6 +274,6 @@ unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut std::ffi::c_void, 
 impl Drop for Completions {
   fn drop(&mut self) {
     // nothing can call the function any more: every call held this
-    unsafe { sys::napi_release_threadsafe_function(self.tsfn, sys::ThreadsafeFunctionReleaseMode::release) };
+    self.release();
   }
 }

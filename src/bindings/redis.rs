@@ -188,6 +188,9 @@ impl NativeRedisStore {
   #[napi(catch_unwind)]
   pub async fn close(&self) -> Result<()> {
     self.inner.close().await;
+    if let Some(completions) = self.completions.get() {
+      completions.release();
+    }
     Ok(())
   }
 }
