@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 28: the server matrix. Valkey 8 and Redis 8 come from Debian 13's packages, run on this
+# Debian 12 machine from a minimal Debian 13 root (debootstrap, once, under
+# ${SLUICE_MATRIX_ROOT:-/var/tmp/sluice-deb13}) with that root's libraries. For each server, a
+# standalone server and a 3-master cluster are started and the Redis suites run against them
+# (every kind standalone and cluster, script keys, eviction, ACL, direct lane, Sentinel with the
+# server's own sentinel mode). Needs root (debootstrap, chroot apt-get). Prints per server what
+# passed. Measured here: debootstrap 82 s, the two packages 13 s, Valkey 60 s, Redis 8 115 s.
+#   npm run test:matrix            both servers
+#   SERVERS=valkey npm run test:matrix
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=${SLUICE_MATRIX_ROOT:-/var/tmp/sluice-deb13}
+WORK=${SLUICE_MATRIX_WORK:-/var/tmp/sluice-matrix}
+SERVERS=${SERVERS:-valkey redis}
+SUITES=(limiters sliding sliding-counter quota fair pacer concurrent wrongtype block direct-lane
+  script-keys eviction acl sentinel)
+
+if [ ! -x "$ROOT/usr/bin/valkey-server" ] || [ ! -x "$ROOT/usr/bin/redis-server" ]; then
+  command -v debootstrap >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+  [ -x "$ROOT/usr/bin/apt-get" ] || debootstrap --variant=minbase trixie "$ROOT" http://deb.debian.org/debian >/dev/null
+  chroot "$ROOT" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valkey-server redis-server >/dev/null'
+fi
+
+summary=()
+for server in $SERVERS; do
+  bin="$WORK/$server/bin"
+  mkdir -p "$bin" "$WORK/$server/scripts"
+  # the server binary of the Debian 13 root, run here with that root's loader and libraries
+  cat >"$bin/redis-server" <<WRAP
+#!/bin/sh
+exec $ROOT/lib64/ld-linux-x86-64.so.2 --library-path $ROOT/usr/lib/x86_64-linux-gnu:$ROOT/lib/x86_64-linux-gnu $ROOT/usr/bin/$server-server "\$@"
+WRAP
+  chmod +x "$bin/redis-server"
+  version=$(PATH="$bin:$PATH" redis-server --version | sed 's/ sha=.*//')
+  # the suite's server script, with its state under $WORK/$server (not the checkout's)
+  cp scripts/redis-servers.js "$WORK/$server/scripts/"
+  echo "== $version"
+  eval "$(PATH="$bin:$PATH" node "$WORK/$server/scripts/redis-servers.js" start)"
+  set +e
+  PATH="$bin:$PATH" npx vitest run "${SUITES[@]/#/__tests__/}" 2>&1 | tee "$WORK/$server/vitest.log" | grep -E '×|Test Files|Tests '
+  status=${PIPESTATUS[0]}
+  set -e
+  node "$WORK/$server/scripts/redis-servers.js" stop
+  summary+=("$version: $(grep -E '^ +Tests ' "$WORK/$server/vitest.log" | sed 's/^ *//') (exit $status)")
+done
+echo "== matrix"
+printf '%s\n' "${summary[@]}"
