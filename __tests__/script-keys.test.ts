@@ -13,6 +13,7 @@ import net from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  Budget,
   BucketLimiter,
   ConcurrentLimiter,
   DistributedPacer,
@@ -203,6 +204,14 @@ async function everything(store: RedisStore) {
   const fair = new FairTenant(store, { name: 'f', rules: [{ queue: 'slow', threshold: 1, perMs: 60_000 }] })
   await fair.assign('acme', 'j1', 'fast')
   await fair.route('acme', 'j2', 'fast')
+  const budget = new Budget(store, {
+    name: 'b',
+    dimensions: { requests: { limit: 10, intervalMs: 60_000 }, tokens: { limit: 1000, intervalMs: 60_000 } },
+  })
+  const r = await budget.reserve({ requests: 1, tokens: 100 })
+  await r.settle({ tokens: 40 })
+  await (await budget.reserve({ requests: 1 })).cancel()
+  await budget.stats()
   await store.limiters()
   await pacer.stats()
 }
