@@ -90,7 +90,10 @@ class StatsWriter {
       // decisions), then the counts, empty for 0
       const c = t.counts
       if (e.ttlMs === 0) {
-        e.ttlMs = Math.max(minTtlMs, Math.min(this._ttlMs, stateLifetimeMs(t.kind, t.options) || Infinity))
+        // whole ms: PEXPIRE refuses a fraction, and the script's earlier writes would stay
+        // without their TTL (a budget's lifetime is interval x (1 + maxBurst / limit))
+        const lifetimeMs = Math.ceil(stateLifetimeMs(t.kind, t.options)) || Infinity
+        e.ttlMs = Math.max(minTtlMs, Math.min(this._ttlMs, lifetimeMs))
       }
       let packed = `${e.ttlMs},${c[0] !== 0 || c[1] !== 0 ? minute % SERIES : ''},${minute}`
       let fields = 0
