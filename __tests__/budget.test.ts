@@ -146,9 +146,16 @@ describe.each(STORE_KINDS)('Budget on %s', (kind) => {
   })
 
   it.skipIf(kind === 'memory')(
-    'keeps its state in three keys of one slot with a TTL, and a wrong-type key fails only its calls, applying nothing',
+    'keeps its state in five keys of one slot with a TTL, and a wrong-type key fails only its calls, applying nothing',
     async () => {
       clock.set(T0)
+      const tb = make()
+      await tb.tenant('t\n1', { share: 0.5 }).reserve({ requests: 1 })
+      const tkey = `${s.prefix}:budget:{${tb.name}}`
+      for (const k of [tkey, `${tkey}:r`, `${tkey}:d`, `${tkey}:t`, `${tkey}:a`])
+        expect(await s.raw!.pttl(k)).toBeGreaterThan(600_000)
+      expect(await s.raw!.hlen(`${tkey}:t`)).toBe(1)
+      expect(await s.raw!.zcard(`${tkey}:a`)).toBe(1)
       const b = make()
       const r = await b.reserve({ requests: 1, tokens: 100 })
       const key = `${s.prefix}:budget:{${b.name}}`
@@ -166,6 +173,72 @@ describe.each(STORE_KINDS)('Budget on %s', (kind) => {
       expect(listed?.kind).toBe('budget')
     },
   )
+
+  it('tenants: a reservation within its share is not queued behind a greedy tenant; idle capacity is lent up to maxShare', async () => {
+    clock.set(T0)
+    const b = make({ requests: { limit: 10, intervalMs: 1000 } })
+    // a hostile id: data, never part of a key
+    const greedy = b.tenant('greedy\n}{x', { share: 0.5, borrowAheadMs: 0 })
+    const small = b.tenant('small', { share: 0.5, maxShare: 0.5 })
+    expect([greedy.tenantId, b.tenantId]).toEqual(['greedy\n}{x', undefined])
+    // greedy alone, without a horizon: it borrows only what is free now, the rest queues in its lane
+    const queued = Array.from({ length: 6 }, () => greedy.reserve({ requests: 1 }))
+    await timerArmed(clock, 5)
+    // small's lane is empty: it starts at once, whatever greedy queued
+    const first = await small.reserve({ requests: 1 })
+    expect(first.delayMs).toBe(0)
+    const st = await b.stats()
+    expect(st.tenants).toEqual({
+      'greedy\n}{x': { share: 0.5, maxShare: 1, used: { requests: 6 } },
+      small: { share: 0.5, maxShare: 0.5, used: { requests: 1 } },
+    })
+    expect((await small.stats()).tenants).toEqual({ small: { share: 0.5, maxShare: 0.5, used: { requests: 1 } } })
+    clock.advance(1000)
+    expect((await Promise.all(queued)).map((r) => r.startMs - T0)).toEqual([0, 200, 400, 600, 800, 1000])
+    // with a horizon of 1 s, a tenant alone borrows what the others leave: 8 take 0.8 s, not
+    // the 3.5 s its share of 0.2 would
+    clock.set(T0 + 60_000)
+    const c = make({ requests: { limit: 10, intervalMs: 1000 } })
+    const lone = c.tenant('lone', { share: 0.2 })
+    const all = Array.from({ length: 8 }, () => lone.reserve({ requests: 1 }))
+    await timerArmed(clock, 7)
+    clock.advance(1000)
+    const starts = (await Promise.all(all)).map((r) => r.startMs - T0 - 60_000)
+    expect(starts).toEqual([...starts].sort((x, y) => x - y))
+    expect(starts[7]).toBeLessThanOrEqual(800)
+  })
+
+  it('tenants: shares over 1 are refused (ERR_INVALID_CONFIG) in this process and from the store; bad tenant options', async () => {
+    clock.set(T0)
+    const b = make({ requests: { limit: 10, intervalMs: 1000 } })
+    const a = b.tenant('a', { share: 0.6 })
+    expect(codeOf(() => b.tenant('b', { share: 0.5 }))).toBe('ERR_INVALID_CONFIG')
+    await (await a.reserve({ requests: 1 })).settle({ requests: 1 })
+    // another process's view of the same budget: the store holds a's share
+    const other = new Budget(s.store, { name: b.name, dimensions: b.dimensions })
+    const c = other.tenant('c', { share: 0.5 })
+    expect((await rejection(c.reserve({ requests: 1 }))).code).toBe('ERR_INVALID_CONFIG')
+    expect((await rejection(c.stats())).code).toBe('ERR_INVALID_CONFIG')
+    expect((await b.stats()).dimensions.requests.used).toBe(1)
+    // within the sum it is admitted
+    const d = other.tenant('d', { share: 0.4 })
+    expect((await d.reserve({ requests: 1 }, { maxWaitMs: Infinity })).amounts).toEqual({ requests: 1 })
+    for (const [id, o] of [
+      ['', { share: 0.1 }],
+      ['\ud800', { share: 0.1 }],
+      ['x'.repeat(257), { share: 0.1 }],
+      ['x', { share: 1.5 }],
+      ['x', { share: -0.1 }],
+      ['x', { share: 0.2, maxShare: 0.1 }],
+      ['x', { share: 0, maxShare: 0 }],
+      ['x', { share: 0.1, borrowAheadMs: -1 }],
+      ['x', { share: 0.1, other: 1 }],
+      ['x', null],
+    ] as const) {
+      expect(codeOf(() => other.tenant(id, o as never))).toBe('ERR_INVALID_CONFIG')
+    }
+    expect(codeOf(() => a.tenant('x', { share: 0.1 }))).toBe('ERR_INVALID_CONFIG')
+  })
 
   it('refuses bad options (ERR_INVALID_CONFIG) and bad amounts (ERR_INVALID_ARGUMENT) before any store call', async () => {
     const store = s.store
@@ -359,6 +432,62 @@ describe.each(['redis', 'cluster'] as const)('Budget across 4 processes on %s', 
         `${pairs} spans checked, tokens at most ${worstTokens.toFixed(1)} over burst + rate x span`,
     )
     expect(reserved.length).toBeGreaterThan(100)
+  })
+})
+
+describe.each(['redis', 'cluster'] as const)('Budget tenants across 4 processes on %s', (kind) => {
+  it('lends idle capacity up to maxShare, and a greedy tenant cannot push another below its share', async () => {
+    // 100 requests per second; greedy (share 0.5, may borrow it all) runs in 3 processes x 12
+    // loops from the start; small (share 0.5, maxShare 0.5) in the 4th x 4 loops from 1.5 s
+    const dimensions = { requests: { limit: 100, intervalMs: 1000 } }
+    const startAt = Date.now() + 1500
+    const base = {
+      ...(kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
+      prefix: freshPrefix(),
+      name: 'tenants',
+      dimensions,
+      startAt,
+      durationMs: 3500,
+      mode: 'tenant',
+    }
+    const greedy = { ...base, tenant: 'greedy', tenantOptions: { share: 0.5 }, delayMs: 0, inflight: 12 }
+    const small = { ...base, tenant: 'small', tenantOptions: { share: 0.5, maxShare: 0.5 }, delayMs: 1500, inflight: 4 }
+    type Out = { reserved: { startUs: number; nowUs: number; tenant: string }[]; stats: { tenants: object } }
+    const results = await Promise.all(
+      [greedy, greedy, greedy, small].map((cfg, i) => run<Out>({ ...cfg, seed: i }).result),
+    )
+    const all = results.flatMap((r) => r.reserved).sort((a, b) => a.startUs - b.startUs)
+    const of = (t: string) => all.filter((r) => r.tenant === t)
+    const t0 = of('greedy')[0].startUs
+    const smallFirst = of('small')[0].startUs
+    // small asks until the run's end: its window is from its first turn to its last
+    const smallOnes = of('small')
+    const end = smallOnes[smallOnes.length - 1].startUs
+    const rate = (t: string, from: number, to: number) =>
+      of(t).filter((r) => r.startUs >= from && r.startUs < to).length / ((to - from) / 1e6) / 100
+    // alone, greedy borrows small's idle share: its whole first second (after it warmed up)
+    const alone = rate('greedy', t0, smallFirst)
+    // once small has its first turn, while it asks: small's share, greedy the rest
+    const smallShare = rate('small', smallFirst, end)
+    const greedyAfter = rate('greedy', smallFirst, end)
+    // the bound: in any span, at most rate x span + one reservation per lane (2) and one borrowed
+    let worst = 0
+    for (let i = 0; i < all.length; i++) {
+      for (let j = i; j < all.length; j++) {
+        const bound = (100 * (all[j].startUs - all[i].startUs + 1)) / 1e6 + 3
+        worst = Math.max(worst, j - i + 1 - bound)
+      }
+    }
+    console.info(
+      `${kind} tenants: greedy alone ${alone.toFixed(3)} of the rate (maxShare 1); then small ${smallShare.toFixed(3)} ` +
+        `(share 0.5), greedy ${greedyAfter.toFixed(3)}; small's first wait ${((smallFirst - startAt * 1000 - 1.5e6) / 1000).toFixed(0)} ms; ` +
+        `${all.length} reservations, worst span ${worst.toFixed(2)} over the bound`,
+    )
+    expect(worst).toBeLessThanOrEqual(1e-6)
+    expect(alone).toBeGreaterThan(0.9)
+    expect(smallShare).toBeGreaterThan(0.47)
+    expect(smallShare + greedyAfter).toBeGreaterThan(0.9)
+    expect(Object.keys(results[3].stats.tenants)).toEqual(['small'])
   })
 })
 

@@ -25,6 +25,11 @@ const MAX_DIMENSIONS = 8
 const DEFAULT_TTL_MS = 600_000
 /** How long reserve() waits for its turn by default, ms. */
 const DEFAULT_MAX_WAIT_MS = 60_000
+/** How far ahead a tenant may commit borrowed capacity by default, ms. */
+const DEFAULT_BORROW_AHEAD_MS = 1000
+/** Longest tenant id, bytes (UTF-8). */
+const MAX_TENANT_BYTES = 256
+const PPM = 1e6
 
 // reservation ids: unique per process (random) and per call (a counter)
 const PROCESS = randomBytes(9).toString('base64url')
@@ -94,6 +99,63 @@ class Budget {
     this._key = `${store.keyPrefix}:budget:{${o.name}}`
     this._statsKind = 'budget'
     this._statsName = o.name
+    /** @internal this view's tenant `{ id, sharePpm, maxPpm, aheadUs }`, null for the budget */
+    this._tenant = null
+    /** @internal the tenant views made from this budget in this process, by id, and their shares' sum (ppm) */
+    this._tenants = new Map()
+    this._shareSum = 0
+  }
+
+  /**
+   * A view of this budget for tenant `id` (any string of 1..256 UTF-8 bytes, used as data,
+   * never joined into a key): its reservations charge the tenant's own allowance and the
+   * whole budget, all or nothing, in one store call. `share` (0..1) of every dimension's rate
+   * is the tenant's: a reservation within it waits only for the tenant's own earlier ones
+   * (FIFO within a tenant) and for capacity others borrowed (committed at most `borrowAheadMs`
+   * ahead, default 1,000), never for other tenants' queues. Beyond its share a tenant borrows
+   * what the budget has unused now, up to `maxShare` (default 1) of each rate, committing it
+   * at most `borrowAheadMs` ahead. Shares of one budget sum to at most 1: over it,
+   * ERR_INVALID_CONFIG (here for this process's views, from the store across processes).
+   * Shares are kept in parts per million (rounded down).
+   */
+  tenant(id, options) {
+    if (this._tenant !== null) throw invalidConfig('a tenant view has no tenants: call tenant() on the budget')
+    // a lone surrogate would be sent as U+FFFD: two ids could meet
+    if (typeof id !== 'string' || id.length < 1 || !id.isWellFormed() || Buffer.byteLength(id) > MAX_TENANT_BYTES) {
+      throw invalidConfig(`a tenant id must be a well-formed string of 1..${MAX_TENANT_BYTES} UTF-8 bytes`)
+    }
+    if (!plainObject(options))
+      throw invalidConfig('tenant options must be an object { share, maxShare?, borrowAheadMs? }')
+    for (const key of Object.keys(options)) {
+      if (key !== 'share' && key !== 'maxShare' && key !== 'borrowAheadMs') {
+        throw invalidConfig(`unknown tenant option ${JSON.stringify(key)}`)
+      }
+    }
+    const o = ownProps(options)
+    const fraction = (what, v) => {
+      if (typeof v !== 'number' || !(v >= 0 && v <= 1)) throw invalidConfig(`${what} must be a number in [0, 1]`)
+      return Math.floor(v * PPM)
+    }
+    const sharePpm = fraction('share', o.share)
+    const maxPpm = fraction('maxShare', o.maxShare ?? 1)
+    if (maxPpm < 1 || maxPpm < sharePpm) throw invalidConfig('maxShare must be > 0 and at least share')
+    const aheadMs = checkInteger('borrowAheadMs', o.borrowAheadMs ?? DEFAULT_BORROW_AHEAD_MS, 0, MAX_MS)
+    const old = this._tenants.get(id)
+    const sum = this._shareSum - (old === undefined ? 0 : old._tenant.sharePpm) + sharePpm
+    if (sum > PPM) throw invalidConfig(`the shares of budget ${this._name}'s tenants would sum over 1`)
+    this._shareSum = sum
+    const view = Object.create(Budget.prototype)
+    Object.assign(view, this)
+    view._tenant = Object.freeze({ id, sharePpm, maxPpm, aheadUs: aheadMs * 1000 })
+    view._tenants = new Map()
+    view._root = this
+    this._tenants.set(id, view)
+    return view
+  }
+
+  /** The tenant's id, for a view from `tenant()`; undefined for the budget. */
+  get tenantId() {
+    return this._tenant === null ? undefined : this._tenant.id
   }
 
   /** The budget's name. */
@@ -108,7 +170,13 @@ class Budget {
 
   /** @internal the options shown by `store.limiters()` */
   _statsOptions() {
-    return { dimensions: this._dimensions }
+    const root = this._root || this
+    if (root._tenants.size === 0) return { dimensions: this._dimensions }
+    const tenants = {}
+    for (const [id, v] of root._tenants) {
+      tenants[id] = { share: v._tenant.sharePpm / PPM, maxShare: v._tenant.maxPpm / PPM }
+    }
+    return { dimensions: this._dimensions, tenants }
   }
 
   /** @internal `amounts` by dimension index; `most(d)`: the largest amount accepted */
@@ -129,8 +197,19 @@ class Budget {
   }
 
   /** @internal one call of this budget */
-  _call(op, id, amounts, ttlUs = 1000, maxWaitUs = 0) {
-    return this._store._call(budget, new budget.Call(this, op, id, amounts, ttlUs, maxWaitUs))
+  async _call(op, id, amounts, ttlUs = 1000, maxWaitUs = 0) {
+    const t = this._tenant
+    if (t !== null && (op === OP.reserve || op === OP.stats)) {
+      op = op === OP.reserve ? OP.reserveAs : OP.statsOf
+    }
+    const tenant = op === OP.reserveAs || op === OP.statsOf ? t : null
+    const r = await this._store._call(budget, new budget.Call(this, op, id, amounts, ttlUs, maxWaitUs, tenant))
+    if (r.status === STATUS.invalidShares) {
+      throw invalidConfig(
+        `tenant ${JSON.stringify(t.id)}'s share ${t.sharePpm / PPM} would make the shares of budget ${this._name} sum over 1 (set by other processes too)`,
+      )
+    }
+    return r
   }
 
   /**
@@ -188,13 +267,28 @@ class Budget {
    * (admitted, refused, waited...) when the store keeps them.
    */
   async stats() {
-    const r = await this._call(OP.stats, '-', null)
+    const views = this._tenant !== null ? [this] : [...this._tenants.values()]
+    const base = this._root || this
+    const [r, ...of] = await Promise.all([
+      base._call(OP.stats, '-', null),
+      ...views.map((v) => v._call(OP.stats, '-', null)),
+    ])
     const dimensions = {}
     this._names.forEach((name, d) => {
       dimensions[name] = { limit: this._dimensions[name].limit, used: r.used[d], reserved: r.reserved[d] }
     })
     const counts = this._store._stats === null ? {} : await this._store._statsOf('budget', this._name)
-    return { ...counts, dimensions, reservations: r.open, expired: r.expired }
+    const out = { ...counts, dimensions, reservations: r.open, expired: r.expired }
+    if (views.length > 0) {
+      out.tenants = {}
+      views.forEach((v, k) => {
+        const t = of[k].tenant
+        const used = {}
+        this._names.forEach((name, d) => (used[name] = t.used[d]))
+        out.tenants[v._tenant.id] = { share: t.sharePpm / PPM, maxShare: t.maxPpm / PPM, used }
+      })
+    }
+    return out
   }
 }
 

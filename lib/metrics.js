@@ -106,6 +106,24 @@ async function dimensionUse(store, limiterLabel) {
 }
 
 /**
+ * Per tenant of each budget this process has used (its tenant views), per dimension its use
+ * (charged and not yet replenished): `[label, tenant, dimension, used]`.
+ */
+async function tenantUse(store, limiterLabel) {
+  const out = []
+  const budgets = store._stats.totals().filter((e) => BY_STATS_KIND.get(e.kind)?.inspect?.tenantUse !== undefined)
+  await Promise.all(
+    budgets.map(async (e) => {
+      const use = await BY_STATS_KIND.get(e.kind).inspect.tenantUse(limiterOf(store, e))
+      const label = String(limiterLabel(e.name, e.kind))
+      for (const [tenant, t] of Object.entries(use))
+        for (const [dimension, used] of Object.entries(t.used)) out.push([label, tenant, dimension, used])
+    }),
+  )
+  return out
+}
+
+/**
  * Registers sluice's metrics in a prom-client registry (default: prom-client's global one):
  * `sluice_decisions_total{limiter,kind,result}` (result: admitted | refused),
  * `sluice_decision_weight_total{limiter,kind,result}`, `sluice_near_limit_total{limiter,kind}`,
@@ -113,7 +131,8 @@ async function dimensionUse(store, limiterLabel) {
  * `sluice_wait_seconds{limiter,kind}` (a histogram of waits for a turn), `sluice_leases_held{limiter}`
  * (concurrent limiters, read at scrape time), `sluice_budget_used{limiter,dimension}` and
  * `sluice_budget_reserved{limiter,dimension}` (budgets: charged and not yet replenished, held by
- * open reservations; read at scrape time), `sluice_waiters` (this process's queued
+ * open reservations; read at scrape time), `sluice_budget_tenant_used{limiter,tenant,dimension}`
+ * (per tenant view this process made: its use, read at scrape time), `sluice_waiters` (this process's queued
  * waiters) and `sluice_store_up` (1 while the store reaches Redis). The `limiter` label is
  * the limiter's name: give per-user names a `limiterLabel(name, kind)` that maps them to
  * their family, so no label holds a tenant or a key. When `@opentelemetry/api` is installed
@@ -203,6 +222,18 @@ function collectMetrics(store, options) {
       },
     })
   }
+  new client.Gauge({
+    name: `${p}budget_tenant_used`,
+    help: "Per budget tenant (this process's tenant views) and dimension: charged and not yet replenished.",
+    labelNames: ['limiter', 'tenant', 'dimension'],
+    registers,
+    async collect() {
+      this.reset()
+      if (store._closed || store.status === 'down') return
+      for (const row of await tenantUse(store, o.limiterLabel))
+        this.set({ limiter: row[0], tenant: row[1], dimension: row[2] }, row[3])
+    },
+  })
   new client.Gauge({
     name: `${p}waiters`,
     help: 'Concurrent-limiter waiters queued in this process.',

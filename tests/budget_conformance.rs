@@ -1,12 +1,13 @@
 //! Conformance of the budget: random sequences of reservations, settlements, cancellations
-//! and stats decided by the Rust model (the memory store) and by `lua/budget.lua` on a real
+//! and stats, with and without tenants (shares that now and then sum over 1, borrowing
+//! horizons, a tenant id with a newline), decided by the Rust model (the memory store) and by `lua/budget.lua` on a real
 //! Redis, with the same clock; every flat answer must be identical. Calls go through the kind
 //! registry's generic trait, as the bindings make them, on both lanes of a standalone server
 //! and on the cluster (several budgets, so several slots per batch).
 //!
 //! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER`, which `npm test` sets.
 
-use sluice::store::kinds::budget::{Budget, CANCEL, RESERVE, SETTLE, STATS};
+use sluice::store::kinds::budget::{Budget, CANCEL, RESERVE, RESERVE_AS, SETTLE, STATS, STATS_OF};
 use sluice::store::kinds::Kind;
 use sluice::store::memory::MemoryStore;
 use sluice::store::redis::{RedisOptions, RedisStore};
@@ -24,6 +25,8 @@ async fn conform(options: RedisOptions, label: &str) {
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("bgconf{}", std::process::id());
   let (mut decisions, mut refused, mut settled, mut not_open) = (0, 0, 0, 0);
+  let (mut as_tenant, mut over_shares) = (0, 0);
+  let tenants = ["a", "b", "c\nd", "e:f"];
   for seed in 1..=30u64 {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let model = MemoryStore::new();
@@ -55,7 +58,8 @@ async fn conform(options: RedisOptions, label: &str) {
       let mut text = vec![];
       let mut nums = vec![];
       for _ in 0..1 + rng.below(6) {
-        let op = rng.pick(&[RESERVE, RESERVE, RESERVE, RESERVE, SETTLE, SETTLE, CANCEL, STATS]);
+        let op =
+          rng.pick(&[RESERVE, RESERVE, RESERVE_AS, RESERVE_AS, RESERVE_AS, SETTLE, SETTLE, CANCEL, STATS, STATS_OF]);
         let (b, id) = if op == SETTLE || op == CANCEL {
           match made.len() {
             0 => (0, "none".to_owned()),
@@ -64,7 +68,7 @@ async fn conform(options: RedisOptions, label: &str) {
         } else {
           let b = rng.below(budgets.len() as u64) as usize;
           // now and then an id already used
-          let id = if op == RESERVE && rng.below(20) == 0 && !made.is_empty() {
+          let id = if (op == RESERVE || op == RESERVE_AS) && rng.below(20) == 0 && !made.is_empty() {
             made[0].1.clone()
           } else {
             format!("r{step}-{}", text.len())
@@ -74,20 +78,28 @@ async fn conform(options: RedisOptions, label: &str) {
         let (key, dims) = &budgets[b];
         let ttl = rng.pick(&[1000.0, 500_000.0, 3e6, 6e8]);
         let max_wait = rng.pick(&[0.0, 100_000.0, 2e6, 1e9]);
-        nums.extend([op, ttl, max_wait, dims.len() as f64]);
+        let tenant = if op == RESERVE_AS || op == STATS_OF { tenants[rng.below(4) as usize] } else { "" };
+        // shares in ppm: 4 tenants of up to 0.4 each sum over 1 now and then
+        let share = rng.pick(&[0.0, 100_000.0, 250_000.0, 400_000.0]);
+        let max = (share + rng.pick(&[0.0, 100_000.0, 600_000.0])).max(1.0);
+        let ahead = rng.pick(&[0.0, 0.0, 300_000.0, 5e6]);
+        nums.extend([op, ttl, max_wait, dims.len() as f64, share, max, ahead]);
         for [limit, interval, burst] in dims {
           let amount = match op {
-            RESERVE => (rng.below((limit + burst) as u64 + 1) as f64).min(rng.pick(&[0.0, 1.0, 2.0, 5.0, 1e9])),
+            RESERVE | RESERVE_AS => {
+              (rng.below((limit + burst) as u64 + 1) as f64).min(rng.pick(&[0.0, 1.0, 2.0, 5.0, 1e9]))
+            }
             SETTLE => rng.below((2.0 * limit) as u64 + 2) as f64,
             _ => 0.0,
           };
           nums.extend([*limit, *interval, *burst, amount]);
         }
-        if op == RESERVE {
+        if op == RESERVE || op == RESERVE_AS {
           made.push((b, id.clone()));
         }
         text.push(key.clone());
         text.push(id);
+        text.push(tenant.to_owned());
       }
       let call = Budget::decode(&sluice::codec::encode(&text), &nums).expect("valid call");
       let expected = Budget::memory(&model, &call, now).expect("model");
@@ -102,17 +114,21 @@ async fn conform(options: RedisOptions, label: &str) {
       for c in &call {
         let status = expected.numbers[at];
         decisions += 1;
-        refused += usize::from(c.op == RESERVE && status == 0.0);
+        refused += usize::from((c.op == RESERVE || c.op == RESERVE_AS) && status == 0.0);
+        as_tenant += usize::from(c.op == RESERVE_AS && status == 1.0);
+        over_shares += usize::from(status == 4.0);
         settled += usize::from(c.op == SETTLE && status == 1.0);
         not_open += usize::from(status == 3.0);
-        at += 5 + 2 * c.dimensions.len();
+        at += 5 + 2 * c.dimensions.len() + if c.tenant.is_some() { 2 + c.dimensions.len() } else { 0 };
       }
     }
   }
   assert!(
-    decisions > 5_000 && refused > 500 && settled > 300 && not_open > 300,
-    "only {decisions} decisions ({refused} refused, {settled} settled, {not_open} not open) compared"
+    decisions > 5_000 && refused > 500 && settled > 300 && not_open > 300 && as_tenant > 500 && over_shares > 100,
+    "only {decisions} decisions ({refused} refused, {settled} settled, {not_open} not open, {as_tenant} through \
+     tenants, {over_shares} over shares) compared"
   );
+  println!("{label}: {decisions} decisions, {refused} refused, {settled} settled, {not_open} not open, {as_tenant} through tenants, {over_shares} over shares");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,8 +16,30 @@ async function hold(cfg) {
   return new Promise(() => {}) // killed here, never settles
 }
 
+// `mode: 'tenant'`: loops of one tenant view, { requests: 1 } each, settled as reserved, from
+// `startAt + delayMs`; every start goes back with the tenant's name
+async function tenant(cfg) {
+  const store = await storeOf(cfg)
+  const budget = new Budget(store, { name: cfg.name, dimensions: cfg.dimensions })
+  const view = budget.tenant(cfg.tenant, cfg.tenantOptions)
+  await sleep(Math.max(0, cfg.startAt + cfg.delayMs - Date.now()))
+  const reserved = []
+  const loop = async () => {
+    while (Date.now() < cfg.startAt + cfg.durationMs) {
+      const r = await view.reserve({ requests: 1 }, { maxWaitMs: Infinity })
+      reserved.push({ startUs: Math.round(r.startMs * 1000), nowUs: r._nowUs, tenant: cfg.tenant })
+      await r.settle({ requests: 1 })
+    }
+  }
+  await Promise.all(Array.from({ length: cfg.inflight }, loop))
+  const stats = await view.stats()
+  await store.close()
+  return { reserved, stats }
+}
+
 async function main(cfg) {
   if (cfg.mode === 'hold') return hold(cfg)
+  if (cfg.mode === 'tenant') return tenant(cfg)
   const store = await storeOf(cfg)
   const budget = new Budget(store, { name: cfg.name, dimensions: cfg.dimensions })
   await sleep(Math.max(0, cfg.startAt - Date.now()))

@@ -1,9 +1,11 @@
 'use strict'
 // The budget's kind (Budget, lib/budget.js): reservations of several dimensions charged all or
 // nothing in one fleet-wide FIFO, settled, cancelled, or expired as spent. Call: `{ owner, op,
-// id, amounts, ttlUs, maxWaitUs }`, the dimensions from the owner's `_spec`. Result per call:
-// `[status, delayUs, nowUs, open, expired, (used, reserved) per dimension]`, the wrong-type marker in
-// `status` (src/store/kinds/budget.rs, lua/budget.lua).
+// id, amounts, ttlUs, maxWaitUs, tenant }`, the dimensions from the owner's `_spec`, `tenant`
+// (the reserve-as and stats-of ops) `{ id, sharePpm, maxPpm, aheadUs }`. Result per call:
+// `[status, delayUs, nowUs, open, expired, (used, reserved) per dimension]`, for the tenant ops
+// then `[share, max, used per dimension]`; the wrong-type marker in `status`
+// (src/store/kinds/budget.rs, lua/budget.lua).
 
 const native = require('../native')
 const { encodeParts } = require('../codec')
@@ -13,28 +15,32 @@ const NATIVE_NAME = 'budget'
 const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
 const OP = OPS[NATIVE_NAME]
 /** A call's status (src/core/budget.rs): done, refused (over its max wait), not open. */
-const STATUS = Object.freeze({ ok: 1, refused: 0, notOpen: 3 })
+const STATUS = Object.freeze({ ok: 1, refused: 0, notOpen: 3, invalidShares: 4 })
 
 class BudgetCall {
-  constructor(owner, op, id, amounts, ttlUs, maxWaitUs) {
+  constructor(owner, op, id, amounts, ttlUs, maxWaitUs, tenant = null) {
     this.owner = owner
     this.op = op
     this.id = id
     this.amounts = amounts
     this.ttlUs = ttlUs
     this.maxWaitUs = maxWaitUs
+    this.tenant = tenant
   }
 }
 
-/** Numbers of the result of a call of `owner`. */
-const resultLength = (owner) => 5 + 2 * owner._names.length
+/** Numbers of the result of a call. */
+const resultLength = (c) => {
+  const n = c.owner._names.length
+  return 5 + 2 * n + (c.tenant === null ? 0 : 2 + n)
+}
 
 function encode(calls, nowUs) {
   let length = 0
   const text = []
   for (const c of calls) {
-    length += 4 + 4 * c.owner._names.length
-    text.push(c.owner._key, c.id)
+    length += 7 + 4 * c.owner._names.length
+    text.push(c.owner._key, c.id, c.tenant === null ? '' : c.tenant.id)
   }
   const nums = new Float64Array(length)
   let at = 0
@@ -45,7 +51,11 @@ function encode(calls, nowUs) {
     nums[at + 1] = c.ttlUs
     nums[at + 2] = c.maxWaitUs
     nums[at + 3] = n
-    at += 4
+    const t = c.tenant
+    nums[at + 4] = t === null ? 0 : t.sharePpm
+    nums[at + 5] = t === null ? 0 : t.maxPpm
+    nums[at + 6] = t === null ? 0 : t.aheadUs
+    at += 7
     for (let d = 0; d < n; d++) {
       nums[at] = spec[3 * d]
       nums[at + 1] = spec[3 * d + 1]
@@ -57,8 +67,9 @@ function encode(calls, nowUs) {
   return { keys: encodeParts(text), nums, nowUs }
 }
 
-/** The decoded result at `o` of a flat result. */
-function result(owner, out, o, degraded) {
+/** The decoded result at `o` of a flat result of call `c`. */
+function result(c, out, o, degraded) {
+  const owner = c.owner
   const n = owner._names.length
   const used = new Array(n)
   const reserved = new Array(n)
@@ -67,7 +78,14 @@ function result(owner, out, o, degraded) {
     reserved[d] = out[o + 6 + 2 * d]
   }
   const [status, delayUs, nowUs, open, expired] = [out[o], out[o + 1], out[o + 2], out[o + 3], out[o + 4]]
-  return { status, delayUs, nowUs, open, expired, used, reserved, degraded }
+  let tenant = null
+  if (c.tenant !== null) {
+    const t = o + 5 + 2 * n
+    const tenantUsed = new Array(n)
+    for (let d = 0; d < n; d++) tenantUsed[d] = out[t + 2 + d]
+    tenant = { sharePpm: out[t], maxPpm: out[t + 1], used: tenantUsed }
+  }
+  return { status, delayUs, nowUs, open, expired, used, reserved, tenant, degraded }
 }
 
 const budget = {
@@ -85,7 +103,7 @@ const budget = {
 
   memory(store, c, degraded) {
     const b = encode([c], store._begin())
-    return result(c.owner, native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs), 0, degraded)
+    return result(c, native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs), 0, degraded)
   },
 
   encode,
@@ -96,8 +114,8 @@ const budget = {
     for (let e = 0; e < calls.length; e++) {
       const c = calls[e]
       if (out[o] === WRONG_TYPE) reject[e](wrongType('budget', store.keyPrefix))
-      else resolve[e](result(c.owner, out, o, false))
-      o += resultLength(c.owner)
+      else resolve[e](result(c, out, o, false))
+      o += resultLength(c)
     }
   },
 
@@ -108,31 +126,39 @@ const budget = {
    */
   whenDown(policy, c) {
     if (policy.mode === 'local') return budget.memory(policy.local, c, true)
-    if (c.op === OP.stats) throw policy.error
-    const out = new Float64Array(resultLength(c.owner))
+    if (c.op === OP.stats || c.op === OP.statsOf) throw policy.error
+    const out = new Float64Array(resultLength(c))
     out[0] = STATUS.ok
     out[2] = policy.nowUs()
-    if (c.op === OP.reserve && policy.mode === 'deny') {
+    if ((c.op === OP.reserve || c.op === OP.reserveAs) && policy.mode === 'deny') {
       out[0] = STATUS.refused
       out[1] = policy.retryUs
     }
-    return result(c.owner, out, 0, true)
+    return result(c, out, 0, true)
   },
 }
 
 // --- How the sites above the stores see it (see lib/kinds/kind.js) --
 
 budget.inspect = {
-  limiter: (lib, store, { name, options: o }) => new lib.Budget(store, { name, dimensions: o.dimensions }),
+  limiter(lib, store, { name, options: o }) {
+    const b = new lib.Budget(store, { name, dimensions: o.dimensions })
+    for (const [id, t] of Object.entries(o.tenants || {})) b.tenant(id, t)
+    return b
+  },
   async state(limiter) {
     const s = await limiter.stats()
     const dims = Object.entries(s.dimensions)
-    return {
+    const out = {
       dimensions: s.dimensions,
       reservations: s.reservations,
       fill: Math.max(0, ...dims.map(([, d]) => Math.min(1, d.used / d.limit))),
     }
+    if (s.tenants) out.tenants = s.tenants
+    return out
   },
+  /** sluice/metrics: per tenant of this process's views, per dimension its use, read now */
+  tenantUse: async (limiter) => (await limiter.stats()).tenants || {},
   /** sluice/metrics: per dimension `{ used, reserved }`, read now */
   dimensionUse: async (limiter) => (await limiter.stats()).dimensions,
   limitText: (o, per) =>
@@ -143,6 +169,7 @@ budget.inspect = {
     Object.entries(st.dimensions)
       .map(([name, d]) => `${f.count(d.used)}/${f.count(d.limit)} ${name} used`)
       .concat(`${f.count(st.reservations)} open`)
+      .concat(st.tenants ? [`${f.count(Object.keys(st.tenants).length)} tenants`] : [])
       .join(', '),
 }
 

@@ -64,6 +64,24 @@ export interface BudgetStats<D extends string = string> extends Partial<LimiterS
   reservations: number
   /** Reservations that expired unsettled (counted as spent). */
   expired: number
+  /** Per tenant (the views this process made; a view: itself): share and maxShare as stored, per dimension its use. */
+  tenants?: Record<string, BudgetTenantStats<D>>
+}
+
+export interface BudgetTenantStats<D extends string = string> {
+  share: number
+  maxShare: number
+  /** Per dimension: what the tenant charged and is not yet replenished (at its maxShare's rate). */
+  used: Record<D, number>
+}
+
+export interface BudgetTenantOptions {
+  /** In [0, 1]: this share of every dimension's rate is the tenant's (kept in parts per million, rounded down). */
+  share: number
+  /** In (0, 1], at least `share` (default 1): the most of each rate it may use, borrowing what others leave unused. */
+  maxShare?: number
+  /** Whole ms (default 1,000): how far ahead borrowed capacity may be committed (what a tenant coming back may wait for). */
+  borrowAheadMs?: number
 }
 
 export interface Budget<D extends string = string> {
@@ -76,6 +94,14 @@ export interface Budget<D extends string = string> {
    */
   reserve(amounts: Partial<Record<D, number>>, options?: ReserveOptions): Promise<Reservation<D>>
   stats(): Promise<BudgetStats<D>>
+  /**
+   * A view for tenant `id` (1..256 UTF-8 bytes): its reservations charge the tenant's
+   * allowance and the whole budget, all or nothing. Shares of one budget sum to at most 1
+   * (ERR_INVALID_CONFIG: here, or from the store across processes).
+   */
+  tenant(id: string, options: BudgetTenantOptions): Budget<D>
+  /** The tenant of a view from `tenant()`, undefined for the budget. */
+  readonly tenantId: string | undefined
 }
 
 export declare const Budget: {

@@ -1,19 +1,24 @@
 //! The budget kind (`Budget`): several dimensions charged all or nothing, reservations settled
 //! later (`crate::core::budget`). Script `lua/budget.lua`; per budget key `<key>` (state),
-//! `<key>:r` (open reservations) and `<key>:d` (their deadlines), one hash slot.
+//! `<key>:r` (open reservations), `<key>:d` (their deadlines) and
 //!
-//! A call, as JS sends it: `text` = per call its budget key then its reservation id (in the
-//! encoding of `crate::codec`; stats ignores the id), `nums` = per call `[op, ttl_us,
-//! max_wait_us, n, then per dimension limit, interval_us, max_burst, amount]`, `op` one of
-//! [`RESERVE`], [`SETTLE`] (amount = the actual amount), [`CANCEL`], [`STATS`]. Results per
-//! call: `[status, delay_us, now_us, open, expired, then per dimension used, reserved]` (`now_us`:
+//! `<key>:t` (its tenants).
+//!
+//! A call, as JS sends it: `text` = per call its budget key, its reservation id and its tenant
+//! id (in the encoding of `crate::codec`; stats ignores the id, calls without a tenant send
+//! ''), `nums` = per call `[op, ttl_us, max_wait_us, n, share_ppm, max_ppm, ahead_us, then per
+//! dimension limit, interval_us, max_burst, amount]`, `op` one of [`RESERVE`], [`SETTLE`]
+//! (amount = the actual amount), [`CANCEL`], [`STATS`], [`RESERVE_AS`] and [`STATS_OF`] (through
+//! a tenant: share, max and ahead apply). Results per call: `[status, delay_us, now_us, open,
+//! expired, then per dimension used, reserved]`, for the tenant ops then `[share, max, then per
+//! dimension the tenant's use]` (`now_us`:
 //! the store's time of the decision, so a reservation's turn is `now_us + delay_us`), `status` as
 //! `crate::core::budget` ([`OK`](crate::core::budget::OK), `REFUSED`, `NOT_OPEN`) or
 //! [`WRONG_TYPE`](super::WRONG_TYPE) when a key of the budget holds a value of another type
 //! (Redis: nothing applied).
 
 use super::{Kind, Reply, WRONG_TYPE};
-use crate::core::budget::{step, ttl_ms, Dimension, Request, State};
+use crate::core::budget::{step, ttl_ms, Dimension, Request, State, TenantArg, PPM};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{int, malformed, now_arg, number};
@@ -40,6 +45,10 @@ pub const RESERVE: f64 = 1.0;
 pub const SETTLE: f64 = 2.0;
 pub const CANCEL: f64 = 3.0;
 pub const STATS: f64 = 4.0;
+pub const RESERVE_AS: f64 = 5.0;
+pub const STATS_OF: f64 = 6.0;
+/// Longest tenant id, bytes.
+pub const MAX_TENANT_BYTES: usize = 256;
 /// Most dimensions of one budget.
 pub const MAX_DIMENSIONS: usize = 8;
 
@@ -54,6 +63,8 @@ pub struct Call {
   pub dimensions: Vec<Dimension>,
   /// Per dimension: reserved (reserve), actual (settle), 0 otherwise.
   pub amounts: Vec<f64>,
+  /// The tenant ops: id, share and max (ppm), ahead (µs).
+  pub tenant: Option<(String, f64, f64, f64)>,
 }
 
 impl Call {
@@ -64,20 +75,44 @@ impl Call {
       }
       SETTLE => Request::Settle { id: &self.id, actual: &self.amounts },
       CANCEL => Request::Cancel { id: &self.id },
+      RESERVE_AS | STATS_OF => {
+        let (id, share, max, ahead_us) = self.tenant.as_ref().expect("decoded with a tenant");
+        let tenant = TenantArg { id, share: *share, max: *max, ahead_us: *ahead_us };
+        if self.op == RESERVE_AS {
+          let (amounts, ttl_us, max_wait_us) = (&self.amounts, self.ttl_us, self.max_wait_us);
+          Request::ReserveAs { tenant, id: &self.id, amounts, ttl_us, max_wait_us }
+        } else {
+          Request::StatsOf { tenant }
+        }
+      }
       _ => Request::Stats,
     }
   }
 }
 
 /// Decodes one call's numbers from `nums`; returns it and how many numbers it took.
-fn decode_call(key: &str, id: &str, nums: &[f64]) -> Result<(Call, usize)> {
+fn decode_call(key: &str, id: &str, tenant: &str, nums: &[f64]) -> Result<(Call, usize)> {
   let bad = || Error::argument("malformed budget call");
-  let [op, ttl_us, max_wait_us, n, ..] = *nums else { return Err(bad()) };
-  if ![RESERVE, SETTLE, CANCEL, STATS].contains(&op) || !integer_in(n, 1.0, MAX_DIMENSIONS as f64) {
+  let [op, ttl_us, max_wait_us, n, share, max, ahead_us, ..] = *nums else { return Err(bad()) };
+  if ![RESERVE, SETTLE, CANCEL, STATS, RESERVE_AS, STATS_OF].contains(&op) || !integer_in(n, 1.0, MAX_DIMENSIONS as f64) {
     return Err(bad());
   }
   let n = n as usize;
-  let Some(spec) = nums.get(4..4 + 4 * n) else { return Err(bad()) };
+  let Some(spec) = nums.get(7..7 + 4 * n) else { return Err(bad()) };
+  let tenant = if op == RESERVE_AS || op == STATS_OF {
+    if tenant.is_empty() || tenant.len() > MAX_TENANT_BYTES {
+      return Err(Error::argument(format!("a tenant id must be 1..={MAX_TENANT_BYTES} bytes")));
+    }
+    if !integer_in(max, 1.0, PPM) || !integer_in(share, 0.0, max) {
+      return Err(Error::argument("a tenant's share and maxShare must be ppm integers, 0 <= share <= max, 1 <= max <= 1e6"));
+    }
+    if !integer_in(ahead_us, 0.0, MAX_INTERVAL_US) {
+      return Err(Error::argument("a tenant's borrowing horizon must be whole µs within 10 years"));
+    }
+    Some((tenant.to_owned(), share, max, ahead_us))
+  } else {
+    None
+  };
   if !integer_in(ttl_us, 1.0, MAX_INTERVAL_US) || !integer_in(max_wait_us, 0.0, MAX_INTERVAL_US) {
     return Err(Error::argument("ttl and max wait must be whole µs within 10 years"));
   }
@@ -94,41 +129,63 @@ fn decode_call(key: &str, id: &str, nums: &[f64]) -> Result<(Call, usize)> {
     if !integer_in(interval_us, 1.0, MAX_INTERVAL_US) {
       return Err(Error::argument("a dimension's interval must be whole µs within 10 years"));
     }
-    let most = if op == RESERVE { limit + max_burst } else { MAX_LIMIT };
+    let most = if op == RESERVE || op == RESERVE_AS { limit + max_burst } else { MAX_LIMIT };
     if !integer_in(amount, 0.0, most) {
       return Err(Error::argument(format!("an amount must be an integer in [0, {most}], got {amount}")));
     }
     dimensions.push(Dimension { limit, interval_us, max_burst });
-    amounts.push(if op == RESERVE || op == SETTLE { amount } else { 0.0 });
+    amounts.push(if op == RESERVE || op == SETTLE || op == RESERVE_AS { amount } else { 0.0 });
   }
   validate_key(key)?;
-  let call = Call { key: key.to_owned(), id: id.to_owned(), op, ttl_us, max_wait_us, dimensions, amounts };
-  Ok((call, 4 + 4 * n))
+  let call = Call { key: key.to_owned(), id: id.to_owned(), op, ttl_us, max_wait_us, dimensions, amounts, tenant };
+  Ok((call, 7 + 4 * n))
 }
 
-fn flatten(out: &mut Vec<f64>, reply: &crate::core::budget::Reply, now_us: f64) {
+fn flatten(out: &mut Vec<f64>, call: &Call, reply: &crate::core::budget::Reply, now_us: f64) {
   out.extend([reply.status, reply.delay_us, now_us, reply.open, reply.expired]);
   for (used, reserved) in &reply.dimensions {
     out.extend([*used, *reserved]);
   }
+  if call.tenant.is_some() {
+    match &reply.tenant {
+      Some((share, max, used)) => {
+        out.extend([*share, *max]);
+        out.extend(used);
+      }
+      None => out.extend(std::iter::repeat_n(0.0, 2 + call.dimensions.len())),
+    }
+  }
+}
+
+/// Numbers in the result of `call`.
+fn width(call: &Call) -> usize {
+  let n = call.dimensions.len();
+  5 + 2 * n + if call.tenant.is_some() { 2 + n } else { 0 }
 }
 
 impl Kind for Budget {
   type Call = Vec<Call>;
   type State = Box<State>;
   const OPS: &'static [(&'static str, f64)] =
-    &[("reserve", RESERVE), ("settle", SETTLE), ("cancel", CANCEL), ("stats", STATS)];
+    &[
+    ("reserve", RESERVE),
+    ("settle", SETTLE),
+    ("cancel", CANCEL),
+    ("stats", STATS),
+    ("reserveAs", RESERVE_AS),
+    ("statsOf", STATS_OF),
+  ];
 
-  /// `text` holds each call's key then its id.
+  /// `text` holds each call's key, its id and its tenant id.
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
     let mut calls = vec![];
     let mut parts = crate::codec::parts(text);
     let mut at = 0;
     while at < nums.len() {
-      let (Some(key), Some(id)) = (parts.next(), parts.next()) else {
-        return Err(Error::argument("malformed budget batch: missing key or id"));
+      let (Some(key), Some(id), Some(tenant)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(Error::argument("malformed budget batch: missing key, id or tenant"));
       };
-      let (call, used) = decode_call(key?, id?, &nums[at..])?;
+      let (call, used) = decode_call(key?, id?, tenant?, &nums[at..])?;
       calls.push(call);
       at += used;
     }
@@ -147,7 +204,7 @@ impl Kind for Budget {
       if changed {
         *expires_us = now_us + ttl_ms(state, now_us) * 1000.0;
       }
-      flatten(&mut out, &reply, now_us);
+      flatten(&mut out, call, &reply, now_us);
     }
     Ok(Reply::numbers(out))
   }
@@ -177,8 +234,14 @@ async fn script_call(
   for i in part {
     let call = &calls[*i];
     let b = *local.entry(call.key.as_str()).or_insert_with(|| {
-      keys.extend([Key::from(call.key.as_str()), Key::from(format!("{}:r", call.key)), Key::from(format!("{}:d", call.key))]);
-      keys.len() / 3
+      keys.extend([
+        Key::from(call.key.as_str()),
+        Key::from(format!("{}:r", call.key)),
+        Key::from(format!("{}:d", call.key)),
+        Key::from(format!("{}:t", call.key)),
+        Key::from(format!("{}:a", call.key)),
+      ]);
+      keys.len() / 5
     });
     let p = match sets.iter().position(|s| *s == call.dimensions.as_slice()) {
       Some(p) => p + 1,
@@ -198,6 +261,9 @@ async fn script_call(
       number(call.max_wait_us),
     ]);
     entries.extend(call.amounts.iter().map(|a| number(*a)));
+    if let Some((id, share, max, ahead_us)) = &call.tenant {
+      entries.extend([Value::String(id.as_str().into()), number(*share), number(*max), number(*ahead_us)]);
+    }
   }
   let mut args: Vec<Value> = Vec::with_capacity(2 + params.len() + entries.len());
   args.extend([now_arg(now_us), Value::Integer(sets.len() as i64)]);
@@ -208,7 +274,7 @@ async fn script_call(
   let results = part
     .iter()
     .map(|i| {
-      let width = 5 + 2 * calls[*i].dimensions.len();
+      let width = width(&calls[*i]);
       let values = (0..width).map(|_| int(fields.next(), "budget")).collect::<Result<Vec<f64>>>()?;
       if values[0] == WRONG_TYPE {
         return Ok(values.iter().enumerate().map(|(k, v)| if k == 0 { *v } else { 0.0 }).collect());
@@ -230,10 +296,10 @@ mod tests {
   #[test]
   fn decodes_calls_and_refuses_bad_numbers() {
     let nums = [
-      RESERVE, 1e6, 0.0, 2.0, 10.0, 1e6, 0.0, 3.0, 100.0, 6e7, 5.0, 105.0, // reserve 3 and 105
-      STATS, 1.0, 0.0, 2.0, 10.0, 1e6, 0.0, 0.0, 100.0, 6e7, 5.0, 0.0,
+      RESERVE, 1e6, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 3.0, 100.0, 6e7, 5.0, 105.0, // reserve 3 and 105
+      STATS, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 0.0, 100.0, 6e7, 5.0, 0.0,
     ];
-    let text = crate::codec::encode(&["k", "a", "k", ""]);
+    let text = crate::codec::encode(&["k", "a", "", "k", "", ""]);
     let calls = Budget::decode(&text, &nums).unwrap();
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].amounts, vec![3.0, 105.0]);
@@ -241,23 +307,34 @@ mod tests {
     let reply = Budget::memory(&store, &calls, 1e6).unwrap();
     let first = [1.0, 0.0, 1e6, 1.0, 0.0, 3.0, 3.0, 105.0, 105.0];
     assert_eq!(reply.numbers, [first, first].concat());
-    for bad in [
-      vec![5.0, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 1.0],
-      vec![RESERVE, 1e6, 0.0, 0.0],
-      vec![RESERVE, 1e6, 0.0, 9.0],
-      vec![RESERVE, 1e6, 0.0, 2.0, 10.0, 1e6, 0.0, 1.0],
-      vec![RESERVE, 0.0, 0.0, 1.0, 10.0, 1e6, 0.0, 1.0],
-      vec![RESERVE, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 11.0],
-      vec![RESERVE, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 1.5],
-      vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 1e6, 0.0, 0.0],
-      vec![RESERVE, 1e6, 0.0, 1.0, 10.0, 0.5, 0.0, 0.0],
+    // through a tenant: its share, max and use follow
+    let nums = [RESERVE_AS, 1e6, 0.0, 1.0, 500_000.0, 1e6, 0.0, 10.0, 1e6, 0.0, 2.0];
+    let calls = Budget::decode(&crate::codec::encode(&["k2", "b", "t\n1"]), &nums).unwrap();
+    let reply = Budget::memory(&store, &calls, 1e6).unwrap();
+    assert_eq!(reply.numbers, [1.0, 0.0, 1e6, 1.0, 0.0, 2.0, 2.0, 500_000.0, 1e6, 2.0]);
+    for (bad, tenant) in [
+      (vec![5.0, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 1.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 0.0, 0.0, 0.0, 0.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 9.0, 0.0, 0.0, 0.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 1.0], ""),
+      (vec![RESERVE, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 1.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 11.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 1.5], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1e6, 0.0, 0.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 0.5, 0.0, 0.0], ""),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.5, 1e6, 0.0, 10.0, 1e6, 0.0, 1.0], "t"),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 2e6, 1e6, 0.0, 10.0, 1e6, 0.0, 1.0], "t"),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 1e6, 5e5, 0.0, 10.0, 1e6, 0.0, 1.0], "t"),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.0, 1e6, -1.0, 10.0, 1e6, 0.0, 1.0], "t"),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.0, 1e6, 0.0, 10.0, 1e6, 0.0, 1.0], ""),
+      (vec![STATS_OF, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 0.0], "t"),
     ] {
-      let text = crate::codec::encode(&["k", "a"]);
+      let text = crate::codec::encode(&["k", "a", tenant]);
       assert_eq!(Budget::decode(&text, &bad).unwrap_err().kind, ErrorKind::InvalidArgument, "{bad:?}");
     }
-    let nums = [SETTLE, 1e6, 0.0, 1.0, 10.0, 1e6, 0.0, 50.0];
-    assert!(Budget::decode(&crate::codec::encode(&["k", "a"]), &nums).is_ok(), "a settle may exceed the limit");
-    assert!(Budget::decode(&crate::codec::encode(&["k", "a b"]), &nums).is_err());
-    assert!(Budget::decode(&crate::codec::encode(&["k"]), &nums).is_err());
+    let nums = [SETTLE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 50.0];
+    assert!(Budget::decode(&crate::codec::encode(&["k", "a", ""]), &nums).is_ok(), "a settle may exceed the limit");
+    assert!(Budget::decode(&crate::codec::encode(&["k", "a b", ""]), &nums).is_err());
+    assert!(Budget::decode(&crate::codec::encode(&["k", "a"]), &nums).is_err());
   }
 }
