@@ -413,6 +413,7 @@ fn charge_shared(state: &mut State, dims: &[Dimension], amounts: &[f64], s: f64,
 }
 
 /// A reservation through tenant `t` (registered): `(status, delay)`, charged when admitted.
+#[allow(clippy::too_many_arguments)]
 fn reserve_as(
   state: &mut State,
   dims: &[Dimension],
