@@ -512,6 +512,14 @@ describe('Budget in the CLI and dashboard registry', () => {
     expect(await inspect.stateOf(store, info)).toEqual(state)
     const st = await b.stats()
     expect([st.admitted, st.refused]).toEqual([1, 0])
+    // with tenants: the views made in this process are listed, their use in the state and words
+    const shared = new Budget(store, { name: 'shared', dimensions: LLM })
+    await shared.tenant('acme', { share: 0.5 }).reserve({ requests: 1, tokens: 600 })
+    const tinfo = (await store.limiters()).find((x: Info) => x.name === 'shared')!
+    expect(tinfo.options).toEqual({ dimensions: shared.dimensions, tenants: { acme: { share: 0.5, maxShare: 1 } } })
+    const tstate = (await inspect.stateOf(store, tinfo)) as unknown as { tenants: object }
+    expect(tstate.tenants).toEqual({ acme: { share: 0.5, maxShare: 1, used: { requests: 1, tokens: 600 } } })
+    expect(inspect.stateWords(tinfo, tstate)).toBe('1/60 requests used, 600/6000 tokens used, 1 open, 1 tenants')
   })
 
   it('shows per-dimension use and reserved amounts in sluice/metrics, read at scrape time', async () => {
@@ -526,6 +534,11 @@ describe('Budget in the CLI and dashboard registry', () => {
     await r.settle({ tokens: 1000 })
     expect(await text()).toContain('sluice_budget_used{limiter="llm",dimension="tokens"} 1000')
     expect(await text()).toContain('sluice_budget_reserved{limiter="llm",dimension="tokens"} 0')
+    // a tenant view: its lane's use, per tenant and dimension
+    const t = new Budget(store, { name: 'shared', dimensions: LLM }).tenant('acme', { share: 0.5 })
+    await t.reserve({ requests: 1, tokens: 600 })
+    expect(await text()).toContain('sluice_budget_tenant_used{limiter="shared",tenant="acme",dimension="tokens"} 600')
+    expect(await text()).toContain('sluice_budget_tenant_used{limiter="shared",tenant="acme",dimension="requests"} 1')
     metrics.close()
   })
 })
