@@ -114,28 +114,40 @@ fn calls(tag: &str) -> Vec<(&'static str, Vec<String>, Vec<f64>)> {
       vec![key("c1"), format!("w{round}-1"), key("c1"), format!("w{round}-2"), key("c1"), format!("w{round}-3")],
       vec![acquire, 1.0, 1e6, 0.0, 60_000.0, acquire, 1.0, 1e6, 5e5, 60_000.0, stats, 1.0, 1e6, 0.0, 60_000.0],
     ));
-    // a budget: reserve two, settle one, cancel the other twice, stats
-    let (reserve, settle, cancel, bstats) =
-      (op("budget", "reserve"), op("budget", "settle"), op("budget", "cancel"), op("budget", "stats"));
-    let dims = |a: f64, b: f64| vec![2.0, 10.0, 1e6, 0.0, a, 100.0, 6e7, 5.0, b];
+    // a budget: reserve two, settle one, cancel the other twice, one through a tenant, stats
+    let (reserve, settle, cancel, bstats, reserve_as) = (
+      op("budget", "reserve"),
+      op("budget", "settle"),
+      op("budget", "cancel"),
+      op("budget", "stats"),
+      op("budget", "reserveAs"),
+    );
+    // n, share, max, ahead (tenant ops only), then per dimension limit, interval, burst, amount
+    let dims = |a: f64, b: f64, share: f64| vec![2.0, share, 1e6, 1e6, 10.0, 1e6, 0.0, a, 100.0, 6e7, 5.0, b];
     let mut nums = vec![];
-    for (op, a, b) in
-      [(reserve, 1.0, 60.0), (reserve, 2.0, 45.0), (settle, 1.0, 90.0), (cancel, 0.0, 0.0), (cancel, 0.0, 0.0)]
-    {
+    for (op, a, b) in [
+      (reserve, 1.0, 60.0),
+      (reserve, 2.0, 45.0),
+      (settle, 1.0, 90.0),
+      (cancel, 0.0, 0.0),
+      (cancel, 0.0, 0.0),
+      (reserve_as, 1.0, 5.0),
+    ] {
       nums.extend([op, 6e8, 1e7]);
-      nums.extend(dims(a, b));
+      nums.extend(dims(a, b, if op == reserve_as { 5e5 } else { 0.0 }));
     }
     nums.extend([bstats, 1.0, 0.0]);
-    nums.extend(dims(0.0, 0.0));
-    let ids = [
-      format!("a{round}"),
-      format!("b{round}"),
-      format!("a{round}"),
-      format!("b{round}"),
-      format!("b{round}"),
-      String::new(),
+    nums.extend(dims(0.0, 0.0, 0.0));
+    let calls = [
+      (format!("a{round}"), ""),
+      (format!("b{round}"), ""),
+      (format!("a{round}"), ""),
+      (format!("b{round}"), ""),
+      (format!("b{round}"), ""),
+      (format!("t{round}"), "tenant\n1"),
+      (String::new(), ""),
     ];
-    out.push(("budget", ids.into_iter().flat_map(|id| [key("b1"), id]).collect(), nums));
+    out.push(("budget", calls.into_iter().flat_map(|(id, t)| [key("b1"), id, t.to_owned()]).collect(), nums));
   }
   out.push(("pacer", vec![key("p2")], vec![1.0, block, 3e6, 10.0, 2.0, 1.0]));
   out.push(("pacer", vec![key("p2")], vec![1.0, rate_limit, 1.0, 10.0, 2.0, 1.0]));
