@@ -317,6 +317,11 @@ async function main() {
       '',
       execFileSync(process.execPath, [path.join(__dirname, 'budget.js')], { encoding: 'utf8' }),
       '',
+      // what a tenant's reservation costs with 1, 1,000 and 100,000 tenants (bench/budget-tenants.js)
+      '### Budget tenants: cost per reservation as tenants grow',
+      '',
+      execFileSync(process.execPath, [path.join(__dirname, 'budget-tenants.js')], { encoding: 'utf8' }),
+      '',
     )
   }
   if (fetchLines) lines.push(...fetchLines, '')
