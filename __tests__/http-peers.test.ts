@@ -522,10 +522,27 @@ for (const kind of ['memory', 'redis'] as const) {
         [429, '4', 'Rate limit exceeded, retry in 4 seconds'],
         [429, '8', 'Rate limit exceeded, retry in 8 seconds'],
       ])
+      // the peer's store counts every request while the key lives, and the key lives while its
+      // backoff does: a client that keeps asking keeps doubling its wait, past the first window
       clock.advance(7 * S)
-      expect((await get(`${s.url}/`)).status).toBe(429)
-      clock.advance(9 * S)
-      expect((await get(`${s.url}/`)).status).toBe(200)
+      const later = await get(`${s.url}/`)
+      expect([later.status, later.header('retry-after')]).toEqual([429, '16'])
+      clock.advance(16 * S - 1)
+      expect((await get(`${s.url}/`)).header('retry-after')).toBe('32')
+      // a client that waits its backoff out starts again from a fresh window
+      clock.advance(32 * S)
+      const fresh = await get(`${s.url}/`)
+      expect([fresh.status, fresh.header('x-ratelimit-remaining')]).toEqual([200, '1'])
+      expect(await statuses(`${s.url}/`, 2)).toEqual([200, 429])
+      expect((await get(`${s.url}/`)).header('retry-after')).toBe('2')
+    })
+
+    it('exponentialBackoff with ban: a ban counts the requests over the limit, as the peer store counts them', async () => {
+      clock.set(T0)
+      const s = await serve({ max: 1, timeWindow: 1000, exponentialBackoff: true, ban: 2 })
+      expect(await statuses(`${s.url}/`, 5)).toEqual([200, 429, 429, 403, 403])
+      // a sixth request is the fifth over the limit: 2^4 windows
+      expect((await get(`${s.url}/`)).header('retry-after')).toBe('16')
     })
 
     it('addHeaders and addHeadersOnExceeding hide headers by name (retry-after too); enableDraftSpec names them ratelimit-*', async () => {

@@ -16,6 +16,10 @@ const { SluiceError, invalidConfig, invalidArgument } = require('../errors')
 const { checkIdentifier, policyNames, algorithmOf, MAX_LIMIT, MAX_WINDOW_MS } = require('./options')
 const { keyId, nameOf } = require('./key')
 const { headers } = require('./headers')
+const { OP } = require('../kinds/limit')
+
+/** The limit kind's backoff count (a window's: lib/kinds/limit.js). */
+const OP_BACKOFF = OP.backoff
 
 /** Store failures `passOnStoreError` lets through. */
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT', 'ERR_STORE_OOM'])
@@ -228,7 +232,10 @@ class Door {
       return c.exceeding !== null && c.exceeding.ban >= 0 ? c.exceeding.refused(this, null, id, o) : o
     }
     const limiter = this._limiterFor(id, limit, windowMs)
-    if ((every || (c.exceeding !== null && c.exceeding.countsEvery)) && this.countsEvery()) {
+    if (charge && c.exceeding !== null && c.exceeding.backsOff && this.countsEvery()) {
+      return this._backoff(limiter, key, windows, at)
+    }
+    if ((every || (c.exceeding !== null && (c.exceeding.countsEvery || c.exceeding.backsOff))) && this.countsEvery()) {
       const o = await this._every(limiter, this._limiterFor(id, limit, windowMs, true), key, windows, at, charge)
       return charge && !o.allowed && c.exceeding !== null ? c.exceeding.refused(this, limiter, id, o) : o
     }
@@ -285,6 +292,30 @@ class Door {
       const ban = c.exceeding === null ? -1 : c.exceeding.ban
       o.exceeded = used - w.limit
       o.banned = ban >= 0 && o.exceeded > ban
+    }
+    return o
+  }
+
+  /**
+   * @internal a request counted as @fastify/rate-limit's store counts it under
+   * `exponentialBackoff`: every request charged on the door's key, and one that takes the count
+   * `n` over the limit ends the window windowMs * 2^(n-1) from now, in the same store call
+   * (core/window.rs, Op::Backoff). `o.exceeded` is n, read from the wait (the window's length
+   * is windowMs times a power of two, exact in whole ms below the 10-year cap); `o.banned`
+   * past `ban` of them.
+   */
+  async _backoff(limiter, key, windows, at) {
+    const c = this.config
+    const w = windows[0]
+    const d = await limiter._take(1, OP_BACKOFF, true)
+    w.remaining = d.remaining
+    w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
+    const refund = this.refundOf(limiter, 1, d, at)
+    const o = outcome(key, 1, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
+    if (!d.allowed) {
+      // refused for want of Redis (whenDown 'deny'): no count to go by, never a ban (a 503)
+      o.exceeded = d.degraded ? 0 : Math.max(1, Math.round(Math.log2(d.retryAfterMs / w.windowMs)) + 1)
+      o.banned = !d.degraded && c.exceeding.ban >= 0 && o.exceeded > c.exceeding.ban
     }
     return o
   }

@@ -9,11 +9,11 @@ const { appendPart } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 const { input } = require('../store/slots')
 
-const { bucket, window, leaky, adjust, reset, peek, block, group, member } = OPS.limit
+const { bucket, window, leaky, adjust, reset, peek, block, group, member, backoff } = OPS.limit
 /** The algorithms (the owner's `_kind`); points is leaky with other names. */
 const ALGORITHM = { bucket, window, leaky, points: leaky }
-/** Operations other than a take, in the `maxWaitUs` field. */
-const OP = { adjust, reset, peek, block }
+/** Operations other than a take, in the `maxWaitUs` field (backoff: a window's, see core/window.rs). */
+const OP = { adjust, reset, peek, block, backoff }
 /** Numbers per call in a batch. */
 const WIDTH = 5
 
