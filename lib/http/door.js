@@ -44,6 +44,14 @@ class Door {
     /** cache key -> { limiter, bytes }, oldest first (see _limiterFor) */
     this._limiters = new Map()
     this._cacheBytes = 0
+    /**
+     * Whether the door counts refused requests too, as the peers' stores do (every request
+     * charged: `req.rateLimit.used` goes past the limit, a `createRateLimit` read sees the
+     * hooks' refusals), on a door of one 'window' (countsEvery). Not on a store with
+     * `localDenyCache`: there a key Redis refused is refused locally with no round trip, which
+     * counting each refusal would undo. Either way the same requests are admitted.
+     */
+    this.countsAll = !config.store._denyCache
     checkIdentifier(config)
   }
 
@@ -76,6 +84,13 @@ class Door {
     }
     const limit = c.windows[0].limit
     if (limit === 0) return undefined
+    if (this.countsAll && this.countsEvery()) {
+      // every request counted (refusals too): the count itself, as the peer's store holds it
+      const d = await this._limiterFor(keyId(String(key)), null, null, true).peek()
+      const used = d.allowed ? MAX_LIMIT - d.remaining : limit
+      if (used === 0) return undefined
+      return { totalHits: used, resetTime: new Date(this.now() + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) }
+    }
     const limiter = this._make(keyId(String(key)), null, null)
     if (typeof limiter.peek !== 'function')
       throw invalidConfig(`getKey is not available with algorithm '${c.algorithm}'`)
@@ -174,7 +189,7 @@ class Door {
 
   /**
    * The outcome of a request, or null when it is skipped: `{ allowed, degraded, key,
-   * weight, windows: [{ name, limit, windowMs, remaining, resetMs }], main, retryAfterMs,
+   * weight, windows: [{ name, limit, windowMs, remaining, resetMs, used? }], main, retryAfterMs,
    * refund }` (`main`: the window the single-window headers describe, the one with fewest
    * remaining; `refund()`: gives the charge back, for skipFailedRequests and the like).
    * A key of more than 1 MiB rejects with ERR_INVALID_ARGUMENT, before anything is charged.
@@ -235,7 +250,8 @@ class Door {
     if (charge && c.exceeding !== null && c.exceeding.backsOff && this.countsEvery()) {
       return this._backoff(limiter, key, windows, at)
     }
-    if ((every || (c.exceeding !== null && (c.exceeding.countsEvery || c.exceeding.backsOff))) && this.countsEvery()) {
+    const countAll = c.exceeding === null ? this.countsAll : c.exceeding.countsEvery || c.exceeding.backsOff
+    if ((every || countAll) && this.countsEvery()) {
       const o = await this._every(limiter, this._limiterFor(id, limit, windowMs, true), key, windows, at, charge)
       return charge && !o.allowed && c.exceeding !== null ? c.exceeding.refused(this, limiter, id, o) : o
     }
@@ -283,6 +299,8 @@ class Door {
     const used = d.allowed ? MAX_LIMIT - d.remaining : null
     const allowed = used !== null && used <= w.limit
     w.remaining = used === null ? 0 : Math.max(0, w.limit - used)
+    // what req.rateLimit.used reports: the count, past the limit once requests were refused
+    if (used !== null) w.used = used
     w.resetMs = used === 0 ? 0 : d.allowed ? d.resetAfterMs : d.retryAfterMs
     // in statistics as the door's limiter (its name, limit and this decision), as a take is
     if (charge) limiter._count({ allowed, remaining: w.remaining, limit: w.limit, degraded: d.degraded }, 1)
@@ -315,6 +333,7 @@ class Door {
     if (!d.allowed) {
       // refused for want of Redis (whenDown 'deny'): no count to go by, never a ban (a 503)
       o.exceeded = d.degraded ? 0 : Math.max(1, Math.round(Math.log2(d.retryAfterMs / w.windowMs)) + 1)
+      if (!d.degraded) w.used = w.limit + o.exceeded
       o.banned = !d.degraded && c.exceeding.ban >= 0 && o.exceeded > c.exceeding.ban
     }
     return o
@@ -449,7 +468,8 @@ class Door {
 class RateLimitInfo {
   constructor(main, o) {
     this.limit = main.limit
-    this.used = Math.max(0, main.limit - main.remaining)
+    // counted with every request (Door._every): the count itself, past the limit after refusals
+    this.used = main.used !== undefined ? main.used : Math.max(0, main.limit - main.remaining)
     this.remaining = main.remaining
     this.resetTime = new Date(o.at + main.resetMs)
     this.degraded = o.degraded
