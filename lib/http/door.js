@@ -18,8 +18,9 @@ const { keyId, nameOf } = require('./key')
 const { headers } = require('./headers')
 const { OP } = require('../kinds/limit')
 
-/** The limit kind's backoff count (a window's: lib/kinds/limit.js). */
+/** The limit kind's backoff count (a window's: lib/kinds/limit.js) and peek. */
 const OP_BACKOFF = OP.backoff
+const OP_PEEK = OP.peek
 
 /** Store failures `passOnStoreError` lets through. */
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT', 'ERR_STORE_OOM'])
@@ -86,7 +87,7 @@ class Door {
     if (limit === 0) return undefined
     if (this.countsAll && this.countsEvery()) {
       // every request counted (refusals too): the count itself, as the peer's store holds it
-      const d = await this._limiterFor(keyId(String(key)), null, null, true).peek()
+      const d = await this._limiterFor(keyId(String(key)), null, null)._countAt(MAX_LIMIT, OP_PEEK)
       const used = d.allowed ? MAX_LIMIT - d.remaining : limit
       if (used === 0) return undefined
       return { totalHits: used, resetTime: new Date(this.now() + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) }
@@ -123,12 +124,12 @@ class Door {
    * `limit(req)`, `<limit>:<id>`: the limit's digits end at the first `:`, so no key can be
    * read as another limit's.
    */
-  _limiterFor(id, limit, windowMs, every = false) {
+  _limiterFor(id, limit, windowMs) {
     const dynamic = limit !== null || windowMs !== null
     // with a windowMs function: `<limit>:<windowMs>:<id>` (every entry of the door has that form)
     const cacheOf = (id) => (!dynamic ? id : windowMs === null ? `${limit}:${id}` : `${limit}:${windowMs}:${id}`)
     const cached = this._limiters.get(cacheOf(id))
-    if (cached !== undefined) return every ? this._counterOf(cached, windowMs) : cached.limiter
+    if (cached !== undefined) return cached.limiter
     // a copy: a key cut from a larger string (a body, a header) would keep all of it alive
     id = id.split('').join('')
     const cacheKey = cacheOf(id)
@@ -137,44 +138,15 @@ class Door {
     const made = members ? members(limiter) : Array.isArray(limiter) ? limiter : [limiter]
     const bytes = ENTRY_BYTES + 2 * cacheKey.length + made.length * (LIMITER_BYTES + 2 * nameLength(made[0]))
     const max = this.config.cacheBytes
-    const entry = { limiter, bytes, counter: null, key: cacheKey }
-    if (bytes > max) return every ? this._counterOf(entry, windowMs) : limiter
+    if (bytes > max) return limiter
     while (this._cacheBytes + bytes > max) {
       const [oldest, old] = this._limiters.entries().next().value
       this._limiters.delete(oldest)
       this._cacheBytes -= old.bytes
     }
-    this._limiters.set(cacheKey, entry)
+    this._limiters.set(cacheKey, { limiter, bytes })
     this._cacheBytes += bytes
-    return every ? this._counterOf(entry, windowMs) : limiter
-  }
-
-  /**
-   * @internal the counter of _every for a cache entry (made once, kept with the entry, its
-   * bytes counted with the entry's): the entry's key counted with a limit no count reaches
-   */
-  _counterOf(entry, windowMs) {
-    if (entry.counter !== null) return entry.counter
-    const c = this.config
-    const counter = new lib.WindowLimiter(c.store, {
-      name: entry.limiter.name, // the door's one window: the same name, the same key
-      limit: MAX_LIMIT,
-      interval: windowMs === null ? c.windows[0].windowMs : windowMs,
-      waitTimeoutMs: 0,
-    })
-    if (this._limiters.get(entry.key) !== entry) return counter // not cached: made per call
-    const extra = LIMITER_BYTES + 2 * nameLength(counter)
-    // room for it: older entries go first; one that cannot get it keeps no counter
-    for (const [oldest, old] of this._limiters) {
-      if (this._cacheBytes + extra <= this.config.cacheBytes || old === entry) break
-      this._limiters.delete(oldest)
-      this._cacheBytes -= old.bytes
-    }
-    if (this._cacheBytes + extra > this.config.cacheBytes) return counter
-    entry.counter = counter
-    entry.bytes += extra
-    this._cacheBytes += extra
-    return counter
+    return limiter
   }
 
   /** @internal the limiter (or limiters, one per window) of a key known by `id`, a limit and a window */
@@ -252,7 +224,7 @@ class Door {
     }
     const countAll = c.exceeding === null ? this.countsAll : c.exceeding.countsEvery || c.exceeding.backsOff
     if ((every || countAll) && this.countsEvery()) {
-      const o = await this._every(limiter, this._limiterFor(id, limit, windowMs, true), key, windows, at, charge)
+      const o = await this._every(limiter, key, windows, at, charge)
       return charge && !o.allowed && c.exceeding !== null ? c.exceeding.refused(this, limiter, id, o) : o
     }
     if (!charge) return this._peek(limiter, key, weight, windows, at)
@@ -284,17 +256,17 @@ class Door {
   }
 
   /**
-   * @internal a call counted as @fastify/rate-limit's store counts it (its createRateLimit):
-   * charged even over the limit, so the window's count tells a window that refused (count >
-   * limit: `isExceeded` of a read) and how far over it is (`o.exceeded`, `o.banned` of a
-   * read). The counter is the door's own (the same key, read with a limit no count reaches);
-   * the door's hooks charge only what they admit. Refusals are not cached: each goes to the store.
+   * @internal a request counted as the peers' stores count it: charged even over the limit, so
+   * the window's count tells a window that refused (count > limit: `isExceeded` of a read), how
+   * far over it is (`o.exceeded`, `o.banned`) and `req.rateLimit.used`. Refusals are not kept
+   * in the deny cache: each goes to the store.
    */
-  async _every(limiter, counter, key, windows, at, charge) {
+  async _every(limiter, key, windows, at, charge) {
     const c = this.config
     const w = windows[0]
-    // not counted by the counter itself: statistics would show its limit for the door's name
-    const d = charge ? await counter._call(1, 0) : await counter.peek()
+    // counted on the door's own key with a limit no count reaches (the count is in `remaining`);
+    // not counted in statistics by that call: they would show its limit for the door's name
+    const d = await limiter._countAt(MAX_LIMIT, charge ? 0 : OP_PEEK)
     // refused by the store (a block in place, or whenDown 'deny'): no count to read
     const used = d.allowed ? MAX_LIMIT - d.remaining : null
     const allowed = used !== null && used <= w.limit
@@ -304,7 +276,7 @@ class Door {
     w.resetMs = used === 0 ? 0 : d.allowed ? d.resetAfterMs : d.retryAfterMs
     // in statistics as the door's limiter (its name, limit and this decision), as a take is
     if (charge) limiter._count({ allowed, remaining: w.remaining, limit: w.limit, degraded: d.degraded }, 1)
-    const refund = allowed ? this.refundOf(counter, 1, d, at) : null
+    const refund = allowed ? this.refundOf(limiter, 1, d, at) : null
     const o = outcome(key, 1, windows, allowed, d.degraded, allowed ? 0 : w.resetMs, refund, at)
     if (used !== null && !allowed) {
       const ban = c.exceeding === null ? -1 : c.exceeding.ban
