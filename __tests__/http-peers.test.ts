@@ -547,6 +547,20 @@ for (const kind of ['memory', 'redis'] as const) {
       expect((await get(`${renewing.url}/`)).status).toBe(200)
     })
 
+    it('continueExceeding with ban: every request counts while the client keeps the window going', async () => {
+      clock.set(T0)
+      const s = await serve({ max: 1, timeWindow: 10 * S, continueExceeding: true, ban: 1 })
+      expect(await statuses(`${s.url}/`, 3)).toEqual([200, 429, 403])
+      // past the first window, still within the window the last request restarted: the count lives
+      clock.set(T0 + 8 * S)
+      expect((await get(`${s.url}/`)).status).toBe(403)
+      clock.set(T0 + 15 * S)
+      const still = await get(`${s.url}/`)
+      expect([still.status, still.header('retry-after')]).toEqual([403, '10'])
+      clock.set(T0 + 25 * S) // a whole window without requests: a fresh start
+      expect(await statuses(`${s.url}/`, 2)).toEqual([200, 429])
+    })
+
     it('exponentialBackoff: the nth request over the limit waits timeWindow x 2^(n-1)', async () => {
       clock.set(T0)
       const s = await serve({ max: 2, timeWindow: 1000, exponentialBackoff: true })

@@ -19,7 +19,8 @@
 --           else nothing is written and each member answers its peek. A group's keys are
 --           distinct (the caller checks). -7: backoff (window only, weight >= 1: every call
 --           charged, admitted while within the limit; a call that takes the count `over` it
---           ends the window interval * 2^(over - 1) from now, at most 10 years).
+--           ends the window interval * 2^(over - 1) from now, at most 10 years); -8: the same,
+--           the window ending one interval from such a call.
 -- Returns   flat array, 4 integers per call: allowed (0/1), remaining, retry_after_us,
 --           reset_after_us; or 0, -2, 0, 0 when the call's key holds a value of another type
 --           (another writer uses our key prefix): that call is not applied (a reset does not
@@ -101,13 +102,15 @@ local function step(kind, a, b, weight, limit, interval, max_wait, now, margin)
     end
     local finish = start + interval
     local after = used
-    if max_wait == -7 then
+    if max_wait == -7 or max_wait == -8 then
       -- backoff (window only): every call charged; one that takes the count `over` the
-      -- limit ends the window interval * 2^(over - 1) from now, at most 10 years
+      -- limit ends the window interval * 2^(over - 1) from now (-8: one interval), at most
+      -- 10 years
       after = used + weight
       local over = after - limit
       if over > 0 then
-        local doublings = over - 1
+        local doublings = 0
+        if max_wait == -7 then doublings = over - 1 end
         if doublings > 64 then doublings = 64 end
         local len = interval * 2 ^ doublings
         if len > 315360000000000 then len = 315360000000000 end

@@ -18,8 +18,9 @@ const { keyId, nameOf } = require('./key')
 const { headers } = require('./headers')
 const { OP } = require('../kinds/limit')
 
-/** The limit kind's backoff count (a window's: lib/kinds/limit.js) and peek. */
+/** The limit kind's backoff counts (a window's: lib/kinds/limit.js) and peek. */
 const OP_BACKOFF = OP.backoff
+const OP_CONTINUE = OP.continue
 const OP_PEEK = OP.peek
 
 /** Store failures `passOnStoreError` lets through. */
@@ -288,26 +289,37 @@ class Door {
 
   /**
    * @internal a request counted as @fastify/rate-limit's store counts it under
-   * `exponentialBackoff`: every request charged on the door's key, and one that takes the count
-   * `n` over the limit ends the window windowMs * 2^(n-1) from now, in the same store call
-   * (core/window.rs, Op::Backoff). `o.exceeded` is n, read from the wait (the window's length
-   * is windowMs times a power of two, exact in whole ms below the 10-year cap); `o.banned`
-   * past `ban` of them.
+   * `exponentialBackoff` (`continueExceeding`): every request charged on the door's key, and
+   * one that takes the count `n` over the limit ends the window windowMs * 2^(n-1) (windowMs)
+   * from now, in the same store call (core/window.rs, Op::Backoff). `o.exceeded` is n, read
+   * from the wait under backoff (the window's length is windowMs times a power of two, exact in
+   * whole ms below the 10-year cap), from the count when a ban needs it under continueExceeding;
+   * `o.banned` past `ban` of them.
    */
   async _backoff(limiter, key, windows, at) {
-    const c = this.config
+    const e = this.config.exceeding
     const w = windows[0]
-    const d = await limiter._take(1, OP_BACKOFF, true)
+    const d = await limiter._take(1, e.continueExceeding ? OP_CONTINUE : OP_BACKOFF, true)
     w.remaining = d.remaining
     w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
     const refund = this.refundOf(limiter, 1, d, at)
     const o = outcome(key, 1, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
-    if (!d.allowed) {
-      // refused for want of Redis (whenDown 'deny'): no count to go by, never a ban (a 503)
-      o.exceeded = d.degraded ? 0 : Math.max(1, Math.round(Math.log2(d.retryAfterMs / w.windowMs)) + 1)
-      if (!d.degraded) w.used = w.limit + o.exceeded
-      o.banned = !d.degraded && c.exceeding.ban >= 0 && o.exceeded > c.exceeding.ban
+    if (d.allowed) return o
+    // refused for want of Redis (whenDown 'deny'): no count to go by, never a ban (a 503)
+    o.exceeded = 0
+    o.banned = false
+    if (d.degraded) return o
+    if (!e.continueExceeding) {
+      o.exceeded = Math.max(1, Math.round(Math.log2(d.retryAfterMs / w.windowMs)) + 1)
+    } else if (e.ban >= 0) {
+      // a restarted window's wait says nothing of the count: read it when a ban needs it
+      const r = await limiter._countAt(MAX_LIMIT, OP_PEEK)
+      o.exceeded = r.allowed ? Math.max(1, MAX_LIMIT - r.remaining - w.limit) : 1
+    } else {
+      return o
     }
+    o.banned = e.ban >= 0 && o.exceeded > e.ban
+    w.used = w.limit + o.exceeded
     return o
   }
 

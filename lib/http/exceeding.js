@@ -5,7 +5,7 @@
 // blocked for the window's length from now), `exponentialBackoff` (the nth refused request
 // blocks it for windowMs * 2^(n-1) from now; a longer block in place is kept) and `ban` (past
 // `ban` refused requests, the refusal is a ban: 403). On a door of one 'window' (the default)
-// backoff and ban count every request on the door's own key, as the peer's store does
+// the three count every request on the door's own key, as the peer's store does
 // (Door._backoff, Door._every); on other doors refused requests are counted, when backoff or
 // ban needs the count, on a counter of their own (`<counter name>_x`, a window of the door's
 // length opened at the first refusal): store calls on refusals only.
@@ -27,12 +27,12 @@ class Exceeding {
      */
     this.countsEvery = ban >= 0 && !continueExceeding && !exponentialBackoff
     /**
-     * `exponentialBackoff` (continueExceeding wins, as in the peer's store): on a door of one
-     * 'window' every request is counted and the window doubles past the limit in the same
-     * store call (Door._backoff), exactly as the peer's store; elsewhere refusals are counted
-     * apart and the key blocked (refused below)
+     * `continueExceeding` or `exponentialBackoff` (continueExceeding wins, as in the peer's
+     * store): on a door of one 'window' every request is counted and, past the limit, the
+     * window restarts (or doubles) in the same store call (Door._backoff), exactly as the
+     * peer's store; elsewhere refusals are counted apart and the key blocked (refused below)
      */
-    this.backsOff = exponentialBackoff && !continueExceeding
+    this.backsOff = exponentialBackoff || continueExceeding
   }
 
   /** Whether anything is to be done on a refusal. */

@@ -10,10 +10,11 @@ const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 const { input } = require('../store/slots')
 
 const { bucket, window, leaky, adjust, reset, peek, block, group, member, backoff } = OPS.limit
+const cont = OPS.limit.continue
 /** The algorithms (the owner's `_kind`); points is leaky with other names. */
 const ALGORITHM = { bucket, window, leaky, points: leaky }
 /** Operations other than a take, in the `maxWaitUs` field (backoff: a window's, see core/window.rs). */
-const OP = { adjust, reset, peek, block, backoff }
+const OP = { adjust, reset, peek, block, backoff, continue: cont }
 /** Numbers per call in a batch. */
 const WIDTH = 5
 

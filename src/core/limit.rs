@@ -59,10 +59,11 @@ pub enum Op {
   Adjust,
   /// Window only: charge `weight` (≥ 1) unconditionally, admitted while the count stays
   /// within the limit; a call that takes it `over` the limit ends the window
-  /// `interval × 2^(over − 1)` from now (at most 10 years), so a client that keeps asking
-  /// keeps doubling its wait (@fastify/rate-limit's `exponentialBackoff`: its store counts
-  /// every request and sets the key's expiry so). See [`window::step`].
-  Backoff,
+  /// `interval × 2^(over − 1)` from now when `doubling` (at most 10 years), so a client that
+  /// keeps asking keeps doubling its wait (@fastify/rate-limit's `exponentialBackoff`), else
+  /// one interval from now (its `continueExceeding`): its store counts every request and
+  /// sets the key's expiry so. See [`window::step`].
+  Backoff { doubling: bool },
 }
 
 /// Stored state: two numbers whose meaning depends on the kind.
@@ -161,7 +162,7 @@ pub(crate) fn counter_step(
     }
     Op::Peek => (used + weight <= p.limit, used),
     // Backoff is the window's (core::window); on a calendar bucket the store refuses it
-    Op::Adjust | Op::Backoff => (true, (used + weight).max(0.0)),
+    Op::Adjust | Op::Backoff { .. } => (true, (used + weight).max(0.0)),
   };
   let changed = used_after != used;
   let retry_after_us = if allowed {
