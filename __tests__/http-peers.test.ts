@@ -139,6 +139,28 @@ for (const kind of ['memory', 'redis'] as const) {
         expect([next.status, next.json().rateLimit.used]).toEqual([200, 1])
       })
 
+      it(`${version}: skipFailedRequests gives refusals back too (their 429 failed), as the peer's store decrements them`, async () => {
+        clock.set(T0)
+        const s = await serve({
+          limit: 2,
+          windowMs: 10 * S,
+          skipFailedRequests: true,
+          handler: (req: any, res: any) => res.status(429).json({ used: req.rateLimit.used }),
+        })
+        expect(await statuses(`${s.url}/`, 2)).toEqual([200, 200])
+        const used = []
+        for (let i = 0; i < 3; i++) {
+          const r = await get(`${s.url}/`)
+          used.push([r.status, r.json().used])
+        }
+        expect(used).toEqual([
+          [429, 3],
+          [429, 3],
+          [429, 3],
+        ])
+        expect(await s.middleware.getKey('127.0.0.1')).toMatchObject({ totalHits: 2 })
+      })
+
       it(`${version}: max is limit's alias (limit wins when both are given); limit 0 refuses every request and warns once`, async () => {
         clock.set(T0)
         const s = await serve({ max: 2, windowMs: 10 * S })

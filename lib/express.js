@@ -193,13 +193,14 @@ function rateLimit(passed) {
         else res.setHeader(name, value)
       }
     }
+    // a refusal the door counted is given back when skipFailedRequests asks (its 429 failed)
+    door.settleAfter(o, req, res, res)
     if (!o.allowed) {
       res.status(door.status(o))
       const done = handler(req, res, next, handlerOptions)
       if (done && typeof done.then === 'function') done.then(undefined, next)
       return false
     }
-    door.settleAfter(o, req, res, res)
     return true
   }
   /** Forgets what was counted for `key` (every window), in every process. */

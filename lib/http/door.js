@@ -277,7 +277,9 @@ class Door {
     w.resetMs = used === 0 ? 0 : d.allowed ? d.resetAfterMs : d.retryAfterMs
     // in statistics as the door's limiter (its name, limit and this decision), as a take is
     if (charge) limiter._count({ allowed, remaining: w.remaining, limit: w.limit, degraded: d.degraded }, 1)
-    const refund = allowed ? this.refundOf(limiter, 1, d, at) : null
+    // a refusal is counted too, so it is given back as well when its response asks (express-
+    // rate-limit's skipFailedRequests gives back every failed response's count, a 429's too)
+    const refund = used !== null ? this.refundOf(limiter, 1, d, at) : null
     const o = outcome(key, 1, windows, allowed, d.degraded, allowed ? 0 : w.resetMs, refund, at)
     if (used !== null && !allowed) {
       const ban = c.exceeding === null ? -1 : c.exceeding.ban
