@@ -77,6 +77,11 @@ class Gate {
       degraded: 0,
       decreases: 0,
       errors: 0,
+      // with a budget (pacedFetch's budget option): reservations made, given back (nothing
+      // answered), and settles that fell back to the reserved amounts
+      reserved: 0,
+      cancelled: 0,
+      budgetErrors: 0,
     }
   }
 
