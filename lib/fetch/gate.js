@@ -224,7 +224,7 @@ class Gate {
     if (policy === null && l.quota !== null) {
       // no window stated: the longest reset seen lately stands for it
       if (this.windowUntilMs <= now) this.windowMs = 0
-      this.windowMs = Math.max(this.windowMs, l.quota.resetMs, 1000)
+      this.windowMs = Math.max(this.windowMs, l.quota.resetMs - l.quota.slackMs, 1000)
       this.windowUntilMs = now + Math.max(LEARNED_TTL_MS, this.windowMs)
       policy = { limit: l.quota.limit, windowMs: this.windowMs }
     }
