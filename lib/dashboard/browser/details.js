@@ -138,6 +138,10 @@ export function limiterView(d, ctx) {
       card(fmt(d.recent.admitted), `admitted, last ${d.recent.minutes} min`),
       card(fmt(d.recent.refused), `refused, last ${d.recent.minutes} min`, d.recent.refused ? 'refused' : ''),
       card(ago(d.lastUse), 'last use'),
+      d.stats.throttled === undefined
+        ? null
+        : card(fmt(d.stats.throttled), 'answered 429/503', d.stats.throttled ? 'refused' : ''),
+      d.stats.blocks === undefined ? null : card(fmt(d.stats.blocks), 'blocks recorded'),
     ),
     h(
       'div',
