@@ -9,6 +9,7 @@
 # passed. Measured here: debootstrap 82 s, the two packages 13 s, Valkey 60 s, Redis 8 115 s.
 #   npm run test:matrix            both servers
 #   SERVERS=valkey npm run test:matrix
+# Exits 1 if any suite failed on any server (.ci/run runs it after npm test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${SLUICE_MATRIX_ROOT:-/var/tmp/sluice-deb13}
@@ -27,6 +28,7 @@ if [ ! -x "$ROOT/usr/bin/valkey-server" ] || [ ! -x "$ROOT/usr/bin/redis-server"
 fi
 
 summary=()
+failed=0
 for server in $SERVERS; do
   bin="$WORK/$server/bin"
   mkdir -p "$bin" "$WORK/$server/scripts"
@@ -49,8 +51,10 @@ WRAP
   rstatus=${PIPESTATUS[0]}
   set -e
   node "$WORK/$server/scripts/redis-servers.js" stop
+  [ "$status" -eq 0 ] && [ "$rstatus" -eq 0 ] || failed=1
   rust=$(grep -E '^test result' "$WORK/$server/cargo.log" | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}')
   summary+=("$version: JS $(grep -E '^ +Tests ' "$WORK/$server/vitest.log" | sed 's/^ *//') (exit $status); Rust conformance $rust (exit $rstatus)")
 done
 echo "== matrix"
 printf '%s\n' "${summary[@]}"
+exit $failed
