@@ -55,6 +55,8 @@ function args(text: string): string[] {
     }
     let s = ''
     for (i++; text[i] !== '"'; i++) {
+      // a line without its closing quote: say which, rather than reading past its end
+      if (i >= text.length) throw new Error(`unterminated MONITOR argument in ${JSON.stringify(text.slice(0, 200))}`)
       if (text[i] !== '\\') {
         s += text[i]
         continue
