@@ -16,7 +16,7 @@ const TOPOLOGY_CHANGE = /Too many failed write attempts|Max attempts reached|TRY
  * (fred answers their calls at once while the other masters' connections go on; see
  * vendor/README.md). Only that node's calls fail: its replica may be promoted meanwhile.
  */
-const NODE_FAILURE = /Failed to route command|Connection reset by peer|Broken pipe/
+const NODE_FAILURE = /Failed to route command|Connection reset by peer|Broken pipe|Connection closed before the reply/
 /** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
 const PROBE_ARGS = new Float64Array([LIMIT.ALGORITHM.bucket, 1, 1, 1_000_000, LIMIT.OP.peek])
 
