@@ -9,7 +9,7 @@
 # passed. Measured here: debootstrap 82 s, the two packages 13 s, Valkey 60 s, Redis 8 115 s.
 #   npm run test:matrix            both servers
 #   SERVERS=valkey npm run test:matrix
-# Exits 1 if any suite failed on any server (.ci/run runs it after npm test).
+# Exits 1 if any suite failed on any server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${SLUICE_MATRIX_ROOT:-/var/tmp/sluice-deb13}
@@ -19,7 +19,7 @@ SUITES=(limiters sliding sliding-counter quota fair pacer concurrent wrongtype b
   script-keys eviction acl sentinel http http-cluster http-windows-atomic bullmq bullmq-fair)
 # the Rust conformance tests: every kind's model against its Lua, standalone and cluster
 CONFORMANCE=(conformance limiters_conformance windows_conformance sliding_counter_conformance
-  budget_conformance registry)
+  budget_conformance adaptive_conformance registry)
 
 if [ ! -x "$ROOT/usr/bin/valkey-server" ] || [ ! -x "$ROOT/usr/bin/redis-server" ]; then
   command -v debootstrap >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
