@@ -428,6 +428,45 @@ describe('the page in a real browser (chromium)', () => {
     await p.close()
   }, 60_000)
 
+  it('a sluice/fetch key of hostile bytes: listed as text (no element made of it), its 429s and blocks in cards', async () => {
+    const store = new MemoryStore()
+    const key = 'api<img src=x onerror="window.__pwned=1">&amp;\u202e'
+    const answers = [new Response('', { status: 429, headers: { 'Retry-After': '1' } }), new Response('')]
+    const { pacedFetch } = await import('../lib/fetch.js')
+    const f = pacedFetch({ store, key: () => key, qps: 1e6, retry: false, fetch: async () => answers.shift()! })
+    expect((await f('http://upstream.invalid/')).status).toBe(429)
+    const srv = await serve(dashboard({ store, refreshMs: 0 }))
+    const { p, problems } = await page()
+    try {
+      await p.goto(`${srv.base}/`)
+      await loaded(p, 1)
+      const row = await p.$$eval(
+        '#limiters tbody tr',
+        (trs, k) => {
+          const tr = trs.find((r) => r.getAttribute('data-name') === k)!
+          return { text: tr.querySelector('a.name')!.textContent, imgs: tr.querySelectorAll('img').length }
+        },
+        key,
+      )
+      expect(row.text).toContain('<img src=x onerror="window.__pwned=1">&amp;')
+      expect(row.imgs).toBe(0)
+      await p.evaluate((k) => {
+        const tr = [...document.querySelectorAll('#limiters tbody tr')].find((r) => r.getAttribute('data-name') === k)
+        ;(tr!.querySelector('a.name') as HTMLElement).click()
+      }, key)
+      await p.waitForSelector('#state')
+      const cards = await p.$$eval('.card', (cs) => cs.map((c) => (c as HTMLElement).innerText.replace(/\s+/g, ' ')))
+      expect(cards).toEqual(expect.arrayContaining(['1 answered 429/503', '1 blocks recorded']))
+      expect(await p.$eval('#stats', (e) => (e as HTMLElement).innerText)).toMatch(/throttled\s+1/)
+      expect(await p.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined()
+      expect(problems).toEqual([])
+    } finally {
+      await p.close()
+      await srv.close()
+      await store.close()
+    }
+  }, 60_000)
+
   it('issue-24-api-fields-page: keys a URL would normalise (.., a/b) open from the page; control characters shown escaped; a reset', async () => {
     const store = new MemoryStore()
     const keys = ['..', 'a/b', '%2e%2e', 'esc\x1b[2J\u202e_1', 'esc\x1b[2J\u202e_2']

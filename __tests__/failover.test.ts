@@ -4,7 +4,8 @@
 // or a store code, the store follows the new topology by itself, and over-admission is counted
 // (asynchronous replication can lose the last writes of the dead master). A manual CLUSTER
 // FAILOVER loses nothing. Moving slots between masters under the same load (ASK and MOVED
-// redirections) fails no decision and loses nothing.
+// redirections) fails no decision and loses nothing. While one master fails over, the calls for
+// the other masters' slots are all decided (issue 28).
 import { fork, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -21,7 +22,8 @@ interface Result {
   failed: Record<string, number>
   answeredAt: Record<string, number>
   codes: Record<string, number>
-  messages: Record<string, string>
+  messages: Record<string, number>
+  failures: [string, number][]
   decisions: number
   slowest: number
   crashed?: string
@@ -57,13 +59,15 @@ async function load(cluster: Cluster, prefix: string, during: () => Promise<void
   for (const n of NAMES) failed[n] = all.reduce((s, r) => s + r.failed[n], 0)
   const codes: Record<string, number> = {}
   for (const r of all) for (const [c, k] of Object.entries(r.codes)) codes[c] = (codes[c] || 0) + k
-  const messages = Object.assign({}, ...all.map((r) => r.messages))
+  const messages: Record<string, number> = {}
+  for (const r of all) for (const [m, k] of Object.entries(r.messages)) messages[m] = (messages[m] || 0) + k
   return {
     admitted,
     answeredAt,
     failed,
     codes,
     messages,
+    failures: all.flatMap((r) => r.failures),
     decisions: all.reduce((s, r) => s + r.decisions, 0),
     slowest: Math.max(...all.map((r) => r.slowest)),
   }
@@ -79,7 +83,11 @@ describe('cluster failover under load (3 masters, 3 replicas, 4 processes)', () 
   let cluster: Cluster
 
   beforeAll(async () => {
-    cluster = await startReplicatedCluster()
+    // cluster-require-full-coverage no, as a deployment that wants one master's failover to
+    // fail only that master's calls sets it (README): with the default, every master answers
+    // CLUSTERDOWN from the moment the killed master is marked failed until its replica is
+    // promoted, and no client can decide those calls
+    cluster = await startReplicatedCluster({ fullCoverage: false })
   }, 60_000)
   afterAll(() => cluster?.stopAll())
 
@@ -106,10 +114,19 @@ describe('cluster failover under load (3 masters, 3 replicas, 4 processes)', () 
     const failedOn = (names: string[]) => names.reduce((s, n) => s + r.failed[n], 0)
     const others = NAMES.filter((n) => !onVictim.includes(n))
     console.log(
-      `SIGKILL failover: ${r.decisions} decisions, codes ${JSON.stringify(r.codes)}, slowest ${r.slowest.toFixed(0)} ms, ` +
+      `SIGKILL failover: ${r.decisions} decisions, codes ${JSON.stringify(r.codes)} ${JSON.stringify(r.messages)}, slowest ${r.slowest.toFixed(0)} ms, ` +
         `${onVictim.length} names on the killed master, over-admitted ${overVictim} (limit ${LIMIT} each); ` +
         `failed: ${failedOn(onVictim)} on the killed master's names, ${failedOn(others)} on the others'`,
     )
+    // when the calls failed, ms after the kill, by 250 ms
+    const when = (names: string[]) => {
+      const h: Record<number, number> = {}
+      for (const [n, t] of r.failures)
+        if (names.includes(n))
+          h[Math.floor((t - killedAt) / 250) * 250] = (h[Math.floor((t - killedAt) / 250) * 250] || 0) + 1
+      return JSON.stringify(h)
+    }
+    console.log(`failures by time after the kill: killed master's names ${when(onVictim)}; others' ${when(others)}`)
     expect(onVictim.length).toBeGreaterThan(5)
     // every decision settled in time, with an answer or a store code
     expect(r.slowest).toBeLessThan(TIMEOUT_MS + 500)
@@ -117,8 +134,14 @@ describe('cluster failover under load (3 masters, 3 replicas, 4 processes)', () 
     // every name answered by Redis after the kill: the store follows the promoted replica by
     // itself (how far each got toward its limit depends on how long the failover took)
     for (const n of NAMES) expect(r.answeredAt[n], n).toBeGreaterThan(killedAt + 1000)
-    // names on the surviving masters: never over their limit
-    for (const n of NAMES.filter((x) => !onVictim.includes(x))) expect(r.admitted[n], n).toBeLessThanOrEqual(LIMIT)
+    // names on the surviving masters: fred's router no longer reconnects the whole cluster
+    // while one node is down, nor does the circuit open for one node (before: 6,064-6,701 of
+    // their calls failed, about twice the killed master's). What still fails there are calls
+    // batched with the killed master's (a batch fails as a whole, src/store/redis/calls.rs
+    // per_slot; measured 282-349, about 1 in 8 of the killed master's failures): bounded here
+    // until a batch's groups fail apart. Never over their limit.
+    expect(failedOn(others)).toBeLessThan(failedOn(onVictim) / 3)
+    for (const n of others) expect(r.admitted[n], n).toBeLessThanOrEqual(LIMIT)
     // names on the killed master: what asynchronous replication lost is admitted again, at
     // most what the dead master had counted
     for (const n of onVictim) expect(r.admitted[n], n).toBeLessThanOrEqual(2 * LIMIT)
@@ -131,18 +154,28 @@ describe('cluster failover under load (3 masters, 3 replicas, 4 processes)', () 
     const [master] = await cluster.masters()
     const replica = await cluster.replicaOf(master)
     let failedOverAt = 0
+    let onMaster: string[] = []
     const r = await load(
       cluster,
       prefix,
       async () => {
+        onMaster = await namesOn(cluster, master, prefix)
         expect(await cluster.cli(replica, 'CLUSTER', 'FAILOVER')).toMatch(/OK/)
         failedOverAt = Date.now()
       },
       9000,
     )
+    const others = NAMES.filter((n) => !onMaster.includes(n))
+    const failedOn = (names: string[]) => names.reduce((s, n) => s + r.failed[n], 0)
     console.log(
-      `manual failover: ${r.decisions} decisions, codes ${JSON.stringify(r.codes)} ${JSON.stringify(r.messages)}, slowest ${r.slowest.toFixed(0)} ms`,
+      `manual failover: ${r.decisions} decisions, codes ${JSON.stringify(r.codes)} ${JSON.stringify(r.messages)}, slowest ${r.slowest.toFixed(0)} ms; ` +
+        `failed: ${failedOn(onMaster)} on the failed-over master's ${onMaster.length} names, ${failedOn(others)} on the others'`,
     )
+    expect(onMaster.length).toBeGreaterThan(5)
+    // the other masters' names: only calls batched with the failed-over master's fail (a batch
+    // fails as a whole, src/store/redis/calls.rs per_slot; measured 0-2 against 0-9); the
+    // circuit stays closed for one node's lost connection (before: thousands on every master)
+    expect(failedOn(others)).toBeLessThanOrEqual(failedOn(onMaster))
     expect(r.slowest).toBeLessThan(TIMEOUT_MS + 500)
     for (const code of Object.keys(r.codes)) expect(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT']).toContain(code)
     // nothing lost: no name over its limit; every name answered after the failover

@@ -14,7 +14,7 @@ const { learn } = require('../lib/fetch/headers.js') as {
     policy: { limit: number; windowMs: number } | null
     remaining: number | null
     resetMs: number | null
-    quota: { limit: number; resetMs: number } | null
+    quota: { limit: number; resetMs: number; slackMs: number } | null
     hostile: number
   }
 }
@@ -76,22 +76,22 @@ const ROWS: Row[] = [
   [
     'X-RateLimit reset as epoch seconds',
     { 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(NOW / 1000 + 45) },
-    { blockMs: 45_000, remaining: 0, resetMs: 45_000, quota: { limit: 60, resetMs: 45_000 } },
+    { blockMs: 45_000, remaining: 0, resetMs: 45_000, quota: { limit: 60, resetMs: 45_000, slackMs: 1000 } },
   ],
   [
     'X-RateLimit reset as delta seconds',
     { 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '10', 'X-RateLimit-Reset': '20' },
-    { remaining: 10, resetMs: 20_000, quota: { limit: 60, resetMs: 20_000 } },
+    { remaining: 10, resetMs: 20_000, quota: { limit: 60, resetMs: 20_000, slackMs: 0 } },
   ],
   [
     'X-RateLimit reset as epoch ms',
     { 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(NOW + 2500) },
-    { blockMs: 2500, remaining: 0, resetMs: 2500, quota: { limit: 60, resetMs: 2500 } },
+    { blockMs: 2500, remaining: 0, resetMs: 2500, quota: { limit: 60, resetMs: 2500, slackMs: 0 } },
   ],
   [
     'X-RateLimit epoch reset in the past blocks nothing',
     { 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(NOW / 1000 - 5) },
-    { blockMs: 0, remaining: 0, resetMs: 0, quota: { limit: 60, resetMs: 0 } },
+    { blockMs: 0, remaining: 0, resetMs: 0, quota: { limit: 60, resetMs: 0, slackMs: 1000 } },
   ],
   // x-ratelimit-*-requests (OpenAI's family)
   [
@@ -196,5 +196,38 @@ describe('sluice/fetch header parsing', () => {
         ).not.toThrow()
       }
     }
+  })
+})
+
+describe('the window of X-RateLimit-* (no window stated) is estimated from the longest reset seen', () => {
+  // a token bucket of 100/s states its reset a second away: in whole epoch seconds that reads as
+  // 1-2 s; the estimate takes the rounding off (else the key is paced at half its rate)
+  it.each([
+    ['epoch seconds', (nowMs: number) => String(Math.ceil((nowMs + 1000) / 1000)), 1000],
+    ['delta seconds', () => '1', 1000],
+    ['epoch seconds, a 60 s window', (nowMs: number) => String(Math.ceil((nowMs + 60_000) / 1000)), 59_700], // 60.7 s read, less the rounding,
+  ])('%s', async (_, reset, windowMs) => {
+    const { ManualClock, MemoryStore } = await import('../lib/index.js')
+    const { pacedFetch } = await import('../lib/fetch.js')
+    const clock = new ManualClock(1_800_000_000_300)
+    const store = new MemoryStore({ clock })
+    const f = pacedFetch({
+      store,
+      retry: false,
+      fetch: async () =>
+        new Response('', {
+          headers: {
+            'X-RateLimit-Limit': '100',
+            'X-RateLimit-Remaining': '50',
+            'X-RateLimit-Reset': reset(clock.now()),
+          },
+        }),
+    })
+    for (let i = 0; i < 3; i++) {
+      await f('http://upstream.invalid/')
+      clock.advance(300)
+    }
+    expect((await f.stats())[0].learned).toEqual({ limit: 100, windowMs })
+    await store.close()
   })
 })

@@ -113,6 +113,54 @@ for (const kind of ['memory', 'redis'] as const) {
         expect((await get(`${s.url}/`)).status).toBe(200)
       })
 
+      it(`${version}: every request is counted, refusals too: req.rateLimit.used goes past the limit, as the peer's store increments`, async () => {
+        clock.set(T0)
+        const s = await serve({
+          limit: 2,
+          windowMs: 10 * S,
+          handler: (req: any, res: any) => res.status(429).json({ ...req.rateLimit, current: req.rateLimit.current }),
+        })
+        expect(await statuses(`${s.url}/`, 2)).toEqual([200, 200])
+        const used = []
+        for (let i = 0; i < 3; i++) {
+          const r = await get(`${s.url}/`)
+          const { limit, remaining, current } = r.json()
+          used.push([r.status, r.json().used, current, limit, remaining])
+        }
+        expect(used).toEqual([
+          [429, 3, 3, 2, 0],
+          [429, 4, 4, 2, 0],
+          [429, 5, 5, 2, 0],
+        ])
+        expect(await s.middleware.getKey('127.0.0.1')).toMatchObject({ totalHits: 5 })
+        // the refusals counted changed nothing admitted: the window still ends 10 s after it opened
+        clock.set(T0 + 10 * S)
+        const next = await get(`${s.url}/`)
+        expect([next.status, next.json().rateLimit.used]).toEqual([200, 1])
+      })
+
+      it(`${version}: skipFailedRequests gives refusals back too (their 429 failed), as the peer's store decrements them`, async () => {
+        clock.set(T0)
+        const s = await serve({
+          limit: 2,
+          windowMs: 10 * S,
+          skipFailedRequests: true,
+          handler: (req: any, res: any) => res.status(429).json({ used: req.rateLimit.used }),
+        })
+        expect(await statuses(`${s.url}/`, 2)).toEqual([200, 200])
+        const used = []
+        for (let i = 0; i < 3; i++) {
+          const r = await get(`${s.url}/`)
+          used.push([r.status, r.json().used])
+        }
+        expect(used).toEqual([
+          [429, 3],
+          [429, 3],
+          [429, 3],
+        ])
+        expect(await s.middleware.getKey('127.0.0.1')).toMatchObject({ totalHits: 2 })
+      })
+
       it(`${version}: max is limit's alias (limit wins when both are given); limit 0 refuses every request and warns once`, async () => {
         clock.set(T0)
         const s = await serve({ max: 2, windowMs: 10 * S })
@@ -191,11 +239,12 @@ for (const kind of ['memory', 'redis'] as const) {
           ['warn', 'WRN_ERL_DEPRECATED_ON_LIMIT_REACHED'],
         ])
         seen.length = 0
-        // an unknown option: refused at setup unless the knownOptions check is off (then ignored)
-        expect(() => rateLimit({ store, limit: 2, limitt: 3 } as any)).toThrow(
-          expect.objectContaining({ code: 'ERR_INVALID_CONFIG' }),
-        )
-        const lax = await serve({ limit: 1, windowMs: 10 * S, limitt: 3, validate: { knownOptions: false } })
+        // an unknown option: logged once (the first), ignored; silent with the check off
+        const typo = await serve({ limit: 1, windowMs: 10 * S, limitt: 3, windowMS: 5, logger })
+        expect(seen).toEqual([['error', 'ERR_ERL_UNKNOWN_OPTION']])
+        expect(await statuses(`${typo.url}/`, 2)).toEqual([200, 429])
+        seen.length = 0
+        const lax = await serve({ limit: 1, windowMs: 10 * S, limitt: 3, validate: { knownOptions: false }, logger })
         expect(await statuses(`${lax.url}/`, 2)).toEqual([200, 429])
         await serve({ limit: 2, windowMs: 10 * S, standardHeaders: 'draft-5', validate: false, logger })
         await serve({ limit: 2, windowMs: 10 * S, ipv6Subnet: 20, validate: { ipv6Subnet: false }, logger })
@@ -270,12 +319,10 @@ for (const kind of ['memory', 'redis'] as const) {
         expect(errors).toEqual([])
       })
 
-      it(`${version}: a request without req.ip is logged once (ERR_ERL_UNDEFINED_IP_ADDRESS) and fails: no shared counter`, async () => {
+      it(`${version}: a request without req.ip is logged once (ERR_ERL_UNDEFINED_IP_ADDRESS); such requests share one counter`, async () => {
         // express-rate-limit runs its ip check on the limiter's first request only (then the
         // check is off), and its key is then ipKeyGenerator(undefined) = undefined: every
-        // client without an IP shares one counter, silently after the first. sluice logs the
-        // same once and fails each such request (ERR_INVALID_ARGUMENT to the error handler),
-        // never charging one counter for all of them (README migration table).
+        // client without an IP shares one counter, silently after the first
         clock.set(T0)
         const { seen, logger } = recorder()
         const codes: string[] = []
@@ -289,10 +336,10 @@ for (const kind of ['memory', 'redis'] as const) {
           codes.push(err.code)
           res.status(500).end()
         })
-        expect(await statuses(`${s.url}/`, 3, { 'x-no-ip': '1' })).toEqual([500, 500, 500])
+        expect(await statuses(`${s.url}/`, 3, { 'x-no-ip': '1' })).toEqual([200, 429, 429])
         expect(seen).toEqual([['error', 'ERR_ERL_UNDEFINED_IP_ADDRESS']])
-        expect(codes).toEqual(['ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT'])
-        expect(await statuses(`${s.url}/`, 2)).toEqual([200, 429]) // nothing was charged
+        expect(codes).toEqual([])
+        expect(await statuses(`${s.url}/`, 2)).toEqual([200, 429]) // a client with an IP counts apart
       })
 
       it(`${version}: requestWasSuccessful may answer a promise (skipSuccessfulRequests gives those back)`, async () => {
@@ -398,6 +445,21 @@ for (const kind of ['memory', 'redis'] as const) {
       )
       const r = await get(`${route.url}/r`)
       expect([r.header('x-ratelimit-limit'), r.header('x-ratelimit-reset')]).toEqual(['1000', '60'])
+    })
+
+    it('an option it does not know is ignored, as the peer ignores it (with one SluiceWarning)', async () => {
+      clock.set(T0)
+      const codes: string[] = []
+      const seen = (w: any) => codes.push(w.code)
+      process.on('warning', seen)
+      try {
+        const s = await serve({ max: 1, timeWindow: 10 * S, [`maxx${kind}`]: 3 })
+        expect(await statuses(`${s.url}/`, 2)).toEqual([200, 429])
+        await new Promise((resolve) => setImmediate(resolve))
+      } finally {
+        process.off('warning', seen)
+      }
+      expect(codes).toContain('SLUICE_UNKNOWN_OPTION')
     })
 
     it('a function max is called (req, key): a per-key limit; a function timeWindow too', async () => {
@@ -507,6 +569,20 @@ for (const kind of ['memory', 'redis'] as const) {
       expect((await get(`${renewing.url}/`)).status).toBe(200)
     })
 
+    it('continueExceeding with ban: every request counts while the client keeps the window going', async () => {
+      clock.set(T0)
+      const s = await serve({ max: 1, timeWindow: 10 * S, continueExceeding: true, ban: 1 })
+      expect(await statuses(`${s.url}/`, 3)).toEqual([200, 429, 403])
+      // past the first window, still within the window the last request restarted: the count lives
+      clock.set(T0 + 8 * S)
+      expect((await get(`${s.url}/`)).status).toBe(403)
+      clock.set(T0 + 15 * S)
+      const still = await get(`${s.url}/`)
+      expect([still.status, still.header('retry-after')]).toEqual([403, '10'])
+      clock.set(T0 + 25 * S) // a whole window without requests: a fresh start
+      expect(await statuses(`${s.url}/`, 2)).toEqual([200, 429])
+    })
+
     it('exponentialBackoff: the nth request over the limit waits timeWindow x 2^(n-1)', async () => {
       clock.set(T0)
       const s = await serve({ max: 2, timeWindow: 1000, exponentialBackoff: true })
@@ -522,10 +598,27 @@ for (const kind of ['memory', 'redis'] as const) {
         [429, '4', 'Rate limit exceeded, retry in 4 seconds'],
         [429, '8', 'Rate limit exceeded, retry in 8 seconds'],
       ])
+      // the peer's store counts every request while the key lives, and the key lives while its
+      // backoff does: a client that keeps asking keeps doubling its wait, past the first window
       clock.advance(7 * S)
-      expect((await get(`${s.url}/`)).status).toBe(429)
-      clock.advance(9 * S)
-      expect((await get(`${s.url}/`)).status).toBe(200)
+      const later = await get(`${s.url}/`)
+      expect([later.status, later.header('retry-after')]).toEqual([429, '16'])
+      clock.advance(16 * S - 1)
+      expect((await get(`${s.url}/`)).header('retry-after')).toBe('32')
+      // a client that waits its backoff out starts again from a fresh window
+      clock.advance(32 * S)
+      const fresh = await get(`${s.url}/`)
+      expect([fresh.status, fresh.header('x-ratelimit-remaining')]).toEqual([200, '1'])
+      expect(await statuses(`${s.url}/`, 2)).toEqual([200, 429])
+      expect((await get(`${s.url}/`)).header('retry-after')).toBe('2')
+    })
+
+    it('exponentialBackoff with ban: a ban counts the requests over the limit, as the peer store counts them', async () => {
+      clock.set(T0)
+      const s = await serve({ max: 1, timeWindow: 1000, exponentialBackoff: true, ban: 2 })
+      expect(await statuses(`${s.url}/`, 5)).toEqual([200, 429, 429, 403, 403])
+      // a sixth request is the fifth over the limit: 2^4 windows
+      expect((await get(`${s.url}/`)).header('retry-after')).toBe('16')
     })
 
     it('addHeaders and addHeadersOnExceeding hide headers by name (retry-after too); enableDraftSpec names them ratelimit-*', async () => {
@@ -715,6 +808,18 @@ for (const kind of ['memory', 'redis'] as const) {
       const bans = []
       for (let i = 0; i < 3; i++) bans.push((await get(`${s.url}/banned`)).json().isBanned)
       expect(bans).toEqual([false, false, true])
+    })
+
+    it('fastify.createRateLimit() reads what the route hooks counted, their refusals too (one count, as the peer store keeps)', async () => {
+      clock.set(T0)
+      const s = await serve({ max: 1, timeWindow: 1000 }, (app) => {
+        const check = app.createRateLimit()
+        app.get('/peek', { config: { rateLimit: false } }, async (req: any) => check(req, { increment: false }))
+      })
+      expect(await statuses(`${s.url}/`, 3)).toEqual([200, 429, 429])
+      expect((await get(`${s.url}/peek`)).json()).toMatchObject({ max: 1, remaining: 0, ttl: 1000, isExceeded: true })
+      clock.set(T0 + 1000)
+      expect((await get(`${s.url}/peek`)).json()).toMatchObject({ remaining: 1, ttl: 0, isExceeded: false })
     })
 
     it('the default key masks IPv6 to /64 without the length (normalizeIP); a limited request is limited once', async () => {

@@ -448,7 +448,7 @@ describe('door options', () => {
       { store, logger: console.log },
       { store, validate: 'yes' },
       { store, requestPropertyName: '' },
-      { store, unknownOption: 1 },
+      // an unknown option is logged and ignored, as the peers do (http-peers.test.ts)
     ]
     for (const options of bad) {
       let error: unknown

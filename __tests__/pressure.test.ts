@@ -125,6 +125,7 @@ describe('a paused, sleeping, busy or killing server', () => {
 
   it('DEBUG SLEEP: ERR_TIMEOUT within the deadline', async () => {
     const sleeper = new Redis(url)
+    await sleeper.ping() // connected: the sleep starts when sent, not after a connect under load
     const sleeping = sleeper.call('DEBUG', 'SLEEP', '1.5')
     await new Promise((r) => setTimeout(r, 50))
     const results = await allSettle('sleep', ['ERR_TIMEOUT'])
@@ -136,6 +137,7 @@ describe('a paused, sleeping, busy or killing server', () => {
 
   it('a BUSY script: a store code within the deadline, then SCRIPT KILL and back', async () => {
     const busy = new Redis(url)
+    await busy.ping() // connected: the script starts when sent, not after a connect under load
     const running = busy.eval('local i = 0 while true do i = i + 1 end', 0).catch(() => undefined)
     await new Promise((r) => setTimeout(r, 150)) // past busy-reply-threshold: Redis answers BUSY
     const results = await allSettle('busy', ['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])

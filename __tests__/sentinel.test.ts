@@ -24,7 +24,7 @@ interface Result {
   failed: Record<string, number>
   answeredAt: Record<string, number>
   codes: Record<string, number>
-  messages: Record<string, string>
+  messages: Record<string, number>
   decisions: number
   slowest: number
   direct: number

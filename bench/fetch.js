@@ -12,7 +12,8 @@
 // door on a RedisStore (an upstream with no limit, 64 in flight): calls/s and Node CPU per call,
 // bare fetch vs pacedFetch.
 // FETCH_BENCH_SECONDS (10), FETCH_BENCH_LIMIT (100), FETCH_BENCH_PROCS (4), FETCH_BENCH_SHAPES
-// (bucket,window), FETCH_BENCH_DIALECTS (none,draft10,xrl-epoch,xrl-delta), FETCH_BENCH_MODES.
+// (bucket,window), FETCH_BENCH_DIALECTS (none,draft10,xrl-epoch,xrl-delta), FETCH_BENCH_MODES,
+// FETCH_BENCH_TRACE=1 (served/429 per second, on stderr).
 const { fork } = require('node:child_process')
 const path = require('node:path')
 const { startUpstream } = require('../__tests__/helpers/upstream.js')
@@ -81,6 +82,11 @@ async function scenario(redis, shape, dialect, mode) {
   await up.close()
   const served = Array.from({ length: SECONDS }, (_, s) => (c.perSecond.get(s) || [0, 0, 0])[1])
   const conv = convergence(served, LIMIT)
+  if (process.env.FETCH_BENCH_TRACE) {
+    // per second: served/refused (what the upstream saw), to see how a client settles
+    const row = (s) => (c.perSecond.get(s) || [0, 0, 0]).slice(1).join('/')
+    console.error(`  ${shape} ${dialect} ${mode} per second served/429: ${served.map((_, s) => row(s)).join(' ')}`)
+  }
   const after = (from) => {
     let req = 0
     let ref = 0

@@ -19,6 +19,12 @@ const PEER_ONLY = ['max', 'headers', 'validate', 'logger', 'draft_polli_ratelimi
 /** express-slow-down's options, which the peer lets through: ignored. */
 const SLOW_DOWN = ['delayAfter', 'delayMs', 'maxDelayMs']
 
+/**
+ * The key of requests without `req.ip` (a destroyed connection, a misconfigured proxy): one
+ * counter for all of them, as the peer keys them (ipKeyGenerator(undefined)), after its ip
+ * check logged ERR_ERL_UNDEFINED_IP_ADDRESS once.
+ */
+const NO_IP = 'undefined'
 /** An ipv6Subnet the default key can use (the peer's check may still log it as unusual). */
 const usableSubnet = (s) => s === false || (Number.isInteger(s) && s >= 1 && s <= 128)
 
@@ -46,10 +52,12 @@ function readOptions(passed) {
     if (value !== undefined && !PEER_ONLY.includes(name) && !SLOW_DOWN.includes(name)) options[name] = value
   }
   const checks = validations(passed.validate ?? true, passed.logger ?? undefined)
-  // an unknown option is refused at setup (ERR_INVALID_CONFIG), unless the peer's knownOptions
-  // check is turned off (validate: false or { knownOptions: false }): then ignored, as there
-  if (!checks.enabled('knownOptions')) {
-    for (const name of Object.keys(options)) if (!COMMON_OPTIONS.includes(name)) delete options[name]
+  // an unknown option is logged (the peer's knownOptions check: ERR_ERL_UNKNOWN_OPTION, once)
+  // and ignored, as there
+  const unknown = Object.keys(options).filter((name) => !COMMON_OPTIONS.includes(name))
+  if (unknown.length > 0) {
+    checks.run('knownOptions', unknown)
+    for (const name of unknown) delete options[name]
   }
   checks.run('draftPolliHeaders', passed.draft_polli_ratelimit_headers)
   checks.run('onLimitReached', passed.onLimitReached)
@@ -99,13 +107,14 @@ function defaultKeyOf(config, checks, subnetFn) {
   const plain = subnetFn
     ? (req, res) => {
         const ip = req.ip
+        if (ip === undefined) return NO_IP
         if (!isIPv6(ip)) return ipKey(ip)
         return Promise.resolve(subnetFn(req, res)).then((s) => {
           checks.run('ipv6Subnet', s)
           return ipKey(ip, usableSubnet(s) ? s : DEFAULT_SUBNET)
         })
       }
-    : (req) => ipKey(req.ip, subnet)
+    : (req) => (req.ip === undefined ? NO_IP : ipKey(req.ip, subnet))
   return (req, res) => {
     checks.run('ip', req.ip)
     checks.run('trustProxy', req)
@@ -184,13 +193,14 @@ function rateLimit(passed) {
         else res.setHeader(name, value)
       }
     }
+    // a refusal the door counted is given back when skipFailedRequests asks (its 429 failed)
+    door.settleAfter(o, req, res, res)
     if (!o.allowed) {
       res.status(door.status(o))
       const done = handler(req, res, next, handlerOptions)
       if (done && typeof done.then === 'function') done.then(undefined, next)
       return false
     }
-    door.settleAfter(o, req, res, res)
     return true
   }
   /** Forgets what was counted for `key` (every window), in every process. */

@@ -8,7 +8,7 @@
 
 const { createHash } = require('node:crypto')
 const { Door, DOOR } = require('./http/door')
-const { doorConfig } = require('./http/options')
+const { doorConfig, COMMON_OPTIONS } = require('./http/options')
 const { Exceeding } = require('./http/exceeding')
 const { normalizeIP, ipKey } = require('./http/key')
 const { retryAfterS } = require('./http/headers')
@@ -109,6 +109,18 @@ function longDuration(ms) {
 
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
+/** Option names already warned about (a bounded set: names come from the app's code). */
+const warnedUnknown = new Set()
+/** Warns once per process that option `name` is ignored (SLUICE_UNKNOWN_OPTION). */
+function warnUnknown(name) {
+  if (warnedUnknown.has(name) || warnedUnknown.size >= 100) return
+  warnedUnknown.add(name)
+  process.emitWarning(`sluice/fastify ignores the unknown rate limit option ${JSON.stringify(name)}`, {
+    type: 'SluiceWarning',
+    code: 'SLUICE_UNKNOWN_OPTION',
+  })
+}
+
 /**
  * One options object (the plugin's, a route's, `rateLimit()`'s) in the door's names: `max` and
  * `timeWindow` as `limit` and `windowMs` (a value the peer cannot use falls back to its
@@ -122,6 +134,13 @@ function canonical(options, where) {
   for (const name of PEER_OPTIONS) {
     if (name in rest) {
       if (rest[name] !== undefined) peer[name] = rest[name]
+      delete rest[name]
+    }
+  }
+  // an option neither door knows: ignored, as the peer ignores it (a warning, once per name)
+  for (const name of Object.keys(rest)) {
+    if (!COMMON_OPTIONS.includes(name)) {
+      warnUnknown(name)
       delete rest[name]
     }
   }

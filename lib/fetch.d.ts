@@ -1,5 +1,5 @@
 // Types of sluice/fetch (lib/fetch.js and lib/fetch.mjs): pacedFetch, interceptor and their options.
-import type { Store } from './index.js'
+import type { Budget, Store } from './index.js'
 
 /** What `limits(key)` returns for a key: its own rate (or null: the shared `qps`, if any). */
 export interface PacedKeyLimits {
@@ -53,6 +53,21 @@ export interface PacedFetchOptions {
   maxBlockMs?: number
   /** The fetch to wrap (default globalThis.fetch). */
   fetch?: (input: any, init?: any) => Promise<Response>
+  /**
+   * A Budget (issue 27) each call reserves `estimate(req)` on before it is paced and sent, and
+   * settles from its answer with `settle(res, req)` (default: as reserved). One reservation per
+   * call, retries included; given back (cancelled) when no answer came: maxWaitMs, an abort, a
+   * network error. Needs `estimate`. Not on the interceptor.
+   */
+  budget?: Budget
+  /** The amounts a call reserves (`req`: a copy of the call, its body readable). */
+  estimate?: (req: Request) => Record<string, number> | Promise<Record<string, number>>
+  /**
+   * The call's true amounts, from a copy of its last answer (the caller's body stays unread);
+   * runs beside the caller. Dimensions left out keep their reserved amount; a settle that
+   * throws or answers amounts the budget refuses settles as reserved (`budgetErrors`).
+   */
+  settle?: (res: Response, req: Request) => Record<string, number> | Promise<Record<string, number>>
 }
 
 /** One key's counts in this process. */
@@ -78,6 +93,10 @@ export interface PacedKeyStats {
   decreases: number
   /** Reports the store could not record. */
   errors: number
+  /** With a budget: reservations made, given back because no answer came, and settles that fell back to the reserved amounts. */
+  reserved: number
+  cancelled: number
+  budgetErrors: number
   /** The rate the key is paced at now, per second (null: unpaced). */
   qps: number | null
   /** The limit the upstream stated, while it is remembered. */
@@ -103,4 +122,6 @@ export interface PacedInterceptor {
 }
 
 /** Paces every request of an undici 7 dispatcher, as pacedFetch paces its calls. */
-export declare function interceptor(options: Omit<PacedFetchOptions, 'fetch'>): PacedInterceptor
+export declare function interceptor(
+  options: Omit<PacedFetchOptions, 'fetch' | 'budget' | 'estimate' | 'settle'>,
+): PacedInterceptor

@@ -60,6 +60,15 @@ class RateLimiter extends Limiter {
     return this._store._call(LIMIT, new LIMIT.Call(this, weight, maxWaitUs, count))
   }
 
+  /**
+   * @internal a take (maxWaitUs 0) or a peek (OP.peek) of weight 1 decided against `limit`
+   * instead of this limiter's own, uncounted: the HTTP doors count every request on their
+   * key with a limit no count reaches, and read the count from `remaining`
+   */
+  _countAt(limit, maxWaitUs) {
+    return this._store._call(LIMIT, new LIMIT.Call(this, 1, maxWaitUs, false, limit))
+  }
+
   /** @internal a take (see Limiter) */
   _take(weight, maxWaitUs, count) {
     return this._call(weight, maxWaitUs, count)

@@ -7,8 +7,9 @@
 
 const { SluiceError, invalidConfig } = require('./errors')
 const { MemoryStore, RedisStore } = require('./store')
-const { BY_STATS_KIND } = require('./kinds')
+const { BY_STATS_KIND, KINDS } = require('./kinds')
 const { limiterOf } = require('./inspect')
+const { INDEX } = require('./stats')
 
 /** Seconds; the default buckets of `sluice_wait_seconds`. */
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60]
@@ -105,6 +106,43 @@ async function dimensionUse(store, limiterLabel) {
   return out
 }
 
+/** Whether statistics of `kind` count `field` (one of lib/stats.js' EXTRA_FIELDS). */
+const counts = (kind, field) => BY_STATS_KIND.get(kind)?.statsFields?.includes(field) === true
+
+/**
+ * The rates of the keys this process paces (kinds with `inspect.rates`: sluice/fetch's),
+ * by label: `[label, qps, learnedQps]` (a label of several keys: the sum of their rates; a key
+ * of several doors: its highest; null rates left out).
+ */
+function pacedRates(store, limiterLabel) {
+  const out = new Map()
+  for (const k of KINDS) {
+    if (k.inspect?.rates === undefined) continue
+    // one key seen by several doors of this process: one rate (the highest heard)
+    const byKey = new Map()
+    for (const r of k.inspect.rates(store)) {
+      const had = byKey.get(r.key)
+      const most = (a, b) => (a === null ? b : b === null ? a : Math.max(a, b))
+      byKey.set(
+        r.key,
+        had === undefined
+          ? r
+          : { key: r.key, qps: most(had.qps, r.qps), learnedQps: most(had.learnedQps, r.learnedQps) },
+      )
+    }
+    for (const r of byKey.values()) {
+      for (const kind of k.statsKinds) {
+        const label = String(limiterLabel(r.key, kind))
+        let row = out.get(label)
+        if (row === undefined) out.set(label, (row = [label, null, null]))
+        if (r.qps !== null) row[1] = (row[1] ?? 0) + r.qps
+        if (r.learnedQps !== null) row[2] = (row[2] ?? 0) + r.learnedQps
+      }
+    }
+  }
+  return [...out.values()]
+}
+
 /**
  * Per tenant of each budget this process has used (its tenant views), per dimension its use
  * (charged and not yet replenished): `[label, tenant, dimension, used]`.
@@ -132,7 +170,10 @@ async function tenantUse(store, limiterLabel) {
  * (concurrent limiters, read at scrape time), `sluice_budget_used{limiter,dimension}` and
  * `sluice_budget_reserved{limiter,dimension}` (budgets: charged and not yet replenished, held by
  * open reservations; read at scrape time), `sluice_budget_tenant_used{limiter,tenant,dimension}`
- * (per tenant view this process made: its use, read at scrape time), `sluice_waiters` (this process's queued
+ * (per tenant view this process made: its use, read at scrape time), `sluice_throttled_total{limiter,kind}` and `sluice_blocks_total{limiter,kind}`
+ * (sluice/fetch: answers 429/503 seen and blocks recorded, per key), `sluice_paced_rate{limiter}`
+ * and `sluice_paced_learned_rate{limiter}` (sluice/fetch: the rate a key is paced at now and
+ * the rate its upstream stated, per second, as this process last heard), `sluice_waiters` (this process's queued
  * waiters) and `sluice_store_up` (1 while the store reaches Redis). The `limiter` label is
  * the limiter's name: give per-user names a `limiterLabel(name, kind)` that maps them to
  * their family, so no label holds a tenant or a key. When `@opentelemetry/api` is installed
@@ -187,6 +228,37 @@ function collectMetrics(store, options) {
   )
   counter('degraded_total', 'Answers given without Redis (whenDown).', ['limiter', 'kind'], single(7))
   counter('rescheduled_total', 'Jobs moved back to delayed by limitProcessor.', ['limiter', 'kind'], single(8))
+  const extra = (field) => (metric, f) => {
+    if (counts(f.kind, field)) metric.inc({ limiter: f.limiter, kind: f.kind }, f.totals[INDEX[field]])
+  }
+  counter(
+    'throttled_total',
+    'Outgoing calls answered 429 or 503 (sluice/fetch), per key.',
+    ['limiter', 'kind'],
+    extra('throttled'),
+  )
+  counter(
+    'blocks_total',
+    'Blocks recorded from answers (Retry-After, an exhausted quota; sluice/fetch), per key.',
+    ['limiter', 'kind'],
+    extra('blocks'),
+  )
+  for (const [name, help, at] of [
+    ['paced_rate', 'Outgoing calls per second a key is paced at now, over the fleet (sluice/fetch).', 1],
+    ['paced_learned_rate', 'Calls per second the upstream stated for a key, while remembered (sluice/fetch).', 2],
+  ]) {
+    new client.Gauge({
+      name: `${p}${name}`,
+      help,
+      labelNames: ['limiter'],
+      registers,
+      collect() {
+        this.reset()
+        for (const row of pacedRates(store, o.limiterLabel))
+          if (row[at] !== null) this.set({ limiter: row[0] }, row[at])
+      },
+    })
+  }
   const waits = new client.Histogram({
     name: `${p}wait_seconds`,
     help: 'How long admissions waited for their turn (withinLimit, pace).',
@@ -290,6 +362,18 @@ function openTelemetry(store, o) {
     description: 'Concurrent-limiter waiters queued in this process.',
   })
   const up = meter.createObservableGauge('sluice.store.up', { description: '1 while the store reaches Redis.' })
+  const throttled = meter.createObservableCounter('sluice.fetch.throttled', {
+    description: 'Outgoing calls answered 429 or 503 (sluice/fetch), per key.',
+  })
+  const blocks = meter.createObservableCounter('sluice.fetch.blocks', {
+    description: 'Blocks recorded from answers (sluice/fetch), per key.',
+  })
+  const rate = meter.createObservableGauge('sluice.fetch.rate', {
+    description: 'Outgoing calls per second a key is paced at now (sluice/fetch).',
+  })
+  const learnedRate = meter.createObservableGauge('sluice.fetch.learned_rate', {
+    description: 'Calls per second the upstream stated for a key (sluice/fetch).',
+  })
   const waits = meter.createHistogram('sluice.wait', {
     description: 'How long admissions waited for their turn.',
     unit: 's',
@@ -301,14 +385,21 @@ function openTelemetry(store, o) {
       result.observe(decisions, f.totals[1], { ...attrs, result: 'refused' })
       result.observe(weight, f.totals[2], { ...attrs, result: 'admitted' })
       result.observe(weight, f.totals[3], { ...attrs, result: 'refused' })
+      if (counts(f.kind, 'throttled')) result.observe(throttled, f.totals[INDEX.throttled], attrs)
+      if (counts(f.kind, 'blocks')) result.observe(blocks, f.totals[INDEX.blocks], attrs)
+    }
+    for (const [limiter, qps, learnedQps] of pacedRates(store, o.limiterLabel)) {
+      if (qps !== null) result.observe(rate, qps, { limiter })
+      if (learnedQps !== null) result.observe(learnedRate, learnedQps, { limiter })
     }
     result.observe(waiters, store._waiters ? store._waiters.size : 0)
     result.observe(up, store._closed || store.status === 'down' ? 0 : 1)
   }
-  meter.addBatchObservableCallback(callback, [decisions, weight, waiters, up])
+  const observables = [decisions, weight, waiters, up, throttled, blocks, rate, learnedRate]
+  meter.addBatchObservableCallback(callback, observables)
   return {
     onWait: (kind, name, ms) => waits.record(ms / 1000, { limiter: String(o.limiterLabel(name, kind)), kind }),
-    close: () => meter.removeBatchObservableCallback(callback, [decisions, weight, waiters, up]),
+    close: () => meter.removeBatchObservableCallback(callback, observables),
   }
 }
 

@@ -20,7 +20,19 @@ const FIELDS = [
   'degraded',
   'rescheduled',
 ]
-const INDEX = Object.fromEntries(FIELDS.map((f, i) => [f, i]))
+/**
+ * Counters only some kinds report (a kind lists them in `statsFields`, lib/kinds/): the
+ * outgoing door's answers 429/503 and the blocks it recorded (sluice/fetch). Every entry
+ * holds room for them after FIELDS; a kind without them never counts them nor shows them.
+ */
+const EXTRA_FIELDS = ['throttled', 'blocks']
+const ALL_FIELDS = [...FIELDS, ...EXTRA_FIELDS]
+const INDEX = Object.fromEntries(ALL_FIELDS.map((f, i) => [f, i]))
+/** The fields `kind`'s statistics show: FIELDS and the extra ones it names. */
+const fieldsOf = (kind) => {
+  const extra = BY_STATS_KIND.get(kind)?.statsFields
+  return extra === undefined ? FIELDS : [...FIELDS, ...extra]
+}
 /** Every kind statistics are counted under (see lib/kinds/: a kind may count under several). */
 const KINDS = STATS_KINDS
 /** Minutes of admitted/refused counts kept per limiter for charts (a ring: `t`, `a`, `r` per slot). */
@@ -70,9 +82,9 @@ class Entry {
     this.options = options
     this.lastUse = 0
     /** counts not yet written to the store (RedisStore) or all counts (MemoryStore) */
-    this.counts = new Float64Array(FIELDS.length)
+    this.counts = new Float64Array(ALL_FIELDS.length)
     /** this process's counts since the book began, never reset (for metrics) */
-    this.totals = cumulative ? this.counts : new Float64Array(FIELDS.length)
+    this.totals = cumulative ? this.counts : new Float64Array(ALL_FIELDS.length)
     this.dirty = false
     /** when this process last wrote the entry's registry record (0: never) */
     this.refreshedAt = 0
@@ -195,6 +207,14 @@ class StatsBook {
     if (this.onWait !== null) this.onWait(e.kind, e.name, ms)
   }
 
+  /** One event of `owner` counted in `field`, one of EXTRA_FIELDS (its kind lists it in `statsFields`). */
+  event(owner, field) {
+    const e = this._entry(owner)
+    const i = INDEX[field]
+    e.counts[i]++
+    if (e.totals !== e.counts) e.totals[i]++
+  }
+
   /** A job of `owner` was moved back to delayed (sluice/bullmq). */
   rescheduled(owner) {
     const e = this._entry(owner)
@@ -212,7 +232,7 @@ class StatsBook {
     const names = this._kinds.get(kind)
     const e = names === undefined ? undefined : names.get(name)
     const out = {}
-    FIELDS.forEach((f, i) => (out[f] = e ? e.counts[i] : 0))
+    for (const f of fieldsOf(kind)) out[f] = e ? e.counts[INDEX[f]] : 0
     return out
   }
 
@@ -267,7 +287,7 @@ class StatsBook {
         names.set(t.name, e)
         this._size++
       }
-      for (let i = 0; i < FIELDS.length; i++) e.counts[i] += t.counts[i]
+      for (let i = 0; i < ALL_FIELDS.length; i++) e.counts[i] += t.counts[i]
       e.dirty = true
     }
   }
@@ -287,7 +307,8 @@ function byLastUse(list) {
 function statsFrom(flat, local) {
   const out = { ...local }
   for (let i = 0; i + 1 < flat.length; i += 2) {
-    if (Object.prototype.hasOwnProperty.call(INDEX, flat[i])) out[flat[i]] += Number(flat[i + 1])
+    // the fields of the limiter's kind only (`local` has them all, zeros included)
+    if (Object.prototype.hasOwnProperty.call(out, flat[i])) out[flat[i]] += Number(flat[i + 1])
   }
   return out
 }
@@ -321,6 +342,8 @@ module.exports = {
   escapeKey,
   stateLifetimeMs,
   FIELDS,
+  ALL_FIELDS,
+  INDEX,
   KINDS,
   MAX_LIMITERS,
   SERIES,

@@ -17,7 +17,10 @@
 --           -5: group (a take with max wait 0, all or nothing with the -6 calls right after
 --           it: -6 member): every member is peeked first; only if all admit are all taken,
 --           else nothing is written and each member answers its peek. A group's keys are
---           distinct (the caller checks).
+--           distinct (the caller checks). -7: backoff (window only, weight >= 1: every call
+--           charged, admitted while within the limit; a call that takes the count `over` it
+--           ends the window interval * 2^(over - 1) from now, at most 10 years); -8: the same,
+--           the window ending one interval from such a call.
 -- Returns   flat array, 4 integers per call: allowed (0/1), remaining, retry_after_us,
 --           reset_after_us; or 0, -2, 0, 0 when the call's key holds a value of another type
 --           (another writer uses our key prefix): that call is not applied (a reset does not
@@ -98,19 +101,40 @@ local function step(kind, a, b, weight, limit, interval, max_wait, now, margin)
       start, used = a, b
     end
     local finish = start + interval
-    reset_after = finish - now
-    reset_after = reset_after + (-reset_after) % 1
     local after = used
-    if max_wait == -1 then
+    if max_wait == -7 or max_wait == -8 then
+      -- backoff (window only): every call charged; one that takes the count `over` the
+      -- limit ends the window interval * 2^(over - 1) from now (-8: one interval), at most
+      -- 10 years
       after = used + weight
-      if after < 0 then after = 0 end
-    elseif used + weight > limit then
-      allowed = 0
-      if weight > limit then retry = 9e15 else retry = reset_after end
-    elseif max_wait ~= -3 then
-      after = used + weight
+      local over = after - limit
+      if over > 0 then
+        local doublings = 0
+        if max_wait == -7 then doublings = over - 1 end
+        if doublings > 64 then doublings = 64 end
+        local len = interval * 2 ^ doublings
+        if len > 315360000000000 then len = 315360000000000 end
+        finish = now + len
+        allowed = 0
+      end
+      reset_after = finish - now
+      reset_after = reset_after + (-reset_after) % 1
+      if allowed == 0 then retry = reset_after end
+      a, b, span = finish - interval, after, finish - now
+    else
+      reset_after = finish - now
+      reset_after = reset_after + (-reset_after) % 1
+      if max_wait == -1 then
+        after = used + weight
+        if after < 0 then after = 0 end
+      elseif used + weight > limit then
+        allowed = 0
+        if weight > limit then retry = 9e15 else retry = reset_after end
+      elseif max_wait ~= -3 then
+        after = used + weight
+      end
+      if after ~= used then a, b, span = start, after, finish - now end
     end
-    if after ~= used then a, b, span = start, after, finish - now end
     remaining = limit - after
     if remaining < 0 then remaining = 0 end
   end

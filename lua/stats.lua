@@ -26,10 +26,10 @@
 --           hgetall's is even, since's a multiple of 3, a registry's members hold a colon)
 -- Notes     every key written gets a TTL; all KEYS share one hash slot (the caller groups).
 
--- the counters, in lib/stats.js' FIELDS order
+-- the counters, in lib/stats.js' ALL_FIELDS order (FIELDS, then the EXTRA_FIELDS some kinds count)
 local FIELDS = {
   'admitted', 'refused', 'admittedWeight', 'refusedWeight', 'nearLimit', 'waited', 'waitTimeMs',
-  'degraded', 'rescheduled',
+  'degraded', 'rescheduled', 'throttled', 'blocks',
 }
 
 -- the type each operation's keys must have (or none: not there yet), checked by a read of that

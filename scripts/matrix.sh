@@ -4,17 +4,22 @@
 # ${SLUICE_MATRIX_ROOT:-/var/tmp/sluice-deb13}) with that root's libraries. For each server, a
 # standalone server and a 3-master cluster are started and the Redis suites run against them
 # (every kind standalone and cluster, script keys, eviction, ACL, direct lane, Sentinel with the
-# server's own sentinel mode). Needs root (debootstrap, chroot apt-get). Prints per server what
+# server's own sentinel mode, HTTP doors, sluice/bullmq) and the Rust conformance tests (every
+# kind's model against its Lua, standalone and cluster). Needs root (debootstrap, chroot apt-get). Prints per server what
 # passed. Measured here: debootstrap 82 s, the two packages 13 s, Valkey 60 s, Redis 8 115 s.
 #   npm run test:matrix            both servers
 #   SERVERS=valkey npm run test:matrix
+# Exits 1 if any suite failed on any server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${SLUICE_MATRIX_ROOT:-/var/tmp/sluice-deb13}
 WORK=${SLUICE_MATRIX_WORK:-/var/tmp/sluice-matrix}
 SERVERS=${SERVERS:-valkey redis}
 SUITES=(limiters sliding sliding-counter quota fair pacer concurrent wrongtype block direct-lane
-  script-keys eviction acl sentinel)
+  script-keys eviction acl sentinel http http-cluster http-windows-atomic bullmq bullmq-fair)
+# the Rust conformance tests: every kind's model against its Lua, standalone and cluster
+CONFORMANCE=(conformance limiters_conformance windows_conformance sliding_counter_conformance
+  budget_conformance adaptive_conformance registry)
 
 if [ ! -x "$ROOT/usr/bin/valkey-server" ] || [ ! -x "$ROOT/usr/bin/redis-server" ]; then
   command -v debootstrap >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
@@ -23,6 +28,7 @@ if [ ! -x "$ROOT/usr/bin/valkey-server" ] || [ ! -x "$ROOT/usr/bin/redis-server"
 fi
 
 summary=()
+failed=0
 for server in $SERVERS; do
   bin="$WORK/$server/bin"
   mkdir -p "$bin" "$WORK/$server/scripts"
@@ -40,9 +46,15 @@ WRAP
   set +e
   PATH="$bin:$PATH" npx vitest run "${SUITES[@]/#/__tests__/}" 2>&1 | tee "$WORK/$server/vitest.log" | grep -E '×|Test Files|Tests '
   status=${PIPESTATUS[0]}
+  cargo test --no-default-features "${CONFORMANCE[@]/#/--test=}" 2>&1 | tee "$WORK/$server/cargo.log" |
+    grep -E '^test result|FAILED|panicked'
+  rstatus=${PIPESTATUS[0]}
   set -e
   node "$WORK/$server/scripts/redis-servers.js" stop
-  summary+=("$version: $(grep -E '^ +Tests ' "$WORK/$server/vitest.log" | sed 's/^ *//') (exit $status)")
+  [ "$status" -eq 0 ] && [ "$rstatus" -eq 0 ] || failed=1
+  rust=$(grep -E '^test result' "$WORK/$server/cargo.log" | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}')
+  summary+=("$version: JS $(grep -E '^ +Tests ' "$WORK/$server/vitest.log" | sed 's/^ *//') (exit $status); Rust conformance $rust (exit $rstatus)")
 done
 echo "== matrix"
 printf '%s\n' "${summary[@]}"
+exit $failed

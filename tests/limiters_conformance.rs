@@ -1,13 +1,13 @@
 //! Conformance of the limiter family: random sequences decided by the Rust model (the memory
 //! store) and by the Lua scripts on a real Redis, with the same clock; every answer must be
 //! identical. `lua/limiter.lua` (bucket, window, leaky/points: takes, reservations, peeks,
-//! adjustments, resets, blocks, all-or-nothing groups) and `lua/concurrent.lua` (acquire, release, extend, poll, cancel,
+//! adjustments, resets, blocks, all-or-nothing groups, backoff counts) and `lua/concurrent.lua` (acquire, release, extend, poll, cancel,
 //! stats). Standalone and cluster.
 //!
 //! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER`, which `npm test` sets.
 
 use sluice::core::concurrent::Request;
-use sluice::store::kinds::limit::{LimitBatch, ADJUST, BLOCK, GROUP, MEMBER, PEEK, RESET};
+use sluice::store::kinds::limit::{LimitBatch, ADJUST, BACKOFF, BLOCK, CONTINUE, GROUP, MEMBER, PEEK, RESET};
 use sluice::store::memory::MemoryStore;
 use sluice::store::redis::{RedisOptions, RedisStore};
 use std::time::Duration;
@@ -62,8 +62,13 @@ fn random_batch(rng: &mut Rng, keys: &[(String, f64, f64)]) -> (String, Vec<f64>
     let k = rng.below(keys.len() as u64) as usize;
     let (key, limit, interval_us) = &keys[k];
     batch_keys.push(key.clone());
-    let action = rng.pick(&[0.0, 0.0, 0.0, 0.0, 250_000.0, 2e6, PEEK, ADJUST, RESET, BLOCK]);
+    let mut action = rng.pick(&[0.0, 0.0, 0.0, 0.0, 250_000.0, 2e6, PEEK, ADJUST, RESET, BLOCK]);
     let mut weight = rng.pick(&[0.0, 1.0, 1.0, 1.0, 2.0, 3.0, 5.0, 12.0]);
+    if k % 3 == 1 && rng.below(3) == 0 {
+      // a window's backoff count (an HTTP door's exponentialBackoff): weight >= 1
+      action = rng.pick(&[BACKOFF, BACKOFF, CONTINUE]);
+      weight = rng.pick(&[1.0, 1.0, 1.0, 2.0]);
+    }
     if action == BLOCK {
       weight = rng.pick(&[1.0, 1000.0, 300_000.0]); // µs
     }

@@ -22,6 +22,8 @@ async function main() {
   const failed = Object.fromEntries(cfg.names.map((n) => [n, 0]))
   const codes = {}
   const messages = {}
+  // [name, when] of the first failures, ms since the epoch
+  const failures = []
   let decisions = 0
   let slowest = 0
   let stopping = false
@@ -40,7 +42,10 @@ async function main() {
       } catch (err) {
         codes[err.code || 'uncoded'] = (codes[err.code || 'uncoded'] || 0) + 1
         failed[l.name]++
-        messages[err.code || 'uncoded'] = String(err.message).slice(0, 200)
+        if (failures.length < 5000) failures.push([l.name, Date.now()])
+        // how many calls failed with each message (a message per code and text)
+        const text = `${err.code || 'uncoded'}: ${String(err.message).slice(0, 120)}`
+        messages[text] = (messages[text] || 0) + 1
       }
       decisions++
       slowest = Math.max(slowest, performance.now() - t0)
@@ -51,7 +56,7 @@ async function main() {
   await Promise.all([0, 1, 2, 3].map(loop))
   const direct = store.batching.direct
   await store.close()
-  process.send({ admitted, answeredAt, failed, codes, messages, decisions, slowest, direct })
+  process.send({ admitted, answeredAt, failed, failures, codes, messages, decisions, slowest, direct })
 }
 
 main().catch((err) => {

@@ -149,9 +149,10 @@ export async function startCluster() {
 /**
  * A private Redis Cluster of 3 masters with one replica each (6 nodes), a short node timeout so
  * that a killed master's replica is promoted within a few seconds. Returns the seed URLs, the
- * masters' and replicas' ports and a way to kill one node.
+ * masters' and replicas' ports and a way to kill one node. `fullCoverage`: the servers'
+ * cluster-require-full-coverage.
  */
-export async function startReplicatedCluster() {
+export async function startReplicatedCluster({ fullCoverage = true } = {}) {
   const ports: number[] = []
   for (let i = 0; i < 6; i++) ports.push(await clusterPort())
   const nodes: ChildProcess[] = []
@@ -164,6 +165,10 @@ export async function startReplicatedCluster() {
     '1000',
     '--cluster-replica-validity-factor',
     '0',
+    // 'no': the other masters go on serving their slots while one has no reachable owner
+    // (with the default, every master answers CLUSTERDOWN until the replica is promoted)
+    '--cluster-require-full-coverage',
+    fullCoverage ? 'yes' : 'no',
   ]
   for (const p of ports) {
     const d = mkdtempSync(join(tmpdir(), 'sluice-rcluster-'))

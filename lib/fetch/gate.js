@@ -51,6 +51,10 @@ class Gate {
     }
     this.params.push(qps === undefined && adaptive === null ? UNPACED_QPS : limits ? limits.maxBurst : maxBurst)
     this.paced = qps !== undefined || adaptive !== null
+    // the store's statistics (lib/stats.js): the key as a limiter of kind 'adaptive'
+    this._statsKind = 'adaptive'
+    this._statsName = key
+    this._book = door.store._stats
     this.rate = this.params[2] // as the store last said
     this.ok = 0 // successes not yet reported (sent with the next pace)
     this.nextSendMs = 0 // this process's next send of the key, at the earliest
@@ -73,6 +77,11 @@ class Gate {
       degraded: 0,
       decreases: 0,
       errors: 0,
+      // with a budget (pacedFetch's budget option): reservations made, given back (nothing
+      // answered), and settles that fell back to the reserved amounts
+      reserved: 0,
+      cancelled: 0,
+      budgetErrors: 0,
     }
   }
 
@@ -84,8 +93,26 @@ class Gate {
     return this.door.store._call(ADAPTIVE, new ADAPTIVE.Call(this, nums))
   }
 
+  /** The registry's options of the key (store.limiters(), the dashboard): its settings as sent. */
+  _statsOptions() {
+    const [max, min, , , , , burst] = this.params
+    return {
+      qps: this.paced || max < UNPACED_QPS ? max : null,
+      minQps: min,
+      maxBurst: burst,
+      adaptive: this.door.config.adaptive !== null,
+      params: this.params,
+    }
+  }
+
+  /** Counts a call or retry sent now (the store's statistics: admitted). */
+  sent(degraded) {
+    if (this._book !== null) this._book.decision(this, true, 1, false, degraded)
+  }
+
   overLimit(delayMs) {
     this.counts.refused++
+    if (this._book !== null) this._book.decision(this, false, 1, false, false)
     return new OverLimitError(`${this.key}: the next slot is ${delayMs} ms away, over maxWaitMs`, {
       limiter: this.key,
       retryAfterMs: delayMs,
@@ -113,6 +140,7 @@ class Gate {
       if (delayMs > 0) {
         this.counts.waited++
         this.counts.waitTimeMs += delayMs
+        if (this._book !== null) this._book.waited(this, delayMs)
         await sleep(store, delayMs, signal)
       }
       // a block recorded after this slot was taken (by a response of this process) and not
@@ -127,6 +155,7 @@ class Gate {
         this.nextSendMs = at + 1000 / this.rate
         if (at > now + 1) await sleep(store, Math.ceil(at - now), signal)
       }
+      this.sent(degraded)
       return
     }
   }
@@ -140,8 +169,10 @@ class Gate {
   async observe(status, get) {
     const { store, config } = this.door
     const throttled = status === 429 || status === 503
-    if (throttled) this.counts.throttled++
-    else if (status < 400) this.ok++
+    if (throttled) {
+      this.counts.throttled++
+      if (this._book !== null) this._book.event(this, 'throttled')
+    } else if (status < 400) this.ok++
     const now = nowMs(store)
     let l
     try {
@@ -162,6 +193,7 @@ class Gate {
       this.blockedUntilMs = until
       this.blockSetMs = now
       this.counts.blocks++
+      if (this._book !== null) this._book.event(this, 'blocks')
     }
     try {
       const ttlUs = learned === null ? 0 : learned.ttlMs * 1000
@@ -192,7 +224,7 @@ class Gate {
     if (policy === null && l.quota !== null) {
       // no window stated: the longest reset seen lately stands for it
       if (this.windowUntilMs <= now) this.windowMs = 0
-      this.windowMs = Math.max(this.windowMs, l.quota.resetMs, 1000)
+      this.windowMs = Math.max(this.windowMs, l.quota.resetMs - l.quota.slackMs, 1000)
       this.windowUntilMs = now + Math.max(LEARNED_TTL_MS, this.windowMs)
       policy = { limit: l.quota.limit, windowMs: this.windowMs }
     }
@@ -229,6 +261,9 @@ class Door {
     this.config = config
     this.store = config.store
     this.gates = new Map()
+    let doors = DOORS.get(this.store)
+    if (doors === undefined) DOORS.set(this.store, (doors = new Set()))
+    doors.add(new WeakRef(this))
   }
 
   /** The key of a call (`key(url, init)` or the origin), checked: a bad one fails the call. */
@@ -272,4 +307,31 @@ class Door {
   }
 }
 
-module.exports = { Door, Gate }
+/** The doors made on each store (weakly held), for sluice/metrics' rate gauges. */
+const DOORS = new WeakMap()
+
+/**
+ * This process's keys on `store` with their rates: `{ key, qps, learnedQps }` (qps: the
+ * current rate as the store last answered, null when unpaced; learnedQps: the rate the
+ * upstream stated, while remembered, else null).
+ */
+function ratesOf(store) {
+  const doors = DOORS.get(store)
+  if (doors === undefined) return []
+  const out = []
+  for (const ref of doors) {
+    const door = ref.deref()
+    if (door === undefined) {
+      doors.delete(ref)
+      continue
+    }
+    for (const g of door.gates.values()) {
+      const st = g.stats()
+      const learnedQps = st.learned === undefined ? null : (st.learned.limit * 1000) / st.learned.windowMs
+      out.push({ key: g.key, qps: st.qps, learnedQps })
+    }
+  }
+  return out
+}
+
+module.exports = { Door, Gate, ratesOf }

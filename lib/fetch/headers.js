@@ -202,10 +202,14 @@ function learn(get, nowMs, maxBlockMs) {
     const resetMs = prefix === 'ratelimit-' ? (reset === null ? null : reset * 1000) : resetOf(reset, nowMs)
     window(out, remaining, resetMs)
     const limit = number(field(get, `${prefix}limit`, out), out)
-    // these fields state no window: the caller estimates it from the longest reset it sees
+    // these fields state no window: the caller estimates it from the longest reset it sees;
+    // a reset in whole epoch seconds is up to a second later than the true one (`slackMs`: the
+    // window is at least the longest reset less that; else an upstream whose reset is a second
+    // away reads as a 2 s window, half its rate)
     if (limit !== null && pol === null && resetMs !== null) {
+      const slackMs = prefix === 'x-ratelimit-' && reset >= EPOCH_S && reset < EPOCH_MS ? 1000 : 0
       if (limit < 1 || limit > MAX_LIMIT) out.hostile++
-      else out.quota = { limit, resetMs }
+      else out.quota = { limit, resetMs, slackMs }
     }
   }
   // OpenAI's family: x-ratelimit-limit-requests per the window the reset duration spans

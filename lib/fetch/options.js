@@ -12,6 +12,8 @@ const DEFAULT_STATUSES = Object.freeze([429, 503])
 /** RFC 9110 §9.2.2: the idempotent methods (a retry cannot do twice what the first call did). */
 const IDEMPOTENT = Object.freeze(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
 const OPTIONS = ['store', 'key', 'qps', 'maxBurst', 'limits', 'maxWaitMs', 'retry', 'learn', 'adaptive', 'maxBlockMs']
+/** pacedFetch's only (the interceptor has no Request nor Response to give them): issue 27's budgets. */
+const BUDGET_OPTIONS = ['budget', 'estimate', 'settle']
 const RETRY = ['statuses', 'methods', 'maxRetries']
 const ADAPTIVE = ['minQps', 'maxQps', 'startQps', 'decrease', 'increase']
 
@@ -96,7 +98,16 @@ function adaptiveOption(adaptive, qps) {
 function fetchConfig(options, withFetch) {
   if (!plainObject(options)) throw invalidConfig('options must be an object')
   const o = ownProps(options)
-  unknown(o, withFetch ? [...OPTIONS, 'fetch'] : OPTIONS, 'fetch')
+  if (!withFetch) {
+    for (const name of BUDGET_OPTIONS) {
+      if (o[name] !== undefined) {
+        throw invalidConfig(
+          `${name} is pacedFetch's only: undici's interceptor has no Request nor Response to estimate or settle from`,
+        )
+      }
+    }
+  }
+  unknown(o, withFetch ? [...OPTIONS, ...BUDGET_OPTIONS, 'fetch'] : OPTIONS, 'fetch')
   if (!isStore(o.store)) throw invalidConfig('store must be a MemoryStore or a RedisStore')
   if (o.key !== undefined && typeof o.key !== 'function')
     throw invalidConfig('key must be a function (url, init) => string')
@@ -114,7 +125,24 @@ function fetchConfig(options, withFetch) {
   if (o.learn !== undefined && typeof o.learn !== 'boolean') throw invalidConfig('learn must be a boolean')
   const fetch = withFetch ? (o.fetch ?? globalThis.fetch) : null
   if (withFetch && typeof fetch !== 'function') throw invalidConfig('fetch must be a function (no global fetch here)')
+  const { Budget } = require('../budget')
+  if (o.budget !== undefined && !(o.budget instanceof Budget)) throw invalidConfig('budget must be a Budget')
+  if (o.budget !== undefined && typeof o.estimate !== 'function') {
+    throw invalidConfig('budget needs estimate(req) => { [dimension]: amount }')
+  }
+  if (o.budget === undefined && (o.estimate !== undefined || o.settle !== undefined)) {
+    throw invalidConfig('estimate and settle need a budget')
+  }
+  if (o.estimate !== undefined && typeof o.estimate !== 'function') {
+    throw invalidConfig('estimate must be a function (req) => { [dimension]: amount }')
+  }
+  if (o.settle !== undefined && typeof o.settle !== 'function') {
+    throw invalidConfig('settle must be a function (res, req) => { [dimension]: amount }')
+  }
   return {
+    budget: o.budget ?? null,
+    estimate: o.estimate ?? null,
+    settle: o.settle ?? null,
     store: o.store,
     key: o.key ?? null,
     qps,

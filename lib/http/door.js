@@ -16,6 +16,12 @@ const { SluiceError, invalidConfig, invalidArgument } = require('../errors')
 const { checkIdentifier, policyNames, algorithmOf, MAX_LIMIT, MAX_WINDOW_MS } = require('./options')
 const { keyId, nameOf } = require('./key')
 const { headers } = require('./headers')
+const { OP } = require('../kinds/limit')
+
+/** The limit kind's backoff counts (a window's: lib/kinds/limit.js) and peek. */
+const OP_BACKOFF = OP.backoff
+const OP_CONTINUE = OP.continue
+const OP_PEEK = OP.peek
 
 /** Store failures `passOnStoreError` lets through. */
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT', 'ERR_STORE_OOM'])
@@ -40,6 +46,14 @@ class Door {
     /** cache key -> { limiter, bytes }, oldest first (see _limiterFor) */
     this._limiters = new Map()
     this._cacheBytes = 0
+    /**
+     * Whether the door counts refused requests too, as the peers' stores do (every request
+     * charged: `req.rateLimit.used` goes past the limit, a `createRateLimit` read sees the
+     * hooks' refusals), on a door of one 'window' (countsEvery). Not on a store with
+     * `localDenyCache`: there a key Redis refused is refused locally with no round trip, which
+     * counting each refusal would undo. Either way the same requests are admitted.
+     */
+    this.countsAll = !config.store._denyCache
     checkIdentifier(config)
   }
 
@@ -72,6 +86,13 @@ class Door {
     }
     const limit = c.windows[0].limit
     if (limit === 0) return undefined
+    if (this.countsAll && this.countsEvery()) {
+      // every request counted (refusals too): the count itself, as the peer's store holds it
+      const d = await this._limiterFor(keyId(String(key)), null, null)._countAt(MAX_LIMIT, OP_PEEK)
+      const used = d.allowed ? MAX_LIMIT - d.remaining : limit
+      if (used === 0) return undefined
+      return { totalHits: used, resetTime: new Date(this.now() + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) }
+    }
     const limiter = this._make(keyId(String(key)), null, null)
     if (typeof limiter.peek !== 'function')
       throw invalidConfig(`getKey is not available with algorithm '${c.algorithm}'`)
@@ -104,12 +125,12 @@ class Door {
    * `limit(req)`, `<limit>:<id>`: the limit's digits end at the first `:`, so no key can be
    * read as another limit's.
    */
-  _limiterFor(id, limit, windowMs, every = false) {
+  _limiterFor(id, limit, windowMs) {
     const dynamic = limit !== null || windowMs !== null
     // with a windowMs function: `<limit>:<windowMs>:<id>` (every entry of the door has that form)
     const cacheOf = (id) => (!dynamic ? id : windowMs === null ? `${limit}:${id}` : `${limit}:${windowMs}:${id}`)
     const cached = this._limiters.get(cacheOf(id))
-    if (cached !== undefined) return every ? this._counterOf(cached, windowMs) : cached.limiter
+    if (cached !== undefined) return cached.limiter
     // a copy: a key cut from a larger string (a body, a header) would keep all of it alive
     id = id.split('').join('')
     const cacheKey = cacheOf(id)
@@ -118,44 +139,15 @@ class Door {
     const made = members ? members(limiter) : Array.isArray(limiter) ? limiter : [limiter]
     const bytes = ENTRY_BYTES + 2 * cacheKey.length + made.length * (LIMITER_BYTES + 2 * nameLength(made[0]))
     const max = this.config.cacheBytes
-    const entry = { limiter, bytes, counter: null, key: cacheKey }
-    if (bytes > max) return every ? this._counterOf(entry, windowMs) : limiter
+    if (bytes > max) return limiter
     while (this._cacheBytes + bytes > max) {
       const [oldest, old] = this._limiters.entries().next().value
       this._limiters.delete(oldest)
       this._cacheBytes -= old.bytes
     }
-    this._limiters.set(cacheKey, entry)
+    this._limiters.set(cacheKey, { limiter, bytes })
     this._cacheBytes += bytes
-    return every ? this._counterOf(entry, windowMs) : limiter
-  }
-
-  /**
-   * @internal the counter of _every for a cache entry (made once, kept with the entry, its
-   * bytes counted with the entry's): the entry's key counted with a limit no count reaches
-   */
-  _counterOf(entry, windowMs) {
-    if (entry.counter !== null) return entry.counter
-    const c = this.config
-    const counter = new lib.WindowLimiter(c.store, {
-      name: entry.limiter.name, // the door's one window: the same name, the same key
-      limit: MAX_LIMIT,
-      interval: windowMs === null ? c.windows[0].windowMs : windowMs,
-      waitTimeoutMs: 0,
-    })
-    if (this._limiters.get(entry.key) !== entry) return counter // not cached: made per call
-    const extra = LIMITER_BYTES + 2 * nameLength(counter)
-    // room for it: older entries go first; one that cannot get it keeps no counter
-    for (const [oldest, old] of this._limiters) {
-      if (this._cacheBytes + extra <= this.config.cacheBytes || old === entry) break
-      this._limiters.delete(oldest)
-      this._cacheBytes -= old.bytes
-    }
-    if (this._cacheBytes + extra > this.config.cacheBytes) return counter
-    entry.counter = counter
-    entry.bytes += extra
-    this._cacheBytes += extra
-    return counter
+    return limiter
   }
 
   /** @internal the limiter (or limiters, one per window) of a key known by `id`, a limit and a window */
@@ -170,7 +162,7 @@ class Door {
 
   /**
    * The outcome of a request, or null when it is skipped: `{ allowed, degraded, key,
-   * weight, windows: [{ name, limit, windowMs, remaining, resetMs }], main, retryAfterMs,
+   * weight, windows: [{ name, limit, windowMs, remaining, resetMs, used? }], main, retryAfterMs,
    * refund }` (`main`: the window the single-window headers describe, the one with fewest
    * remaining; `refund()`: gives the charge back, for skipFailedRequests and the like).
    * A key of more than 1 MiB rejects with ERR_INVALID_ARGUMENT, before anything is charged.
@@ -228,8 +220,12 @@ class Door {
       return c.exceeding !== null && c.exceeding.ban >= 0 ? c.exceeding.refused(this, null, id, o) : o
     }
     const limiter = this._limiterFor(id, limit, windowMs)
-    if ((every || (c.exceeding !== null && c.exceeding.countsEvery)) && this.countsEvery()) {
-      const o = await this._every(limiter, this._limiterFor(id, limit, windowMs, true), key, windows, at, charge)
+    if (charge && c.exceeding !== null && c.exceeding.backsOff && this.countsEvery()) {
+      return this._backoff(limiter, key, windows, at)
+    }
+    const countAll = c.exceeding === null ? this.countsAll : c.exceeding.countsEvery || c.exceeding.backsOff
+    if ((every || countAll) && this.countsEvery()) {
+      const o = await this._every(limiter, key, windows, at, charge)
       return charge && !o.allowed && c.exceeding !== null ? c.exceeding.refused(this, limiter, id, o) : o
     }
     if (!charge) return this._peek(limiter, key, weight, windows, at)
@@ -261,31 +257,71 @@ class Door {
   }
 
   /**
-   * @internal a call counted as @fastify/rate-limit's store counts it (its createRateLimit):
-   * charged even over the limit, so the window's count tells a window that refused (count >
-   * limit: `isExceeded` of a read) and how far over it is (`o.exceeded`, `o.banned` of a
-   * read). The counter is the door's own (the same key, read with a limit no count reaches);
-   * the door's hooks charge only what they admit. Refusals are not cached: each goes to the store.
+   * @internal a request counted as the peers' stores count it: charged even over the limit, so
+   * the window's count tells a window that refused (count > limit: `isExceeded` of a read), how
+   * far over it is (`o.exceeded`, `o.banned`) and `req.rateLimit.used`. Refusals are not kept
+   * in the deny cache: each goes to the store.
    */
-  async _every(limiter, counter, key, windows, at, charge) {
+  async _every(limiter, key, windows, at, charge) {
     const c = this.config
     const w = windows[0]
-    // not counted by the counter itself: statistics would show its limit for the door's name
-    const d = charge ? await counter._call(1, 0) : await counter.peek()
+    // counted on the door's own key with a limit no count reaches (the count is in `remaining`);
+    // not counted in statistics by that call: they would show its limit for the door's name
+    const d = await limiter._countAt(MAX_LIMIT, charge ? 0 : OP_PEEK)
     // refused by the store (a block in place, or whenDown 'deny'): no count to read
     const used = d.allowed ? MAX_LIMIT - d.remaining : null
     const allowed = used !== null && used <= w.limit
     w.remaining = used === null ? 0 : Math.max(0, w.limit - used)
+    // what req.rateLimit.used reports: the count, past the limit once requests were refused
+    if (used !== null) w.used = used
     w.resetMs = used === 0 ? 0 : d.allowed ? d.resetAfterMs : d.retryAfterMs
     // in statistics as the door's limiter (its name, limit and this decision), as a take is
     if (charge) limiter._count({ allowed, remaining: w.remaining, limit: w.limit, degraded: d.degraded }, 1)
-    const refund = allowed ? this.refundOf(counter, 1, d, at) : null
+    // a refusal is counted too, so it is given back as well when its response asks (express-
+    // rate-limit's skipFailedRequests gives back every failed response's count, a 429's too)
+    const refund = used !== null ? this.refundOf(limiter, 1, d, at) : null
     const o = outcome(key, 1, windows, allowed, d.degraded, allowed ? 0 : w.resetMs, refund, at)
     if (used !== null && !allowed) {
       const ban = c.exceeding === null ? -1 : c.exceeding.ban
       o.exceeded = used - w.limit
       o.banned = ban >= 0 && o.exceeded > ban
     }
+    return o
+  }
+
+  /**
+   * @internal a request counted as @fastify/rate-limit's store counts it under
+   * `exponentialBackoff` (`continueExceeding`): every request charged on the door's key, and
+   * one that takes the count `n` over the limit ends the window windowMs * 2^(n-1) (windowMs)
+   * from now, in the same store call (core/window.rs, Op::Backoff). `o.exceeded` is n, read
+   * from the wait under backoff (the window's length is windowMs times a power of two, exact in
+   * whole ms below the 10-year cap), from the count when a ban needs it under continueExceeding;
+   * `o.banned` past `ban` of them.
+   */
+  async _backoff(limiter, key, windows, at) {
+    const e = this.config.exceeding
+    const w = windows[0]
+    const d = await limiter._take(1, e.continueExceeding ? OP_CONTINUE : OP_BACKOFF, true)
+    w.remaining = d.remaining
+    w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
+    const refund = this.refundOf(limiter, 1, d, at)
+    const o = outcome(key, 1, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
+    if (d.allowed) return o
+    // refused for want of Redis (whenDown 'deny'): no count to go by, never a ban (a 503)
+    o.exceeded = 0
+    o.banned = false
+    if (d.degraded) return o
+    if (!e.continueExceeding) {
+      o.exceeded = Math.max(1, Math.round(Math.log2(d.retryAfterMs / w.windowMs)) + 1)
+    } else if (e.ban >= 0) {
+      // a restarted window's wait says nothing of the count: read it when a ban needs it
+      const r = await limiter._countAt(MAX_LIMIT, OP_PEEK)
+      o.exceeded = r.allowed ? Math.max(1, MAX_LIMIT - r.remaining - w.limit) : 1
+    } else {
+      return o
+    }
+    o.banned = e.ban >= 0 && o.exceeded > e.ban
+    w.used = w.limit + o.exceeded
     return o
   }
 
@@ -418,7 +454,8 @@ class Door {
 class RateLimitInfo {
   constructor(main, o) {
     this.limit = main.limit
-    this.used = Math.max(0, main.limit - main.remaining)
+    // counted with every request (Door._every): the count itself, past the limit after refusals
+    this.used = main.used !== undefined ? main.used : Math.max(0, main.limit - main.remaining)
     this.remaining = main.remaining
     this.resetTime = new Date(o.at + main.resetMs)
     this.degraded = o.degraded

@@ -4,10 +4,11 @@
 // door algorithm: `continueExceeding` (every refused request restarts the window: the key is
 // blocked for the window's length from now), `exponentialBackoff` (the nth refused request
 // blocks it for windowMs * 2^(n-1) from now; a longer block in place is kept) and `ban` (past
-// `ban` refused requests, the refusal is a ban: 403). Refused requests are counted, when
-// backoff or ban needs the count, on a counter of their own (`<counter name>_x`, a window of
-// the door's length opened at the first refusal): store calls on refusals only, none on an
-// admitted request.
+// `ban` refused requests, the refusal is a ban: 403). On a door of one 'window' (the default)
+// the three count every request on the door's own key, as the peer's store does
+// (Door._backoff, Door._every); on other doors refused requests are counted, when backoff or
+// ban needs the count, on a counter of their own (`<counter name>_x`, a window of the door's
+// length opened at the first refusal): store calls on refusals only.
 
 const lib = require('../index')
 const { nameOf } = require('./key')
@@ -25,6 +26,13 @@ class Exceeding {
      * door of one 'window'), so a ban is `ban` refusals within the client's window, as there
      */
     this.countsEvery = ban >= 0 && !continueExceeding && !exponentialBackoff
+    /**
+     * `continueExceeding` or `exponentialBackoff` (continueExceeding wins, as in the peer's
+     * store): on a door of one 'window' every request is counted and, past the limit, the
+     * window restarts (or doubles) in the same store call (Door._backoff), exactly as the
+     * peer's store; elsewhere refusals are counted apart and the key blocked (refused below)
+     */
+    this.backsOff = exponentialBackoff || continueExceeding
   }
 
   /** Whether anything is to be done on a refusal. */

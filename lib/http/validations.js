@@ -158,16 +158,12 @@ CHECKS.singleCount = (req, store, counter) => {
   }
   names.add(counter)
 }
+/** Options the door does not know (`names`, at least one): the first named, as the peer does. */
+CHECKS.knownOptions = (names) =>
+  new ValidationError('ERR_ERL_UNKNOWN_OPTION', `Unexpected configuration option: ${JSON.stringify(names[0])}`)
 // the peer's checks of its own Store interface and MemoryStore: nothing to find with a sluice
 // store (one store serves many doors, each counting under its own identifier)
-for (const name of [
-  'positiveHits',
-  'unsharedStore',
-  'headersResetTime',
-  'knownOptions',
-  'validationsConfig',
-  'windowMs',
-]) {
+for (const name of ['positiveHits', 'unsharedStore', 'headersResetTime', 'validationsConfig', 'windowMs']) {
   CHECKS[name] = () => undefined
 }
 

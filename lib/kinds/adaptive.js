@@ -37,7 +37,9 @@ const adaptive = {
   OP,
   WIDTH,
   Call: AdaptiveCall,
-  statsKinds: [],
+  statsKinds: ['adaptive'],
+  /** What sluice/fetch counts besides calls (admitted), maxWaitMs refusals, waits and degraded answers. */
+  statsFields: ['throttled', 'blocks'],
   lifetimeMs: () => 600_000,
 
   memory(store, c, degraded) {
@@ -66,6 +68,46 @@ const adaptive = {
     if (policy.mode === 'allow') return [0, c.nums[8] * 1000, c.nums[0] === OP.pace ? 1 : 0, true]
     throw policy.error
   },
+}
+
+// --- How the sites above the stores see it (see lib/kinds/kind.js) --
+
+/** A key's record as the inspecting tools see it: the settings its door sends (registry options). */
+class AdaptiveView {
+  constructor(store, name, o) {
+    this.store = store
+    this.name = name
+    this.params = Array.isArray(o.params) && o.params.length === 7 ? o.params.map(Number) : null
+    this._storeKey = `${store.keyPrefix}:adaptive:{${require('../stats').escapeKey(name)}}`
+  }
+
+  /** A probe: a slot of weight 0 (charges nothing: the queue's tail stays where the next call finds it). */
+  async probe() {
+    if (this.params === null) return null
+    const nums = new Float64Array(WIDTH)
+    nums.set([OP.pace, 0, 0, -1])
+    nums.set(this.params, 8)
+    const [delayUs, rate] = await this.store._call(adaptive, new AdaptiveCall(this, nums))
+    return { backlogMs: delayUs / 1000, qps: rate / 1000 }
+  }
+}
+
+adaptive.inspect = {
+  limiter: (lib, store, { name, options }) => new AdaptiveView(store, name, options || {}),
+  async state(view) {
+    const p = await view.probe()
+    if (p === null) return { fill: null }
+    // full: a second or more of calls queued (or a block that long)
+    return { qps: p.qps, backlogMs: p.backlogMs, fill: Math.min(1, p.backlogMs / 1000) }
+  },
+  limitText: (o) =>
+    o.adaptive ? `adaptive ${o.minQps}..${o.qps}/s` : o.qps === null ? 'unpaced' : `${o.qps}/s, burst ${o.maxBurst}`,
+  words: (st, f) =>
+    st.qps === undefined
+      ? ''
+      : `${f.count(st.qps)}/s now${st.backlogMs >= 10 ? `, backlog ${f.ms(st.backlogMs)}` : ''}`,
+  /** sluice/metrics: this process's keys with their current and learned rates (sluice/fetch's doors) */
+  rates: (store) => require('../fetch/gate').ratesOf(store),
 }
 
 module.exports = adaptive

@@ -9,21 +9,27 @@ const { appendPart } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 const { input } = require('../store/slots')
 
-const { bucket, window, leaky, adjust, reset, peek, block, group, member } = OPS.limit
+const { bucket, window, leaky, adjust, reset, peek, block, group, member, backoff } = OPS.limit
+const cont = OPS.limit.continue
 /** The algorithms (the owner's `_kind`); points is leaky with other names. */
 const ALGORITHM = { bucket, window, leaky, points: leaky }
-/** Operations other than a take, in the `maxWaitUs` field. */
-const OP = { adjust, reset, peek, block }
+/** Operations other than a take, in the `maxWaitUs` field (backoff: a window's, see core/window.rs). */
+const OP = { adjust, reset, peek, block, backoff, continue: cont }
 /** Numbers per call in a batch. */
 const WIDTH = 5
 
 class LimitCall {
-  /** `owner`: the limiter; `count`: count the decision in statistics (a check). */
-  constructor(owner, weight, maxWaitUs, count) {
+  /**
+   * `owner`: the limiter; `count`: count the decision in statistics (a check); `limit`: the
+   * limit decided against (the owner's, or the doors' count of every request: a limit no count
+   * reaches, never answered from nor kept in the deny cache).
+   */
+  constructor(owner, weight, maxWaitUs, count, limit = owner._limit) {
     this.owner = owner
     this.weight = weight
     this.maxWaitUs = maxWaitUs
     this.count = count
+    this.limit = limit
     /** when the deny cache was asked (local µs) */
     this.atUs = 0
   }
@@ -53,7 +59,7 @@ const limit = {
     const io = store._io
     io[0] = owner._kind
     io[1] = c.weight
-    io[2] = owner._limit
+    io[2] = c.limit
     io[3] = owner._intervalUs
     io[4] = c.maxWaitUs
     io[5] = nowUs
@@ -64,7 +70,7 @@ const limit = {
   cached(cache, c, atUs) {
     c.atUs = atUs
     const key = c.owner._key
-    if (c.maxWaitUs === 0) {
+    if (c.maxWaitUs === 0 && c.limit === c.owner._limit) {
       const hit = cache.get(key, c.owner._sig, c.weight, atUs)
       if (hit === null) return undefined
       const v = hit.values
@@ -86,7 +92,7 @@ const limit = {
       const i = e * WIDTH
       nums[i] = owner._kind
       nums[i + 1] = c.weight
-      nums[i + 2] = owner._limit
+      nums[i + 2] = c.limit
       nums[i + 3] = owner._intervalUs
       nums[i + 4] = c.maxWaitUs
     }
@@ -103,7 +109,7 @@ const limit = {
         reject[e](wrongType(`${c.owner._statsKind} limiter`, store.keyPrefix))
         continue
       }
-      if (cache !== null && c.maxWaitUs === 0 && out[o] === 0) {
+      if (cache !== null && c.maxWaitUs === 0 && out[o] === 0 && c.limit === c.owner._limit) {
         cache.set(c.owner._key, c.owner._sig, c.weight, c.atUs, out[o + 2], out.slice(o, o + 4))
       }
       resolve[e](decide(c, out, o, false))
@@ -118,7 +124,7 @@ const limit = {
   whenDown(policy, c) {
     if (policy.mode === 'local') return limit.memory(policy.local, c, true)
     const { maxWaitUs, weight } = c
-    const max = c.owner._limit
+    const max = c.limit
     if (maxWaitUs === OP.reset || maxWaitUs === OP.block) throw policy.error
     let out
     if (maxWaitUs === OP.adjust) out = [1, max, 0, 0]

@@ -11,6 +11,12 @@ const LIMIT = require('../kinds/limit')
 
 /** Failures of one call while a cluster changes its topology (see `opens`). */
 const TOPOLOGY_CHANGE = /Too many failed write attempts|Max attempts reached|TRYAGAIN/
+/**
+ * Failures of one cluster node: a connection to it lost, or its slots' owner unreachable
+ * (fred answers their calls at once while the other masters' connections go on; see
+ * vendor/README.md). Only that node's calls fail: its replica may be promoted meanwhile.
+ */
+const NODE_FAILURE = /Failed to route command|Connection reset by peer|Broken pipe|Connection closed before the reply/
 /** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
 const PROBE_ARGS = new Float64Array([LIMIT.ALGORITHM.bucket, 1, 1, 1_000_000, LIMIT.OP.peek])
 
@@ -30,10 +36,26 @@ class Circuit {
   /**
    * Whether a failure opens the circuit: a store failure, but not one of a cluster changing
    * its topology under a call (a command redirected too often during a failover, a slot
-   * being migrated): that call fails with ERR_STORE_UNAVAILABLE, the others go on.
+   * being migrated) nor, under whenDown 'error', one node's failure: that call fails with
+   * ERR_STORE_UNAVAILABLE, the others go on.
    */
   opens(error) {
-    return STORE_FAILURES.has(error.code) && !this._store._closed && !TOPOLOGY_CHANGE.test(error.message)
+    return (
+      STORE_FAILURES.has(error.code) &&
+      !this._store._closed &&
+      !TOPOLOGY_CHANGE.test(error.message) &&
+      !this._nodeFailure(error)
+    )
+  }
+
+  /**
+   * Whether `error` is one cluster node's failure that leaves the circuit closed: under
+   * whenDown 'error', that node's calls fail (at once, not after commandTimeoutMs) and the
+   * other masters' calls are decided as usual. Under the other policies the circuit opens as
+   * for any outage, so that every call is answered by the policy.
+   */
+  _nodeFailure(error) {
+    return this._store.isCluster && this.policy.mode === 'error' && NODE_FAILURE.test(error.message)
   }
 
   /**

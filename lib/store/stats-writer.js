@@ -12,7 +12,7 @@ const {
   historyFrom,
   escapeKey,
   stateLifetimeMs,
-  FIELDS,
+  INDEX,
   MAX_LIMITERS,
   SERIES,
   MINUTE_MS,
@@ -167,7 +167,7 @@ class StatsWriter {
   _unwritten(kind, name) {
     const local = this._store._stats.local(kind, name)
     for (const t of this._inFlight) {
-      if (t.kind === kind && t.name === name) FIELDS.forEach((f, i) => (local[f] += t.counts[i]))
+      if (t.kind === kind && t.name === name) for (const f of Object.keys(local)) local[f] += t.counts[INDEX[f]]
     }
     return local
   }

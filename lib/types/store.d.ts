@@ -29,11 +29,28 @@ export interface LimiterStats {
   degraded: number
   /** Jobs moved back to delayed by sluice/bullmq's limitProcessor. */
   rescheduled: number
+  /** sluice/fetch keys (kind 'adaptive') only: answers 429/503 seen. */
+  throttled?: number
+  /** sluice/fetch keys (kind 'adaptive') only: blocks recorded from answers (Retry-After, an exhausted quota). */
+  blocks?: number
 }
 
 /** A limiter a store has seen (`store.limiters()`). */
 export interface LimiterInfo {
-  kind: 'pacer' | 'bucket' | 'window' | 'leaky' | 'points' | 'concurrent' | 'sliding' | 'quota' | 'fair'
+  kind:
+    | 'pacer'
+    | 'bucket'
+    | 'window'
+    | 'leaky'
+    | 'points'
+    | 'concurrent'
+    | 'sliding'
+    | 'quota'
+    | 'fair'
+    | 'sliding-counter'
+    | 'budget'
+    /** a sluice/fetch key: admitted = calls and retries sent, refused = over maxWaitMs */
+    | 'adaptive'
   /** The limiter's name (a pacer's key, a quota's prefix). */
   name: string
   options: Record<string, unknown>

@@ -34,7 +34,8 @@ pub fn step(state: Option<State>, p: &Params, weight: f64, op: Op, now_us: f64) 
       let wait_us = tat + weight * per_unit_us - now_us - p.interval_us;
       (wait_us <= 0.0, wait_us, tat)
     }
-    Op::Adjust => (true, 0.0, (tat + weight * per_unit_us).max(now_us)),
+    // Backoff is the window's alone (the store refuses it for other kinds): here, an adjustment
+    Op::Adjust | Op::Backoff { .. } => (true, 0.0, (tat + weight * per_unit_us).max(now_us)),
   };
   let changed = tat_after != tat;
   let backlog_us = tat_after - now_us;

@@ -57,6 +57,13 @@ pub enum Op {
   Peek,
   /// Charge `weight` unconditionally; negative refunds (never below an empty state).
   Adjust,
+  /// Window only: charge `weight` (≥ 1) unconditionally, admitted while the count stays
+  /// within the limit; a call that takes it `over` the limit ends the window
+  /// `interval × 2^(over − 1)` from now when `doubling` (at most 10 years), so a client that
+  /// keeps asking keeps doubling its wait (@fastify/rate-limit's `exponentialBackoff`), else
+  /// one interval from now (its `continueExceeding`): its store counts every request and
+  /// sets the key's expiry so. See [`window::step`].
+  Backoff { doubling: bool },
 }
 
 /// Stored state: two numbers whose meaning depends on the kind.
@@ -154,7 +161,8 @@ pub(crate) fn counter_step(
       (allowed, if allowed { used + weight } else { used })
     }
     Op::Peek => (used + weight <= p.limit, used),
-    Op::Adjust => (true, (used + weight).max(0.0)),
+    // Backoff is the window's (core::window); on a calendar bucket the store refuses it
+    Op::Adjust | Op::Backoff { .. } => (true, (used + weight).max(0.0)),
   };
   let changed = used_after != used;
   let retry_after_us = if allowed {

@@ -45,6 +45,11 @@ export function groupView(d) {
       card(fmt(g.recent.refused), `refused, last ${g.recent.minutes} min`, g.recent.refused ? 'refused' : ''),
       card(fmt(g.stats.admitted), 'admitted in all'),
       card(fmt(g.stats.refused), 'refused in all'),
+      // sluice/fetch keys (kind adaptive): the upstream's throttled answers and the blocks they set
+      g.stats.throttled === undefined
+        ? null
+        : card(fmt(g.stats.throttled), 'answered 429/503', g.stats.throttled ? 'refused' : ''),
+      g.stats.blocks === undefined ? null : card(fmt(g.stats.blocks), 'blocks recorded'),
     ),
     h('div', { class: 'panel' }, h('div', { class: 'legend' }, 'per minute, every key'), chart(g.history)),
     d.total > d.keys.length
@@ -133,6 +138,10 @@ export function limiterView(d, ctx) {
       card(fmt(d.recent.admitted), `admitted, last ${d.recent.minutes} min`),
       card(fmt(d.recent.refused), `refused, last ${d.recent.minutes} min`, d.recent.refused ? 'refused' : ''),
       card(ago(d.lastUse), 'last use'),
+      d.stats.throttled === undefined
+        ? null
+        : card(fmt(d.stats.throttled), 'answered 429/503', d.stats.throttled ? 'refused' : ''),
+      d.stats.blocks === undefined ? null : card(fmt(d.stats.blocks), 'blocks recorded'),
     ),
     h(
       'div',

@@ -7,7 +7,9 @@
 //! max_wait_us`, where `kind` is [`BUCKET`], [`WINDOW`] or [`LEAKY`] and `max_wait_us` ≥ 0
 //! asks for a take, [`PEEK`] for a take's answer without the charge, [`ADJUST`] for an
 //! unconditional charge (weight may be negative), [`RESET`] to delete the key, [`BLOCK`] to
-//! admit nobody for `weight` µs, [`GROUP`] then [`MEMBER`]s for an all-or-nothing take.
+//! admit nobody for `weight` µs, [`GROUP`] then [`MEMBER`]s for an all-or-nothing take,
+//! [`BACKOFF`] / [`CONTINUE`] (a window's) to count every call and double (restart) the window
+//! past the limit.
 //! Results: [`LIMIT_RESULT_FIELDS`] numbers per entry: `allowed (0/1), remaining,
 //! retry_after_us, reset_after_us`; `remaining` is [`WRONG_TYPE`](super::WRONG_TYPE) when the
 //! key holds a value of another type (Redis).
@@ -59,6 +61,11 @@ pub const BLOCK: f64 = -4.0;
 pub const GROUP: f64 = -5.0;
 /// `max_wait_us` code of a further member of the group opened just before.
 pub const MEMBER: f64 = -6.0;
+/// `max_wait_us` code of a backoff count (window only, weight ≥ 1: see `limit::Op::Backoff`),
+/// doubling past the limit.
+pub const BACKOFF: f64 = -7.0;
+/// `max_wait_us` code of a backoff count that restarts one interval past the limit.
+pub const CONTINUE: f64 = -8.0;
 /// Most members of a group (they go in one script call).
 pub const MAX_GROUP: usize = 64;
 
@@ -182,6 +189,15 @@ pub fn decode_entry(f: &[f64]) -> Result<(limit::Kind, Params, f64, Action)> {
       return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {weight}")));
     }
     return Ok((kind, Params { limit, interval_us }, weight, Action::Block));
+  } else if max_wait_us == BACKOFF || max_wait_us == CONTINUE {
+    if kind != limit::Kind::Window {
+      return Err(Error::argument("malformed limiter call: a backoff count is a window's"));
+    }
+    if !integer_in(weight, 1.0, MAX_LIMIT) {
+      return Err(Error::argument(format!("a backoff count's weight must be an integer in [1, {MAX_LIMIT}]")));
+    }
+    let op = Op::Backoff { doubling: max_wait_us == BACKOFF };
+    return Ok((kind, Params { limit, interval_us }, weight, Action::Step(op)));
   } else if max_wait_us == GROUP || max_wait_us == MEMBER {
     Action::Group { opens: max_wait_us == GROUP }
   } else if max_wait_us.is_finite() && (0.0..=MAX_DELAY_US).contains(&max_wait_us) {
@@ -223,6 +239,8 @@ impl Kind for Limit {
     ("block", BLOCK),
     ("group", GROUP),
     ("member", MEMBER),
+    ("backoff", BACKOFF),
+    ("continue", CONTINUE),
   ];
 
   fn decode(text: &str, nums: &[f64]) -> Result<LimitBatch> {
@@ -358,6 +376,8 @@ impl RedisStore {
         Action::Block => BLOCK,
         Action::Step(Op::Adjust) => ADJUST,
         Action::Step(Op::Peek) => PEEK,
+        Action::Step(Op::Backoff { doubling: true }) => BACKOFF,
+        Action::Step(Op::Backoff { doubling: false }) => CONTINUE,
         Action::Step(Op::Take { max_wait_us }) => max_wait_us,
         Action::Group { opens: true } => GROUP,
         Action::Group { opens: false } => MEMBER,
@@ -413,7 +433,11 @@ mod tests {
       [0.0, 1.0, 2.5, 1e6, 0.0],
       [0.0, 1.0, 5.0, 0.0, 0.0],
       [0.0, 1.0, 5.0, f64::NAN, 0.0],
-      [0.0, 1.0, 5.0, 1e6, -7.0], // -5, -6: GROUP, MEMBER
+      [0.0, 1.0, 5.0, 1e6, -9.0], // -5 to -8: GROUP, MEMBER, BACKOFF, CONTINUE
+      [0.0, 1.0, 5.0, 1e6, BACKOFF], // a bucket's
+      [2.0, 1.0, 5.0, 1e6, BACKOFF], // a leaky bucket's
+      [1.0, 0.0, 5.0, 1e6, BACKOFF], // weight 0
+      [0.0, 1.0, 5.0, 1e6, CONTINUE], // a bucket's
       [0.0, 0.0, 5.0, 1e6, BLOCK],
       [0.0, 1.5, 5.0, 1e6, BLOCK],
       [0.0, 1e16, 5.0, 1e6, BLOCK],

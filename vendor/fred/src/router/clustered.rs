@@ -577,13 +577,30 @@ pub async fn sync(
     });
   }
 
-  let _ = try_join_all(connections_ft).await?;
+  // sluice patch: a node that cannot be reached (a master just killed, still listed until its
+  // replica is promoted) no longer fails the whole sync: the other nodes keep their connections
+  // and their slots keep being served. Its slots have no connection until a later sync finds
+  // the node (or its successor) reachable; the router answers their commands with an error at
+  // once (`Router::route`) and syncs again in the background (`commands::process_reconnect`).
+  // Only a sync that leaves no connection at all fails.
+  let mut unreachable = None;
+  for result in join_all(connections_ft).await {
+    if let Err(e) = result {
+      _warn!(inner, "Cluster node unreachable during sync: {:?}", e);
+      unreachable = Some(e);
+    }
+  }
   let mut server_version = None;
   for (server, writer) in new_writers.lock().drain() {
     server_version = writer.version.clone();
     connections.insert(server, writer);
   }
 
+  if connections.is_empty() {
+    if let Some(e) = unreachable {
+      return Err(e);
+    }
+  }
   _debug!(inner, "Finish synchronizing cluster connections.");
   if let Some(version) = server_version {
     inner.server_state.write().kind.set_server_version(version);

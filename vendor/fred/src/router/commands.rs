@@ -151,6 +151,22 @@ pub async fn write_command(
           #[cfg(not(feature = "replicas"))]
           {
             let err = Error::new(ErrorKind::Unknown, "Failed to route command.");
+            // sluice patch: on a cluster, a `fail_fast` command whose slot owner has no connection
+            // (it was not written anywhere) is answered at once; it is not parked in the retry
+            // buffer, where it would wait for a sync that finds a new owner.
+            // Before that, a sync if none ran in the last PARTIAL_SYNC_MIN: the node (or its
+            // promoted replica) may be reachable by now, which this client's timer has not seen yet.
+            if command.fail_fast && inner.config.server.is_clustered() && router.connections.has_some_connection() {
+              let due = router.last_partial_sync.map_or(true, |t| t.elapsed() >= PARTIAL_SYNC_MIN);
+              if due {
+                let _ = partial_cluster_sync(inner, router).await;
+                if router.route(&command).is_some() {
+                  return Box::pin(write_command(inner, router, command)).await;
+                }
+              }
+              command.respond_to_caller(Err(err));
+              return Ok(());
+            }
             finish_or_retry_command(router, command, &err);
             utils::defer_reconnection(inner, router, None, err, use_replica)?;
             return Ok(());
@@ -363,6 +379,17 @@ async fn process_reconnect(
   _debug!(inner, "Maybe reconnecting to {:?} (force: {})", server, force);
   router.reset_pending_reconnection(server.as_ref());
 
+  // sluice patch: a cluster with some nodes still connected is not reconnected as a whole. The
+  // policy's loop (`reconnect_with_policy`) ran inside the router task: while it slept between
+  // attempts to reach a node that was down (until its replica was promoted) the router read no
+  // command, and the client's state was not `Connected`, so every `fail_fast` command, for any
+  // slot, failed. Now: one sync, here, without touching the client's state (unreachable nodes
+  // are left without a connection, `clustered::sync`); if a slot owner is still unconnected,
+  // another sync is sent to the router after the policy's next delay, from a timer task.
+  if inner.config.server.is_clustered() && !force && router.connections.has_some_connection() {
+    return process_partial_cluster_reconnect(inner, router, tx).await;
+  }
+
   if let Some(server) = server {
     let has_connection = router.connections.has_server_connection(&server).await;
     _debug!(inner, "Has working connection: {}", has_connection);
@@ -399,6 +426,55 @@ async fn process_reconnect(
 
     Ok(())
   }
+}
+
+/// sluice patch: how often a cluster client with an unreachable node syncs at most (on demand,
+/// when a command finds its slot owner unconnected), and how soon its timer syncs again.
+const PARTIAL_SYNC_MIN: std::time::Duration = std::time::Duration::from_millis(50);
+const PARTIAL_SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// sluice patch: see `process_reconnect`.
+async fn process_partial_cluster_reconnect(
+  inner: &RefCount<ClientInner>,
+  router: &mut Router,
+  tx: Option<ResponseSender>,
+) -> Result<(), Error> {
+  router.partial_timer_armed = false;
+  let result = partial_cluster_sync(inner, router).await;
+  if let Some(mut tx) = tx {
+    let _ = tx.send(result.map(|_| Resp3Frame::Null));
+  }
+  Ok(())
+}
+
+/// sluice patch: one cluster sync that leaves the client's state alone; while a slot owner has
+/// no connection, a timer sends the router another sync after PARTIAL_SYNC_EVERY (one timer
+/// at a time), so a promoted replica is found without traffic.
+async fn partial_cluster_sync(inner: &RefCount<ClientInner>, router: &mut Router) -> Result<(), Error> {
+  let result = router.sync_cluster(inner).await;
+  let complete = result.is_ok() && router.connections.has_every_primary_connected();
+  if complete {
+    router.last_partial_sync = None;
+    inner.reset_reconnection_attempts();
+  } else {
+    _debug!(inner, "Cluster sync incomplete ({:?}), again in {:?}", result, PARTIAL_SYNC_EVERY);
+    router.last_partial_sync = Some(std::time::Instant::now());
+    if !router.partial_timer_armed {
+      router.partial_timer_armed = true;
+      let inner = inner.clone();
+      tokio::spawn(async move {
+        sleep(PARTIAL_SYNC_EVERY).await;
+        let _ = crate::interfaces::send_to_router(&inner, RouterCommand::Reconnect {
+          server: None,
+          force: false,
+          tx: None,
+          #[cfg(feature = "replicas")]
+          replica: false,
+        });
+      });
+    }
+  }
+  result
 }
 
 #[cfg(feature = "replicas")]

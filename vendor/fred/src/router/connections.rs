@@ -90,6 +90,28 @@ impl Connections {
     })
   }
 
+  /// sluice patch: whether a cluster client has a connection to at least one node.
+  pub fn has_some_connection(&self) -> bool {
+    match self {
+      Connections::Clustered {
+        connections: ref writers,
+        ..
+      } => !writers.is_empty(),
+      _ => false,
+    }
+  }
+
+  /// sluice patch: whether every primary of a cluster's cached slot map has a connection.
+  pub fn has_every_primary_connected(&self) -> bool {
+    match self {
+      Connections::Clustered {
+        connections: ref writers,
+        ref cache,
+      } => !cache.slots().is_empty() && cache.slots().iter().all(|r| writers.contains_key(&r.primary)),
+      _ => true,
+    }
+  }
+
   /// Whether the connection map has a connection to the provided server`.
   pub async fn has_server_connection(&mut self, server: &Server) -> bool {
     match self {

@@ -61,6 +61,10 @@ pub struct Router {
   pub retry_buffer:         VecDeque<Command>,
   /// A set to dedup pending reconnection commands.
   pub pending_reconnection: HashSet<ReconnectServer>,
+  /// sluice patch: when a cluster client last synced while some node was unreachable.
+  pub last_partial_sync:    Option<std::time::Instant>,
+  /// sluice patch: whether a timer will send the next such sync.
+  pub partial_timer_armed:  bool,
   /// The replica routing interface.
   #[cfg(feature = "replicas")]
   pub replicas:             Replicas,
@@ -80,6 +84,8 @@ impl Router {
     Router {
       retry_buffer: VecDeque::new(),
       pending_reconnection: HashSet::new(),
+      last_partial_sync: None,
+      partial_timer_armed: false,
       connections,
       #[cfg(feature = "replicas")]
       replicas: Replicas::new(),
@@ -157,12 +163,12 @@ impl Router {
               ref cache,
             } => {
               let server = command.cluster_hash().and_then(|slot| cache.get_server(slot));
-              let has_server = server.map(|server| writers.contains_key(server)).unwrap_or(false);
-
-              if has_server {
-                server.and_then(|server| writers.get_mut(server))
-              } else {
-                writers.values_mut().next()
+              // sluice patch: a slot whose owner has no connection (unreachable at the last sync)
+              // is not routed to another node, which would only answer MOVED back to the owner
+              // and start a sync per command; the caller is answered at once (`write_command`).
+              match server {
+                Some(server) => writers.get_mut(server),
+                None => writers.values_mut().next(),
               }
             },
           }
@@ -194,12 +200,12 @@ impl Router {
           ref cache,
         } => {
           let server = command.cluster_hash().and_then(|slot| cache.get_server(slot));
-          let has_server = server.map(|server| writers.contains_key(server)).unwrap_or(false);
-
-          if has_server {
-            server.and_then(|server| writers.get_mut(server))
-          } else {
-            writers.values_mut().next()
+          // sluice patch: a slot whose owner has no connection (unreachable at the last sync)
+          // is not routed to another node, which would only answer MOVED back to the owner
+          // and start a sync per command; the caller is answered at once (`write_command`).
+          match server {
+            Some(server) => writers.get_mut(server),
+            None => writers.values_mut().next(),
           }
         },
       },
