@@ -4,7 +4,8 @@
 // must carry one; a key without is a leak that lives forever. Exit 1 (listing them) if any.
 const Redis = require('ioredis')
 
-const KINDS = 'pacer|bucket|window|leaky|points|concurrent|sliding|sliding-counter|quota|fair|fair-approx|budget|adaptive|stats|limiters|probe'
+const KINDS =
+  'pacer|bucket|window|leaky|points|concurrent|sliding|sliding-counter|quota|fair|fair-approx|budget|adaptive|stats|limiters|probe'
 const SLUICE_KEY = new RegExp(`^[^:{}]+:(${KINDS}):\\{`)
 
 async function scan(url) {
