@@ -8,7 +8,8 @@
 --            1 lane, 2 borrowed), amount x m, then the tenant's id (raw bytes)
 -- KEYS[5b-2] their deadlines: sorted set, member id, score deadline_us
 -- KEYS[5b-1] its tenants: hash tenant id -> doubles share, max (ppm), tail_us, active_until_us
---            (0: idle), n, lane_us x n, ceiling_us x n
+--            (0: idle), n, lane_us x n, ceiling_us x n, hold_us x n (a record without hold_us:
+--            0s)
 -- KEYS[5b]   its active tenants: sorted set, member tenant id, score active_until_us
 -- ARGV[1]    now_us: integer µs, or '' to use the server clock (TIME)
 -- ARGV[2]    P, the number of dimension sets, then per set <n> and n triples <limit>
@@ -140,7 +141,7 @@ local function unpack_reservation(v)
   return f[1], amounts, f[3], string.sub(v, 25 + 8 * m)
 end
 
--- tenant `tid` of b: { share, max, tail, lane = {}, ceil = {} }, or nil
+-- tenant `tid` of b: { share, max, tail, lane = {}, ceil = {}, hold = {} }, or nil
 local function tenant_of(b, tid)
   local x = ten[b][tid]
   if x ~= nil then return x or nil end
@@ -148,11 +149,18 @@ local function tenant_of(b, tid)
   x = false
   if v and #v >= 40 then
     local n = struct.unpack('<d', v, 33)
-    if n == math.floor(n) and n >= 0 and n <= 64 and #v == 40 + 16 * n then
-      local f = { struct.unpack(doubles(5 + 2 * n), v) }
-      x = { share = f[1], max = f[2], tail = f[3], until_ = f[4], lane = {}, ceil = {} }
+    if n == math.floor(n) and n >= 0 and n <= 64 and (#v == 40 + 24 * n or #v == 40 + 16 * n) then
+      local held = #v == 40 + 24 * n
+      local f
+      if held then
+        f = { struct.unpack(doubles(5 + 3 * n), v) }
+      else
+        f = { struct.unpack(doubles(5 + 2 * n), v) }
+      end
+      x = { share = f[1], max = f[2], tail = f[3], until_ = f[4], lane = {}, ceil = {}, hold = {} }
       for d = 1, n do
         x.lane[d], x.ceil[d] = f[5 + d], f[5 + n + d]
+        if held then x.hold[d] = f[5 + 2 * n + d] else x.hold[d] = 0 end
       end
     end
   end
@@ -169,13 +177,13 @@ local function register(b, tid, share, max, n)
   if sum > PPM then return nil end
   SH[b] = sum
   if not x then
-    x = { share = 0, max = 0, tail = 0, until_ = 0, lane = {}, ceil = {} }
+    x = { share = 0, max = 0, tail = 0, until_ = 0, lane = {}, ceil = {}, hold = {} }
     ten[b][tid] = x
   end
   if x.until_ > 0 then AS[b] = AS[b] + share - old end
   x.share, x.max = share, max
   for d = #x.lane + 1, n do
-    x.lane[d], x.ceil[d] = 0, 0
+    x.lane[d], x.ceil[d], x.hold[d] = 0, 0, 0
   end
   tdirty[b][tid] = true
   return x
@@ -381,9 +389,10 @@ while i <= nargs do
           local idle = x.until_ == 0
           for d = 1, n do
             if amt[d] > 0 then
-              local ln = x.lane[d] - tol[d]
-              if idle then ln = later(ln, bor[b][d] or 0) end
-              sg = later(sg, ln)
+              -- idle: its share was lent; active: what was lent before it became active
+              local lent = bor[b][d] or 0
+              if not idle then lent = math.min(x.hold[d], lent) end
+              sg = later(sg, later(x.lane[d] - tol[d], lent))
               sb = later(sb, later(later(x.ceil[d], tats[b][d] or 0), bor[b][d] or 0) - tol[d])
             end
           end
@@ -423,7 +432,11 @@ while i <= nargs do
               end
               x.tail = s
               if untilv > x.until_ then
-                if x.until_ == 0 then AS[b] = AS[b] + x.share end
+                if x.until_ == 0 then
+                  AS[b] = AS[b] + x.share
+                  -- a lane call leaves borrowed as it was: what was lent until now
+                  for d = 1, #x.hold do x.hold[d] = bor[b][d] or 0 end
+                end
                 x.until_ = untilv
                 redis.call('ZADD', KEYS[5 * b], untilv, tid)
               end
@@ -525,9 +538,9 @@ for b in pairs(dirty) do
     local m = #x.lane
     local g = { x.share, x.max, x.tail, x.until_, m }
     for d = 1, m do
-      g[5 + d], g[5 + m + d] = x.lane[d], x.ceil[d]
+      g[5 + d], g[5 + m + d], g[5 + 2 * m + d] = x.lane[d], x.ceil[d], x.hold[d]
     end
-    redis.call('HSET', KEYS[5 * b - 1], tid, struct.pack(doubles(5 + 2 * m), unpack(g)))
+    redis.call('HSET', KEYS[5 * b - 1], tid, struct.pack(doubles(5 + 3 * m), unpack(g)))
   end
   redis.call('PEXPIRE', KEYS[5 * b - 3], px)
   redis.call('PEXPIRE', KEYS[5 * b - 2], px)

@@ -45,10 +45,13 @@
 //! tat of what tenants borrowed beyond their lanes. A tenant's reservation at `now` with
 //! `s0 = max(now, tail)`:
 //!
-//! - *within its share* (the lane path): `sg = max(s0, lane_d - tol_d)`, and `borrowed_d` too
-//!   when the tenant is idle: its share was lent, and it waits for what others borrowed
-//!   (committed at most `ahead_us` ahead, see below). Other tenants' lanes, however long
-//!   their queues, never delay it;
+//! - *within its share* (the lane path): `sg = max(s0, lane_d - tol_d, lent_d)`. `lent_d` is
+//!   `borrowed_d` when the tenant is idle: its share was lent, and it waits for what others
+//!   borrowed (committed at most `ahead_us` ahead, see below). When it is active, `lent_d` is
+//!   `min(hold_d, borrowed_d)`, `hold_d` being `borrowed_d` when it last became active, on
+//!   every dimension whichever it charged then: what was borrowed before (at a rate that
+//!   counted its share free) still holds that dimension's lane. Other tenants' lanes, however
+//!   long their queues, never delay it;
 //! - *borrowing*: `sb = max(s0, ceiling_d - tol_d, tat_d - tol_d, borrowed_d - tol_d)`, the
 //!   shared budget's own check (which counts every charge, lanes included), the ceiling and
 //!   the borrowing pool: a GCRA whose charges cost at the rate the *active* tenants leave,
@@ -149,6 +152,9 @@ pub struct Tenant {
   pub lane: Vec<f64>,
   /// Per dimension, the ceiling's tat (at `max`), µs.
   pub ceiling: Vec<f64>,
+  /// Per dimension, `borrowed` when the tenant last became active, µs: what was lent of its
+  /// share before then (charged at a rate that counted it free) its lanes still wait for.
+  pub hold: Vec<f64>,
   /// While active (in `State::active`): until when, µs; 0 otherwise.
   pub active_until: f64,
 }
@@ -286,6 +292,9 @@ fn register(state: &mut State, t: &TenantArg, n: usize) -> bool {
   if e.lane.len() < n {
     e.lane.resize(n, 0.0);
     e.ceiling.resize(n, 0.0);
+  }
+  if e.hold.len() < n {
+    e.hold.resize(n, 0.0);
   }
   true
 }
@@ -427,13 +436,16 @@ fn reserve_as(
   let tenant = &state.tenants[t.id];
   let s0 = later(now_us, tenant.tail_us);
   let (mut sg, mut sb) = (s0, s0);
-  // an idle tenant's share was lent: its lane waits for what was borrowed; an active one's was not
+  // an idle tenant's share was lent: its lane waits for what was borrowed. An active one's
+  // was not since it became active, but what was borrowed before then (at a rate that counted
+  // its share free, on every dimension, whichever it charged then) still holds its lanes
   let idle = tenant.active_until == 0.0;
   for (d, dim) in dims.iter().enumerate() {
     if amounts[d] > 0.0 {
       let tol = dim.tolerance_us();
-      let lane = at(&tenant.lane, d) - tol;
-      sg = later(sg, if idle { later(lane, at(&state.borrowed, d)) } else { lane });
+      let lent = at(&state.borrowed, d);
+      let lent = if idle { lent } else { at(&tenant.hold, d).min(lent) };
+      sg = later(sg, later(at(&tenant.lane, d) - tol, lent));
       sb = later(sb, later(later(at(&tenant.ceiling, d), tat(state, d)), at(&state.borrowed, d)) - tol);
     }
   }
@@ -478,6 +490,10 @@ fn reserve_as(
       state.active.remove(&(tenant.active_until as u64, t.id.to_owned()));
     } else {
       state.active_shares += tenant.share;
+      // a lane call leaves `borrowed` as it was: what was lent until now
+      for (d, h) in tenant.hold.iter_mut().enumerate() {
+        *h = at(&state.borrowed, d);
+      }
     }
     tenant.active_until = until;
     state.active.insert((until as u64, t.id.to_owned()));
