@@ -541,6 +541,40 @@ describe('Budget in the CLI and dashboard registry', () => {
     expect(await text()).toContain('sluice_budget_tenant_used{limiter="shared",tenant="acme",dimension="requests"} 1')
     metrics.close()
   })
+
+  it('shows the same gauges through OpenTelemetry, read at collection time', async () => {
+    const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics')
+    class Reader extends MetricReader {
+      protected async onForceFlush() {}
+      protected async onShutdown() {}
+    }
+    const reader = new Reader()
+    const provider = new MeterProvider({ readers: [reader] })
+    const store = new MemoryStore({ clock: new ManualClock(T0) })
+    const metrics = collectMetrics(store, { registry: new Registry(), meter: provider.getMeter('test') })
+    try {
+      const point = async (name: string, attrs: Record<string, string>) => {
+        const { resourceMetrics } = await reader.collect()
+        const m = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((x) => x.descriptor.name === name)
+        return m?.dataPoints.find((d) => Object.entries(attrs).every(([k, v]) => d.attributes[k] === v))?.value
+      }
+      const b = new Budget(store, { name: 'llm', dimensions: LLM })
+      const r = await b.reserve({ requests: 1, tokens: 3000 })
+      expect(await point('sluice.budget.used', { limiter: 'llm', dimension: 'tokens' })).toBe(3000)
+      expect(await point('sluice.budget.reserved', { limiter: 'llm', dimension: 'requests' })).toBe(1)
+      await r.settle({ tokens: 1000 })
+      expect(await point('sluice.budget.used', { limiter: 'llm', dimension: 'tokens' })).toBe(1000)
+      expect(await point('sluice.budget.reserved', { limiter: 'llm', dimension: 'tokens' })).toBe(0)
+      const t = new Budget(store, { name: 'shared', dimensions: LLM }).tenant('acme', { share: 0.5 })
+      await t.reserve({ requests: 1, tokens: 600 })
+      const attrs = { limiter: 'shared', tenant: 'acme', dimension: 'tokens' }
+      expect(await point('sluice.budget.tenant.used', attrs)).toBe(600)
+    } finally {
+      metrics.close()
+      await provider.shutdown()
+      await store.close()
+    }
+  })
 })
 
 describe('Budget in npx sluice', () => {

@@ -170,7 +170,8 @@ async function tenantUse(store, limiterLabel) {
  * (concurrent limiters, read at scrape time), `sluice_budget_used{limiter,dimension}` and
  * `sluice_budget_reserved{limiter,dimension}` (budgets: charged and not yet replenished, held by
  * open reservations; read at scrape time), `sluice_budget_tenant_used{limiter,tenant,dimension}`
- * (per tenant view this process made: its use, read at scrape time), `sluice_throttled_total{limiter,kind}` and `sluice_blocks_total{limiter,kind}`
+ * (per tenant view this process made: its use, read at scrape time; OpenTelemetry:
+ * `sluice.budget.used`, `sluice.budget.reserved`, `sluice.budget.tenant.used`), `sluice_throttled_total{limiter,kind}` and `sluice_blocks_total{limiter,kind}`
  * (sluice/fetch: answers 429/503 seen and blocks recorded, per key), `sluice_paced_rate{limiter}`
  * and `sluice_paced_learned_rate{limiter}` (sluice/fetch: the rate a key is paced at now and
  * the rate its upstream stated, per second, as this process last heard), `sluice_waiters` (this process's queued
@@ -374,11 +375,20 @@ function openTelemetry(store, o) {
   const learnedRate = meter.createObservableGauge('sluice.fetch.learned_rate', {
     description: 'Calls per second the upstream stated for a key (sluice/fetch).',
   })
+  const budgetUsed = meter.createObservableGauge('sluice.budget.used', {
+    description: 'Per budget dimension: charged and not yet replenished (queued and debt included).',
+  })
+  const budgetReserved = meter.createObservableGauge('sluice.budget.reserved', {
+    description: 'Per budget dimension: held by open reservations, not yet settled.',
+  })
+  const tenantUsed = meter.createObservableGauge('sluice.budget.tenant.used', {
+    description: "Per budget tenant (this process's tenant views) and dimension: charged and not yet replenished.",
+  })
   const waits = meter.createHistogram('sluice.wait', {
     description: 'How long admissions waited for their turn.',
     unit: 's',
   })
-  const callback = (result) => {
+  const callback = async (result) => {
     for (const f of families(store, o.limiterLabel)) {
       const attrs = { limiter: f.limiter, kind: f.kind }
       result.observe(decisions, f.totals[0], { ...attrs, result: 'admitted' })
@@ -393,9 +403,20 @@ function openTelemetry(store, o) {
       if (learnedQps !== null) result.observe(learnedRate, learnedQps, { limiter })
     }
     result.observe(waiters, store._waiters ? store._waiters.size : 0)
-    result.observe(up, store._closed || store.status === 'down' ? 0 : 1)
+    const down = store._closed || store.status === 'down'
+    result.observe(up, down ? 0 : 1)
+    // budgets: read from the store at collection time, as the Prometheus gauges are
+    if (down) return
+    const [dims, tenants] = await Promise.all([dimensionUse(store, o.limiterLabel), tenantUse(store, o.limiterLabel)])
+    for (const [limiter, dimension, used, reserved] of dims) {
+      result.observe(budgetUsed, used, { limiter, dimension })
+      result.observe(budgetReserved, reserved, { limiter, dimension })
+    }
+    for (const [limiter, tenant, dimension, used] of tenants)
+      result.observe(tenantUsed, used, { limiter, tenant, dimension })
   }
   const observables = [decisions, weight, waiters, up, throttled, blocks, rate, learnedRate]
+  observables.push(budgetUsed, budgetReserved, tenantUsed)
   meter.addBatchObservableCallback(callback, observables)
   return {
     onWait: (kind, name, ms) => waits.record(ms / 1000, { limiter: String(o.limiterLabel(name, kind)), kind }),
