@@ -138,12 +138,26 @@ export interface NativeTlsOptions {
 }
 
 /**
+ * A batch's result when some of its calls failed while the others were decided (a cluster
+ * master down): `values` (and `text`) are the decided calls' results, in call order, as if
+ * the batch had been those calls only.
+ */
+export interface PartialReply {
+  values: Array<number>
+  text?: string
+  /** The failed calls' indices in the batch, ascending. */
+  failed: Array<number>
+  /** Their error, as a failed call's (`CODE: message`). */
+  error: string
+}
+
+/**
  * Gives the store its result buffer `out` (a `Float64Array`; a later call replaces it) and,
  * the first time, the function its pool calls' results are announced to: `onDone(records,
  * extra)` (see completions.rs for the records' layout). Keep `onDone` free of references to
  * the store: the store's native side holds it.
  */
-export declare function redisAttach(store: NativeRedisStore, out: Float64Array, onDone: (records: number, extra?: Array<number[] | TextReply | string>) => void): void
+export declare function redisAttach(store: NativeRedisStore, out: Float64Array, onDone: (records: number, extra?: Array<number[] | TextReply | PartialReply | string>) => void): void
 
 /**
  * A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/codec.js) and
@@ -163,7 +177,7 @@ export declare function redisDirect(store: NativeRedisStore, kind: number, text:
  * done, the number `n` of results written at the result buffer's start; or the result
  * itself when it holds strings or does not fit there. A failed call throws its store error.
  */
-export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): Buffer | number | number[] | TextReply
+export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): Buffer | number | number[] | TextReply | PartialReply
 
 /**
  * Grant messages received since the last call (`"<waiter id> <token>"`, or `"*"`: re-poll

@@ -410,6 +410,56 @@ describe('a store that starts while Redis is down', () => {
 })
 
 describe('whenDown on a Redis Cluster (a private one)', () => {
+  it("whenDown 'error': a master killed fails only its own calls, even those batched with the others' (issue 28)", async () => {
+    const cluster = await startCluster()
+    const store = await RedisStore.connect({ cluster: cluster.urls, keyPrefix: freshPrefix(), commandTimeoutMs: 500 })
+    try {
+      // 30 names: their keys spread over the 3 masters' slots, every round one batch
+      const limiters = Array.from(
+        { length: 30 },
+        (_, i) => new WindowLimiter(store, { name: `k${i}`, limit: 1000, interval: 'hour' }),
+      )
+      const round = async () => {
+        const before = store.batching.batches
+        const outcomes = await Promise.all(
+          limiters.map((l) =>
+            l.check().then(
+              (d) => ({ allowed: d.allowed, remaining: d.remaining, code: null as string | null }),
+              (e) => ({ allowed: false, remaining: -1, code: (e as SluiceError).code as string | null }),
+            ),
+          ),
+        )
+        return { outcomes, batches: store.batching.batches - before }
+      }
+      const first = await round()
+      expect(first.outcomes.every((o) => o.allowed)).toBe(true)
+      await cluster.kill(0)
+      const rounds = []
+      for (let i = 0; i < 4; i++) rounds.push(await round())
+      // the same names fail in every round (the killed master's): one batch per round held calls
+      // for all three masters, and its calls for the two live ones were decided
+      const failing = (r: (typeof rounds)[0]) => r.outcomes.flatMap((o, i) => (o.code === null ? [] : [i]))
+      const victims = failing(rounds[rounds.length - 1])
+      expect(victims.length).toBeGreaterThan(0)
+      expect(victims.length).toBeLessThan(30)
+      for (const r of rounds) {
+        expect(r.batches).toBe(1)
+        for (const i of failing(r)) expect(victims).toContain(i)
+        for (const o of r.outcomes)
+          if (o.code !== null) expect(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT']).toContain(o.code)
+      }
+      // the live masters' names: every call decided and counted, once each
+      for (let i = 0; i < 30; i++) {
+        if (victims.includes(i)) continue
+        expect(rounds.map((r) => r.outcomes[i].remaining)).toEqual([998, 997, 996, 995])
+      }
+      expect(store.status).toBe('up')
+    } finally {
+      await store.close()
+      await cluster.stopAll()
+    }
+  }, 60_000)
+
   it("a master killed: the circuit opens and 'local' decides; the master back: Redis decides again", async () => {
     const cluster = await startCluster()
     const store = await RedisStore.connect({

@@ -104,7 +104,7 @@ async fn conform_limits(options: RedisOptions, label: &str) {
       let expected = model.limit_batch(&batch, now);
       let actual = on_lane(&mut wire, step, |lane| {
         let (store, batch) = (&store, &batch);
-        async move { store.limit_batch(batch, Some(now), &lane).await }
+        async move { store.limit_batch(batch, Some(now), &lane).await?.all() }
       })
       .await
       .expect("redis decision");

@@ -69,7 +69,7 @@ async fn conform_sliding(options: RedisOptions, label: &str) {
       let expected = model.sliding_batch(&batch, now);
       let actual = on_lane(&mut wire, step, |lane| {
         let (store, batch) = (&store, &batch);
-        async move { store.sliding_batch(batch, Some(now), &lane).await }
+        async move { store.sliding_batch(batch, Some(now), &lane).await?.all() }
       })
       .await
       .expect("redis decision");

@@ -76,6 +76,29 @@ class Lanes {
       }
       for (const r of reject) r(error)
     }
+    // some calls failed (their slots' master down), the others were decided: each part
+    // settles as a batch of its own; the failed part as `fail` would, by itself
+    const partial = (out) => {
+      const ok = [[], [], []]
+      const lost = [[], [], []]
+      for (let i = 0, f = 0; i < calls.length; i++) {
+        const to = f < out.failed.length && out.failed[f] === i ? (f++, lost) : ok
+        to[0].push(calls[i])
+        to[1].push(resolve[i])
+        to[2].push(reject[i])
+      }
+      try {
+        kind.settle(store, out.text == null ? out.values : { values: out.values, text: out.text }, ...ok)
+      } catch (err) {
+        for (const r of ok[2]) r(fromNative(err))
+      }
+      const error = fromNative(new Error(out.error))
+      if (circuit.opens(error)) {
+        circuit.trip(error, kind.keyOf(lost[0][0]))
+        if (circuit.policy.mode !== 'error') return circuit.policy.answer(kind, ...lost)
+      }
+      for (const r of lost[2]) r(error)
+    }
     if (store._closed) {
       fail(closedError())
       return false
@@ -98,10 +121,13 @@ class Lanes {
     }
     const done = (out) => {
       this._settled()
-      try {
-        kind.settle(store, out, calls, resolve, reject)
-      } catch (err) {
-        for (const r of reject) r(fromNative(err))
+      if (out.failed !== undefined) partial(out)
+      else {
+        try {
+          kind.settle(store, out, calls, resolve, reject)
+        } catch (err) {
+          for (const r of reject) r(fromNative(err))
+        }
       }
       q.batcher.done()
     }

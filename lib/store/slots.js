@@ -42,8 +42,10 @@ function release(slot) {
 
 /**
  * Native announces `records` finished pool calls: per record `[slot, status, n, index]` in
- * OUT, then (status 0) its `n` numbers; status 1: `extra[index]` is the result (numbers, or
- * `{ values, text }`); status 2: `extra[index]` is the error's message.
+ * OUT, then (status 0) its `n` numbers; status 1: `extra[index]` is the result (numbers,
+ * `{ values, text }`, or `{ values, text, failed, error }` when some of the batch's calls
+ * failed: src/bindings/completions.rs `PartialReply`); status 2: `extra[index]` is the
+ * error's message.
  */
 function announced(records, extra) {
   let at = 0
@@ -67,7 +69,14 @@ function announced(records, extra) {
  */
 function call(nativeStore, code, text, nums, nowUs, lane) {
   return new Promise((resolve, reject) => {
-    const slot = take((out) => resolve(typeof out.slice === 'function' ? out.slice() : out), reject)
+    // a call alone is one hash slot's: it fails as a whole (a partial result only in case)
+    const slot = take(
+      (out) =>
+        out.failed !== undefined
+          ? reject(new Error(out.error))
+          : resolve(typeof out.slice === 'function' ? out.slice() : out),
+      reject,
+    )
     try {
       native.redisCall(nativeStore, code, text, nums, nowUs, lane, slot)
     } catch (err) {

@@ -10,7 +10,8 @@
 //! Records, from the buffer's start, per finished call: `[slot, status, n, extra]` then, for
 //! status 0, its `n` numbers. Status 1: `extra[i]` (the callback's second argument) is the
 //! call's result (a number array, or `{ values, text }` for a kind that answers strings, or
-//! numbers too many for the buffer); status 2: `extra[i]` is the error's message.
+//! numbers too many for the buffer, or a [`PartialReply`] `{ values, text, failed, error }`
+//! when some of a batch's calls failed); status 2: `extra[i]` is the error's message.
 
 use crate::error::Result as CrateResult;
 use crate::store::kinds::Reply;
@@ -29,14 +30,30 @@ pub struct TextReply {
   pub text: String,
 }
 
-/// Numbers, or numbers and strings.
-pub type Settled = Either<Vec<f64>, TextReply>;
+/// A batch's result when some of its calls failed while the others were decided (a cluster
+/// master down): `values` (and `text`) are the decided calls' results, in call order, as if
+/// the batch had been those calls only.
+#[napi_derive::napi(object, object_from_js = false)]
+pub struct PartialReply {
+  pub values: Vec<f64>,
+  pub text: Option<String>,
+  /// The failed calls' indices in the batch, ascending.
+  pub failed: Vec<u32>,
+  /// Their error, as a failed call's (`CODE: message`).
+  pub error: String,
+}
+
+/// Numbers, numbers and strings, or a partial result.
+pub type Settled = Either3<Vec<f64>, TextReply, PartialReply>;
 
 /// `reply` as a value JS settles with (not inline).
 pub fn settled(reply: Reply) -> Settled {
-  match reply.text {
-    None => Either::A(reply.numbers),
-    Some(text) => Either::B(TextReply { values: reply.numbers, text }),
+  match (reply.failed, reply.text) {
+    (Some(f), text) => {
+      Either3::C(PartialReply { values: reply.numbers, text, failed: f.calls, error: f.error.to_string() })
+    }
+    (None, None) => Either3::A(reply.numbers),
+    (None, Some(text)) => Either3::B(TextReply { values: reply.numbers, text }),
   }
 }
 
@@ -190,7 +207,7 @@ impl Completions {
     for (slot, result) in done {
       let out = unsafe { self.out_slice(env)? };
       let (status, n, value) = match result {
-        Ok(reply) if reply.text.is_none() && reply.numbers.len() + 4 <= out.len() => {
+        Ok(reply) if reply.text.is_none() && reply.failed.is_none() && reply.numbers.len() + 4 <= out.len() => {
           if at + 4 + reply.numbers.len() > out.len() {
             call(env, callback, records, &mut extra)?;
             (at, records) = (0, 0);

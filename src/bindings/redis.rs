@@ -134,7 +134,8 @@ pub fn redis_attach(
   env: &Env,
   store: &NativeRedisStore,
   #[napi(ts_arg_type = "Float64Array")] out: Unknown,
-  #[napi(ts_arg_type = "(records: number, extra?: Array<number[] | TextReply | string>) => void")] on_done: Unknown,
+  #[napi(ts_arg_type = "(records: number, extra?: Array<number[] | TextReply | PartialReply | string>) => void")]
+  on_done: Unknown,
 ) -> Result<()> {
   match store.completions.get() {
     Some(c) => c.set_out(env, out.raw()),
@@ -280,7 +281,7 @@ pub struct NativeTask {
 /// write (a copy: no finalizer), their command count in the result buffer's first number; or,
 /// done, the number `n` of results written at the result buffer's start; or the result
 /// itself when it holds strings or does not fit there. A failed call throws its store error.
-#[napi(catch_unwind, ts_return_type = "Buffer | number | number[] | TextReply")]
+#[napi(catch_unwind, ts_return_type = "Buffer | number | number[] | TextReply | PartialReply")]
 pub fn redis_direct_step<'env>(
   env: &'env Env,
   #[napi(ts_arg_type = "ExternalObject<'DirectTask'>")] task: &External<NativeTask>,
@@ -294,7 +295,7 @@ pub fn redis_direct_step<'env>(
       out[0] = count as f64;
       Ok(Either3::A(BufferSlice::copy_from(env, bytes)?))
     }
-    Step::Done(Ok(reply)) if reply.text.is_none() && reply.numbers.len() <= out.len() => {
+    Step::Done(Ok(reply)) if reply.text.is_none() && reply.failed.is_none() && reply.numbers.len() <= out.len() => {
       out[..reply.numbers.len()].copy_from_slice(&reply.numbers);
       Ok(Either3::B(reply.numbers.len() as f64))
     }

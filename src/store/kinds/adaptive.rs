@@ -124,7 +124,7 @@ impl Kind for Adaptive {
   async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
     let groups = store.groups(calls.iter().map(|c| c.key.as_str()));
     let parts = store.per_slot(&groups, "adaptive", |part| script_call(store, calls, part, now_us, lane)).await?;
-    Ok(Reply::numbers(parts.concat()))
+    Ok(parts.reply(|v| v.concat()))
   }
 }
 

@@ -212,7 +212,7 @@ impl Kind for Budget {
   async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
     let groups = store.groups(calls.iter().map(|c| c.key.as_str()));
     let replies = store.per_slot(&groups, "budget", |part| script_call(store, calls, part, now_us, lane)).await?;
-    Ok(Reply::numbers(replies.into_iter().flatten().collect()))
+    Ok(replies.reply(|v| v.into_iter().flatten().collect()))
   }
 }
 

@@ -145,12 +145,12 @@ impl Kind for Concurrent {
       numbers.resize(at + CONCURRENT_RESULT_FIELDS, 0.0);
       grants.extend(reply.grants.iter().map(|(id, token)| grant_text(id, *token)));
     }
-    Ok(Reply { numbers, text: Some(crate::codec::encode(&grants)) })
+    Ok(Reply { numbers, text: Some(crate::codec::encode(&grants)), failed: None })
   }
 
   async fn redis(store: &RedisStore, call: &ConcurrentCall, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
     let (numbers, grants) = store.concurrent_batch(&call.ops, now_us, lane).await?;
-    Ok(Reply { numbers, text: Some(crate::codec::encode(&grants)) })
+    Ok(Reply { numbers, text: Some(crate::codec::encode(&grants)), failed: None })
   }
 }
 

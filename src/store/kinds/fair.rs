@@ -13,7 +13,7 @@ use super::{Kind, Reply};
 use crate::core::fair::{Granules, Log};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
-use crate::store::redis::calls::{int, malformed, now_arg};
+use crate::store::redis::calls::{int, malformed, now_arg, Slotted};
 use crate::store::redis::script::Script;
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key};
@@ -144,7 +144,7 @@ impl Kind for Fair {
   }
 
   async fn redis(store: &RedisStore, calls: &Vec<FairCall>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
-    Ok(Reply::numbers(store.fair_batch(calls, now_us, lane).await?.concat()))
+    Ok(store.fair_batch(calls, now_us, lane).await?.reply(|v| v.concat()))
   }
 }
 
@@ -172,7 +172,7 @@ impl RedisStore {
   /// Per call, the tenant's count in each rule's window, this job included; a call whose key
   /// holds a value of another type (nothing applied) has [`WRONG_TYPE`](super::WRONG_TYPE)
   /// as its first count, then zeros. One script call per slot (up to 64 calls).
-  pub async fn fair_batch(&self, calls: &[FairCall], now_us: Option<f64>, lane: &Lane) -> Result<Vec<Vec<f64>>> {
+  pub async fn fair_batch(&self, calls: &[FairCall], now_us: Option<f64>, lane: &Lane) -> Result<Slotted<Vec<f64>>> {
     let groups = self.groups(calls.iter().map(|c| c.key.as_str()));
     self.per_slot(&groups, "fair", |group| self.fair_call(calls, group, now_us, lane)).await
   }

@@ -28,7 +28,7 @@ use super::{memory_now, Kind, Reply};
 use crate::core::limit::{self, Decision, Op, Params, State, MAX_DELAY_US};
 use crate::error::{Error, Result};
 use crate::store::memory::{Inner, MemoryStore};
-use crate::store::redis::calls::{int, malformed, now_arg, number, CHUNK};
+use crate::store::redis::calls::{int, malformed, now_arg, number, Slotted, CHUNK};
 use crate::store::redis::script::Script;
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
@@ -252,7 +252,7 @@ impl Kind for Limit {
   }
 
   async fn redis(store: &RedisStore, batch: &LimitBatch, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
-    Ok(Reply::numbers(encode_limit_decisions(&store.limit_batch(batch, now_us, lane).await?)))
+    Ok(store.limit_batch(batch, now_us, lane).await?.reply(|v| encode_limit_decisions(&v)))
   }
 
   fn memory_io(store: &MemoryStore, id: usize, io: &mut [f64]) -> Result<()> {
@@ -340,7 +340,7 @@ impl MemoryStore {
 impl RedisStore {
   /// Decides a batch of rate-limiter calls; one script call per hash slot (and chunk), an
   /// all-or-nothing group always within one (its keys must share a slot).
-  pub async fn limit_batch(&self, batch: &LimitBatch, now_us: Option<f64>, lane: &Lane) -> Result<Vec<Decision>> {
+  pub async fn limit_batch(&self, batch: &LimitBatch, now_us: Option<f64>, lane: &Lane) -> Result<Slotted<Decision>> {
     let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     for unit in units(batch) {
       let (first, members) = (unit.start, &batch.entries[unit.clone()]);

@@ -19,15 +19,27 @@ use std::future::Future;
 
 /// What one store call answers: flat numbers (the kind's result layout), and, for kinds that
 /// answer strings too, those strings in the encoding of [`crate::codec`] (`None` otherwise).
+/// On Redis, when some of a batch's calls failed while the others were decided (their hash
+/// slots' master down), `failed` lists them: `numbers` and `text` then hold the decided calls'
+/// results only, in call order, as if the batch had been those calls.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Reply {
   pub numbers: Vec<f64>,
   pub text: Option<String>,
+  pub failed: Option<Failed>,
+}
+
+/// The calls of a batch that failed while the others were decided: their indices (ascending)
+/// and the first error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failed {
+  pub calls: Vec<u32>,
+  pub error: Error,
 }
 
 impl Reply {
   pub fn numbers(numbers: Vec<f64>) -> Reply {
-    Reply { numbers, text: None }
+    Reply { numbers, text: None, failed: None }
   }
 }
 

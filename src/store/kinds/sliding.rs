@@ -12,7 +12,7 @@ use super::{Kind, Reply};
 use crate::core::sliding::{self, Decision, Log, Op, Window, WindowDecision};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
-use crate::store::redis::calls::{int, malformed, now_arg, number};
+use crate::store::redis::calls::{int, malformed, now_arg, number, Slotted};
 use crate::store::redis::script::Script;
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
@@ -151,7 +151,7 @@ impl Kind for Sliding {
   }
 
   async fn redis(store: &RedisStore, batch: &SlidingBatch, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
-    Ok(Reply::numbers(encode_sliding(&store.sliding_batch(batch, now_us, lane).await?)))
+    Ok(store.sliding_batch(batch, now_us, lane).await?.reply(|v| encode_sliding(&v)))
   }
 }
 
@@ -202,7 +202,7 @@ impl RedisStore {
   /// Decides a batch of sliding-window calls, in order per key; one script call per slot. A
   /// call whose key holds a value of another type is not applied and is answered refused with
   /// `retry_after_us` = [`WRONG_TYPE`](super::WRONG_TYPE).
-  pub async fn sliding_batch(&self, batch: &SlidingBatch, now_us: Option<f64>, lane: &Lane) -> Result<Vec<Decision>> {
+  pub async fn sliding_batch(&self, batch: &SlidingBatch, now_us: Option<f64>, lane: &Lane) -> Result<Slotted<Decision>> {
     let keys = batch.calls.iter().map(|c| batch.keys[c.key].as_str());
     let groups = self.groups(keys);
     self.per_slot(&groups, "sliding", |calls| self.sliding_call(batch, calls, now_us, lane)).await

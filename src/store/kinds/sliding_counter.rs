@@ -144,7 +144,7 @@ impl Kind for SlidingCounter {
     let groups = store.groups(calls.iter().map(|c| c.key.as_str()));
     let decisions =
       store.per_slot(&groups, "sliding-counter", |part| script_call(store, calls, part, now_us, lane)).await?;
-    Ok(Reply::numbers(flatten(&decisions)))
+    Ok(decisions.reply(|v| flatten(&v)))
   }
 }
 

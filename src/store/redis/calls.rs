@@ -5,6 +5,7 @@
 
 use super::RedisStore;
 use crate::error::{Error, ErrorKind, Result};
+use crate::store::kinds::{Failed, Reply};
 use fred::prelude::*;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -66,9 +67,12 @@ impl RedisStore {
   }
 
   /// Runs `call` once per group (of [`groups`](Self::groups)), all at once, and puts each
-  /// call's result back in call order; the first failed group fails the whole. `call` gets a
-  /// group's call indices and answers one result per index; `what` names the kind.
-  pub async fn per_slot<'g, T, F, Fut>(&self, groups: &'g [Vec<usize>], what: &str, call: F) -> Result<Vec<T>>
+  /// call's result back in call order. A group that fails while others succeed (a cluster
+  /// master down: only its slots' calls fail) leaves its calls out of `values` and lists them
+  /// in `failed`, with the first such error; if every group fails, the first error fails the
+  /// whole. `call` gets a group's call indices and answers one result per index; `what` names
+  /// the kind.
+  pub async fn per_slot<'g, T, F, Fut>(&self, groups: &'g [Vec<usize>], what: &str, call: F) -> Result<Slotted<T>>
   where
     F: FnMut(&'g [usize]) -> Fut,
     Fut: Future<Output = Result<Vec<T>>>,
@@ -76,11 +80,61 @@ impl RedisStore {
     let n = groups.iter().map(Vec::len).sum();
     let results = futures::future::join_all(groups.iter().map(|g| g.as_slice()).map(call)).await;
     let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    let mut failed: Vec<u32> = vec![];
+    let mut error: Option<Error> = None;
     for (group, result) in groups.iter().zip(results) {
-      for (i, value) in group.iter().zip(result?) {
-        out[*i] = Some(value);
+      match result {
+        Ok(values) => {
+          for (i, value) in group.iter().zip(values) {
+            out[*i] = Some(value);
+          }
+        }
+        Err(e) => {
+          failed.extend(group.iter().map(|i| *i as u32));
+          error.get_or_insert(e);
+        }
       }
     }
-    out.into_iter().map(|v| v.ok_or_else(|| malformed(what))).collect()
+    if let Some(e) = error {
+      if failed.len() == n {
+        return Err(e);
+      }
+      failed.sort_unstable();
+      let mut values = Vec::with_capacity(n - failed.len());
+      let mut next = failed.iter().peekable();
+      for (i, v) in out.into_iter().enumerate() {
+        if next.peek().is_some_and(|f| **f as usize == i) {
+          next.next();
+          continue;
+        }
+        values.push(v.ok_or_else(|| malformed(what))?);
+      }
+      return Ok(Slotted { values, failed: Some(Failed { calls: failed, error: e }) });
+    }
+    let values = out.into_iter().map(|v| v.ok_or_else(|| malformed(what))).collect::<Result<Vec<T>>>()?;
+    Ok(Slotted { values, failed: None })
+  }
+}
+
+/// What [`RedisStore::per_slot`] answers: the results of the calls that were decided, in call
+/// order, and the calls that failed while others were decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slotted<T> {
+  pub values: Vec<T>,
+  pub failed: Option<Failed>,
+}
+
+impl<T> Slotted<T> {
+  /// Every call's result, or the error of the calls that failed (for callers that need all).
+  pub fn all(self) -> Result<Vec<T>> {
+    match self.failed {
+      None => Ok(self.values),
+      Some(f) => Err(f.error),
+    }
+  }
+
+  /// The results mapped to a [`Reply`] (its `failed` set from these).
+  pub fn reply(self, numbers: impl FnOnce(Vec<T>) -> Vec<f64>) -> Reply {
+    Reply { numbers: numbers(self.values), text: None, failed: self.failed }
   }
 }

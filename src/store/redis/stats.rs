@@ -67,7 +67,7 @@ impl RedisStore {
   /// Runs `ops`; per operation its reply as strings (empty for writes).
   pub async fn stats_ops(&self, ops: &[StatsOp], lane: &Lane) -> Result<Vec<Vec<String>>> {
     let groups = self.groups(ops.iter().map(|op| op.keys[0].as_str()));
-    self.per_slot(&groups, "statistics", |group| self.stats_call(ops, group, lane)).await
+    self.per_slot(&groups, "statistics", |group| self.stats_call(ops, group, lane)).await?.all()
   }
 
   async fn stats_call(&self, ops: &[StatsOp], group: &[usize], lane: &Lane) -> Result<Vec<Vec<String>>> {
