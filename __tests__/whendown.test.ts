@@ -434,7 +434,7 @@ describe('whenDown on a Redis Cluster (a private one)', () => {
       const first = await round()
       expect(first.outcomes.every((o) => o.allowed)).toBe(true)
       await cluster.kill(0)
-      const rounds = []
+      const rounds: Awaited<ReturnType<typeof round>>[] = []
       for (let i = 0; i < 4; i++) rounds.push(await round())
       // the same names fail in every round (the killed master's): one batch per round held calls
       // for all three masters, and its calls for the two live ones were decided
