@@ -89,6 +89,13 @@ async function leasesHeld(store, limiterLabel) {
   return out
 }
 
+/** What the budget gauges hold (Prometheus help, OpenTelemetry description). */
+const BUDGET_HELP = {
+  used: 'Per budget dimension: charged and not yet replenished (queued and debt included).',
+  reserved: 'Per budget dimension: held by open reservations, not yet settled.',
+  tenantUsed: "Per budget tenant (this process's tenant views) and dimension: charged and not yet replenished.",
+}
+
 /**
  * Per-dimension use of each budget this process has used (kinds with `inspect.dimensionUse`,
  * lib/kinds/), one read each: `[label, dimension, used, reserved]`.
@@ -279,8 +286,8 @@ function collectMetrics(store, options) {
     },
   })
   for (const [name, help, at] of [
-    ['budget_used', 'Per budget dimension: charged and not yet replenished (queued and debt included).', 2],
-    ['budget_reserved', 'Per budget dimension: held by open reservations, not yet settled.', 3],
+    ['budget_used', BUDGET_HELP.used, 2],
+    ['budget_reserved', BUDGET_HELP.reserved, 3],
   ]) {
     new client.Gauge({
       name: `${p}${name}`,
@@ -297,7 +304,7 @@ function collectMetrics(store, options) {
   }
   new client.Gauge({
     name: `${p}budget_tenant_used`,
-    help: "Per budget tenant (this process's tenant views) and dimension: charged and not yet replenished.",
+    help: BUDGET_HELP.tenantUsed,
     labelNames: ['limiter', 'tenant', 'dimension'],
     registers,
     async collect() {
@@ -353,37 +360,22 @@ function openTelemetry(store, o) {
     }
     meter = api.metrics.getMeter('sluice')
   }
-  const decisions = meter.createObservableCounter('sluice.decisions', {
-    description: 'Limiter decisions made in this process, by result.',
-  })
-  const weight = meter.createObservableCounter('sluice.decision.weight', {
-    description: 'Weight (units) of the decisions made in this process, by result.',
-  })
-  const waiters = meter.createObservableGauge('sluice.waiters', {
-    description: 'Concurrent-limiter waiters queued in this process.',
-  })
-  const up = meter.createObservableGauge('sluice.store.up', { description: '1 while the store reaches Redis.' })
-  const throttled = meter.createObservableCounter('sluice.fetch.throttled', {
-    description: 'Outgoing calls answered 429 or 503 (sluice/fetch), per key.',
-  })
-  const blocks = meter.createObservableCounter('sluice.fetch.blocks', {
-    description: 'Blocks recorded from answers (sluice/fetch), per key.',
-  })
-  const rate = meter.createObservableGauge('sluice.fetch.rate', {
-    description: 'Outgoing calls per second a key is paced at now (sluice/fetch).',
-  })
-  const learnedRate = meter.createObservableGauge('sluice.fetch.learned_rate', {
-    description: 'Calls per second the upstream stated for a key (sluice/fetch).',
-  })
-  const budgetUsed = meter.createObservableGauge('sluice.budget.used', {
-    description: 'Per budget dimension: charged and not yet replenished (queued and debt included).',
-  })
-  const budgetReserved = meter.createObservableGauge('sluice.budget.reserved', {
-    description: 'Per budget dimension: held by open reservations, not yet settled.',
-  })
-  const tenantUsed = meter.createObservableGauge('sluice.budget.tenant.used', {
-    description: "Per budget tenant (this process's tenant views) and dimension: charged and not yet replenished.",
-  })
+  const counter = (name, description) => meter.createObservableCounter(name, { description })
+  const gauge = (name, description) => meter.createObservableGauge(name, { description })
+  const decisions = counter('sluice.decisions', 'Limiter decisions made in this process, by result.')
+  const weight = counter('sluice.decision.weight', 'Weight (units) of the decisions made in this process, by result.')
+  const waiters = gauge('sluice.waiters', 'Concurrent-limiter waiters queued in this process.')
+  const up = gauge('sluice.store.up', '1 while the store reaches Redis.')
+  const throttled = counter('sluice.fetch.throttled', 'Outgoing calls answered 429 or 503 (sluice/fetch), per key.')
+  const blocks = counter('sluice.fetch.blocks', 'Blocks recorded from answers (sluice/fetch), per key.')
+  const rate = gauge('sluice.fetch.rate', 'Outgoing calls per second a key is paced at now (sluice/fetch).')
+  const learnedRate = gauge(
+    'sluice.fetch.learned_rate',
+    'Calls per second the upstream stated for a key (sluice/fetch).',
+  )
+  const budgetUsed = gauge('sluice.budget.used', BUDGET_HELP.used)
+  const budgetReserved = gauge('sluice.budget.reserved', BUDGET_HELP.reserved)
+  const tenantUsed = gauge('sluice.budget.tenant.used', BUDGET_HELP.tenantUsed)
   const waits = meter.createHistogram('sluice.wait', {
     description: 'How long admissions waited for their turn.',
     unit: 's',

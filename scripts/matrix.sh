@@ -9,6 +9,7 @@
 # passed. Measured here: debootstrap 82 s, the two packages 13 s, Valkey 60 s, Redis 8 115 s.
 #   npm run test:matrix            both servers
 #   SERVERS=valkey npm run test:matrix
+#   SLUICE_MATRIX_RETRY=1 npm run test:matrix   a failed test runs once more (.ci/run sets it)
 # Exits 1 if any suite failed on any server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +45,8 @@ WRAP
   echo "== $version"
   eval "$(PATH="$bin:$PATH" node "$WORK/$server/scripts/redis-servers.js" start)"
   set +e
-  PATH="$bin:$PATH" npx vitest run "${SUITES[@]/#/__tests__/}" 2>&1 | tee "$WORK/$server/vitest.log" | grep -E '×|Test Files|Tests '
+  PATH="$bin:$PATH" npx vitest run ${SLUICE_MATRIX_RETRY:+--retry="$SLUICE_MATRIX_RETRY"} "${SUITES[@]/#/__tests__/}" 2>&1 |
+    tee "$WORK/$server/vitest.log" | grep -E '×|Test Files|Tests '
   status=${PIPESTATUS[0]}
   cargo test --no-default-features "${CONFORMANCE[@]/#/--test=}" 2>&1 | tee "$WORK/$server/cargo.log" |
     grep -E '^test result|FAILED|panicked'
