@@ -77,43 +77,48 @@ impl RedisStore {
     F: FnMut(&'g [usize]) -> Fut,
     Fut: Future<Output = Result<Vec<T>>>,
   {
-    let n = groups.iter().map(Vec::len).sum();
     let results = futures::future::join_all(groups.iter().map(|g| g.as_slice()).map(call)).await;
-    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
-    let mut failed: Vec<u32> = vec![];
-    let mut error: Option<Error> = None;
-    for (group, result) in groups.iter().zip(results) {
-      match result {
-        Ok(values) => {
-          for (i, value) in group.iter().zip(values) {
-            out[*i] = Some(value);
-          }
-        }
-        Err(e) => {
-          failed.extend(group.iter().map(|i| *i as u32));
-          error.get_or_insert(e);
-        }
-      }
-    }
-    if let Some(e) = error {
-      if failed.len() == n {
-        return Err(e);
-      }
-      failed.sort_unstable();
-      let mut values = Vec::with_capacity(n - failed.len());
-      let mut next = failed.iter().peekable();
-      for (i, v) in out.into_iter().enumerate() {
-        if next.peek().is_some_and(|f| **f as usize == i) {
-          next.next();
-          continue;
-        }
-        values.push(v.ok_or_else(|| malformed(what))?);
-      }
-      return Ok(Slotted { values, failed: Some(Failed { calls: failed, error: e }) });
-    }
-    let values = out.into_iter().map(|v| v.ok_or_else(|| malformed(what))).collect::<Result<Vec<T>>>()?;
-    Ok(Slotted { values, failed: None })
+    assemble(groups, results, what)
   }
+}
+
+/// Puts each group's results back in call order (see [`RedisStore::per_slot`]).
+fn assemble<T>(groups: &[Vec<usize>], results: Vec<Result<Vec<T>>>, what: &str) -> Result<Slotted<T>> {
+  let n = groups.iter().map(Vec::len).sum();
+  let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+  let mut failed: Vec<u32> = vec![];
+  let mut error: Option<Error> = None;
+  for (group, result) in groups.iter().zip(results) {
+    match result {
+      Ok(values) => {
+        for (i, value) in group.iter().zip(values) {
+          out[*i] = Some(value);
+        }
+      }
+      Err(e) => {
+        failed.extend(group.iter().map(|i| *i as u32));
+        error.get_or_insert(e);
+      }
+    }
+  }
+  let Some(error) = error else {
+    let values = out.into_iter().map(|v| v.ok_or_else(|| malformed(what))).collect::<Result<Vec<T>>>()?;
+    return Ok(Slotted { values, failed: None });
+  };
+  if failed.len() == n {
+    return Err(error);
+  }
+  failed.sort_unstable();
+  let mut values = Vec::with_capacity(n - failed.len());
+  let mut next = failed.iter().peekable();
+  for (i, v) in out.into_iter().enumerate() {
+    if next.peek().is_some_and(|f| **f as usize == i) {
+      next.next();
+      continue;
+    }
+    values.push(v.ok_or_else(|| malformed(what))?);
+  }
+  Ok(Slotted { values, failed: Some(Failed { calls: failed, error }) })
 }
 
 /// What [`RedisStore::per_slot`] answers: the results of the calls that were decided, in call
@@ -136,5 +141,47 @@ impl<T> Slotted<T> {
   /// The results mapped to a [`Reply`] (its `failed` set from these).
   pub fn reply(self, numbers: impl FnOnce(Vec<T>) -> Vec<f64>) -> Reply {
     Reply { numbers: numbers(self.values), text: None, failed: self.failed }
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn down() -> Error {
+    Error::new(ErrorKind::StoreUnavailable, "redis: Failed to route command.")
+  }
+
+  #[test]
+  fn every_group_decided_is_every_result_in_call_order() {
+    let groups = vec![vec![0, 2], vec![1, 3]];
+    let s = assemble(&groups, vec![Ok(vec!["a", "c"]), Ok(vec!["b", "d"])], "t").unwrap();
+    assert_eq!(s, Slotted { values: vec!["a", "b", "c", "d"], failed: None });
+  }
+
+  #[test]
+  fn a_failed_group_leaves_its_calls_out_and_lists_them() {
+    let groups = vec![vec![0, 3], vec![1, 2], vec![4]];
+    let results = vec![Ok(vec!["a", "d"]), Err(down()), Ok(vec!["e"])];
+    let s = assemble(&groups, results, "t").unwrap();
+    assert_eq!(s.values, vec!["a", "d", "e"]);
+    assert_eq!(s.failed, Some(Failed { calls: vec![1, 2], error: down() }));
+    assert_eq!(s.clone().all(), Err(down()));
+    let reply = s.reply(|v| v.iter().map(|x| x.len() as f64).collect());
+    assert_eq!(reply.numbers, vec![1.0, 1.0, 1.0]);
+    assert_eq!(reply.failed.unwrap().calls, vec![1, 2]);
+  }
+
+  #[test]
+  fn every_group_failed_is_the_first_error() {
+    let timeout = Error::new(ErrorKind::Timeout, "late");
+    let r = assemble::<&str>(&[vec![0], vec![1]], vec![Err(timeout.clone()), Err(down())], "t");
+    assert_eq!(r, Err(timeout));
+  }
+
+  #[test]
+  fn a_group_answering_too_few_results_is_malformed() {
+    let r = assemble(&[vec![0, 1]], vec![Ok(vec!["a"])], "t");
+    assert_eq!(r, Err(malformed("t")));
   }
 }
