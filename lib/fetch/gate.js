@@ -261,9 +261,7 @@ class Door {
     this.config = config
     this.store = config.store
     this.gates = new Map()
-    let doors = DOORS.get(this.store)
-    if (doors === undefined) DOORS.set(this.store, (doors = new Set()))
-    doors.add(new WeakRef(this))
+    ADAPTIVE.addDoor(this.store, this) // for sluice/metrics' rate gauges
   }
 
   /** The key of a call (`key(url, init)` or the origin), checked: a bad one fails the call. */
@@ -307,31 +305,4 @@ class Door {
   }
 }
 
-/** The doors made on each store (weakly held), for sluice/metrics' rate gauges. */
-const DOORS = new WeakMap()
-
-/**
- * This process's keys on `store` with their rates: `{ key, qps, learnedQps }` (qps: the
- * current rate as the store last answered, null when unpaced; learnedQps: the rate the
- * upstream stated, while remembered, else null).
- */
-function ratesOf(store) {
-  const doors = DOORS.get(store)
-  if (doors === undefined) return []
-  const out = []
-  for (const ref of doors) {
-    const door = ref.deref()
-    if (door === undefined) {
-      doors.delete(ref)
-      continue
-    }
-    for (const g of door.gates.values()) {
-      const st = g.stats()
-      const learnedQps = st.learned === undefined ? null : (st.learned.limit * 1000) / st.learned.windowMs
-      out.push({ key: g.key, qps: st.qps, learnedQps })
-    }
-  }
-  return out
-}
-
-module.exports = { Door, Gate, ratesOf }
+module.exports = { Door, Gate }

@@ -107,7 +107,41 @@ adaptive.inspect = {
       ? ''
       : `${f.count(st.qps)}/s now${st.backlogMs >= 10 ? `, backlog ${f.ms(st.backlogMs)}` : ''}`,
   /** sluice/metrics: this process's keys with their current and learned rates (sluice/fetch's doors) */
-  rates: (store) => require('../fetch/gate').ratesOf(store),
+  rates: (store) => ratesOf(store),
+}
+
+/** The sluice/fetch doors made on each store (weakly held; lib/fetch/gate.js adds them). */
+const DOORS = new WeakMap()
+
+/** Remembers `door` (a sluice/fetch Door: `gates`, each with `key` and `stats()`) made on `store`. */
+adaptive.addDoor = (store, door) => {
+  let doors = DOORS.get(store)
+  if (doors === undefined) DOORS.set(store, (doors = new Set()))
+  doors.add(new WeakRef(door))
+}
+
+/**
+ * This process's keys on `store` with their rates: `{ key, qps, learnedQps }` (qps: the
+ * current rate as the store last answered, null when unpaced; learnedQps: the rate the
+ * upstream stated, while remembered, else null).
+ */
+function ratesOf(store) {
+  const doors = DOORS.get(store)
+  if (doors === undefined) return []
+  const out = []
+  for (const ref of doors) {
+    const door = ref.deref()
+    if (door === undefined) {
+      doors.delete(ref)
+      continue
+    }
+    for (const g of door.gates.values()) {
+      const st = g.stats()
+      const learnedQps = st.learned === undefined ? null : (st.learned.limit * 1000) / st.learned.windowMs
+      out.push({ key: g.key, qps: st.qps, learnedQps })
+    }
+  }
+  return out
 }
 
 module.exports = adaptive
