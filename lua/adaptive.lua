@@ -34,6 +34,7 @@ else
 end
 local SECOND = 1000000
 local KEEP = 600 * SECOND
+local WINDOW = 500000
 local FORMAT = '<dddddddddddd'
 local FAST = 0.25
 
@@ -58,11 +59,15 @@ for i = 2, nargs, 16 do
     if not (rate > 0) then
       rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil, mark = start_qps, 0, 0, 0, now, now, 0, 0, now, 0, 0, 0
     end
-    -- roll the one-second success window
-    if now >= wstart + 2 * SECOND then
+    -- roll the half-second success window; the first call after a back-off period restarts it
+    -- at the period's end (the served rate is measured while calls flow)
+    if huntil > wstart and now >= huntil then
+      prev, cur, wstart = 0, 0, huntil
+    end
+    if now >= wstart + 2 * WINDOW then
       prev, cur, wstart = 0, 0, now
-    elseif now >= wstart + SECOND then
-      prev, cur, wstart = cur, 0, wstart + SECOND
+    elseif now >= wstart + WINDOW then
+      prev, cur, wstart = cur, 0, wstart + WINDOW
     end
     local function ceiling()
       if lqps > 0 and luntil > now then return math.min(max_qps, lqps) end
@@ -101,9 +106,9 @@ for i = 2, nargs, 16 do
         if now + block > floor then buntil = now + block end
       end
       if throttled and now >= huntil then
-        local span = math.min(now - created, SECOND + (now - wstart))
+        local span = math.min(now - math.max(created, huntil), WINDOW + (now - wstart))
         local served = (prev + cur) / math.max(span / SECOND, 0.25)
-        if now - math.max(created, huntil) >= SECOND and served > 0 then
+        if now - math.max(created, huntil) >= WINDOW and served > 0 then
           mark = math.min(rate, served)
           rate = mark * (1 - decrease)
         else

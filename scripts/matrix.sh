@@ -45,7 +45,8 @@ WRAP
   echo "== $version"
   eval "$(PATH="$bin:$PATH" node "$WORK/$server/scripts/redis-servers.js" start)"
   set +e
-  PATH="$bin:$PATH" npx vitest run ${SLUICE_MATRIX_RETRY:+--retry="$SLUICE_MATRIX_RETRY"} "${SUITES[@]/#/__tests__/}" 2>&1 |
+  # NO_COLOR: vitest colours its output under CI=true, and the summary below reads it as text
+  PATH="$bin:$PATH" NO_COLOR=1 npx vitest run ${SLUICE_MATRIX_RETRY:+--retry="$SLUICE_MATRIX_RETRY"} "${SUITES[@]/#/__tests__/}" 2>&1 |
     tee "$WORK/$server/vitest.log" | grep -E '×|Test Files|Tests '
   status=${PIPESTATUS[0]}
   cargo test --no-default-features "${CONFORMANCE[@]/#/--test=}" 2>&1 | tee "$WORK/$server/cargo.log" |
@@ -54,8 +55,9 @@ WRAP
   set -e
   node "$WORK/$server/scripts/redis-servers.js" stop
   [ "$status" -eq 0 ] && [ "$rstatus" -eq 0 ] || failed=1
-  rust=$(grep -E '^test result' "$WORK/$server/cargo.log" | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}')
-  summary+=("$version: JS $(grep -E '^ +Tests ' "$WORK/$server/vitest.log" | sed 's/^ *//') (exit $status); Rust conformance $rust (exit $rstatus)")
+  rust=$(grep -E '^test result' "$WORK/$server/cargo.log" | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}' || true)
+  js=$(sed 's/\x1b\[[0-9;]*m//g' "$WORK/$server/vitest.log" | grep -E '^ +Tests ' | sed 's/^ *//' || true)
+  summary+=("$version: JS ${js:-(no summary)} (exit $status); Rust conformance $rust (exit $rstatus)")
 done
 echo "== matrix"
 printf '%s\n' "${summary[@]}"

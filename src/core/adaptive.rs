@@ -5,16 +5,17 @@
 //!   `burst / rate` seconds, and the block's end (at once when that is not in the future), and
 //!   moves the tail by `weight / rate` seconds. With `max_wait_us` >= 0 a slot
 //!   further away than that is refused and nothing is charged. It also takes the successes a
-//!   process saw since its last call (`ok`): they are counted in a one-second window (the
-//!   served rate) and, outside a back-off period, raise the rate by `inc_abs + rate * inc_rel`
+//!   process saw since its last call (`ok`): they are counted in half-second windows (the
+//!   served rate, over the last one or two of them while calls flow: the first call after a
+//!   back-off period restarts the count at its end) and, outside a back-off period, raise the rate by `inc_abs + rate * inc_rel`
 //!   per second of calls that succeed.
 //! - `report` records what a response said: a block (`block_us`; while one is under way it is
 //!   extended only when the new end is a second or more past it: the 429s of calls already on
 //!   their way repeat the block, they never add up), a learned rate (a ceiling until `learned_ttl_us` from now), and a throttled
 //!   answer, which lowers the rate once per back-off period to `(1 - decrease)` times the lower
-//!   of the rate and the served rate measured over the last second or so (its `mark`), so the
+//!   of the rate and the served rate measured over the last half second or so (its `mark`), so the
 //!   fleet settles just under the upstream's limit instead of halving and climbing back (AIMD);
-//!   a throttled answer less than a second after calls started flowing (no served rate to go
+//!   a throttled answer less than half a second after calls started flowing (no served rate to go
 //!   by yet) halves the rate, never below where the last measured decrease settled. The period is the block, at least one second; increases wait for
 //!   it to end, and climb fast (a quarter of the rate per second) until there is a mark and
 //!   while the rate is under 0.9 of it.
@@ -29,6 +30,8 @@
 pub const SECOND_US: f64 = 1_000_000.0;
 /// How long a record is kept after the last time it matters (its rate is remembered), µs.
 pub const KEEP_US: f64 = 600.0 * SECOND_US;
+/// The success window, µs: the served rate is measured over the last one or two of them.
+pub const WINDOW_US: f64 = 500_000.0;
 
 /// The rate's settings, per call (a call may change them: they are the caller's options).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -111,22 +114,31 @@ impl State {
     self.rate = self.rate.max(p.min_qps).min(self.ceiling(p, now_us));
   }
 
-  /// Moves the one-second success window up to `now_us`.
+  /// Moves the one-second success window up to `now_us`. The first call after a back-off
+  /// period restarts it at the period's end: the served rate is measured while calls flow,
+  /// never over a block (which would settle the rate under the upstream's limit).
   fn roll(&mut self, now_us: f64) {
-    if now_us >= self.win_start_us + 2.0 * SECOND_US {
+    if self.hold_until_us > self.win_start_us && now_us >= self.hold_until_us {
+      self.prev_ok = 0.0;
+      self.cur_ok = 0.0;
+      self.win_start_us = self.hold_until_us;
+    }
+    if now_us >= self.win_start_us + 2.0 * WINDOW_US {
       self.prev_ok = 0.0;
       self.cur_ok = 0.0;
       self.win_start_us = now_us;
-    } else if now_us >= self.win_start_us + SECOND_US {
+    } else if now_us >= self.win_start_us + WINDOW_US {
       self.prev_ok = self.cur_ok;
       self.cur_ok = 0.0;
-      self.win_start_us += SECOND_US;
+      self.win_start_us += WINDOW_US;
     }
   }
 
-  /// Successes per second over the last second or so (0: none measured).
+  /// Successes per second over the last second or so since calls started flowing (0: none
+  /// measured).
   pub fn served(&self, now_us: f64) -> f64 {
-    let span = (now_us - self.created_us).min(SECOND_US + (now_us - self.win_start_us));
+    let flowing = now_us - self.created_us.max(self.hold_until_us);
+    let span = flowing.min(WINDOW_US + (now_us - self.win_start_us));
     (self.prev_ok + self.cur_ok) / (span / SECOND_US).max(0.25)
   }
 
@@ -181,7 +193,7 @@ impl State {
       // the served rate means something after a second of calls flowing (no block, no hold):
       // settle under it; before that, only that the rate is too high: halve it
       let served = self.served(now_us);
-      if now_us - self.created_us.max(self.hold_until_us) >= SECOND_US && served > 0.0 {
+      if now_us - self.created_us.max(self.hold_until_us) >= WINDOW_US && served > 0.0 {
         self.mark = self.rate.min(served);
         self.rate = self.mark * (1.0 - p.decrease);
       } else {
@@ -265,11 +277,32 @@ mod tests {
     }
     let r = s.report(&P, true, 1e6, 0.0, 0.0, 2e6);
     assert!(r.decreased);
-    assert!((r.rate - 36.0).abs() < 2.0, "{r:?}"); // 0.9 x the ~40/s served
-    assert!((s.mark - 40.0).abs() < 2.0);
+    // 0.9 x the ~40/s served, measured over the last half second or so (one success more or
+    // less there is 2/s)
+    assert!((r.rate - 36.0).abs() < 2.0, "{r:?}");
+    assert!((s.mark - 40.0).abs() <= 2.0, "{}", s.mark);
     let again = s.report(&P, true, 1e6, 0.0, 0.0, 2.5e6);
     assert!(!again.decreased);
     assert_eq!(again.rate, r.rate);
+  }
+
+  #[test]
+  fn the_served_rate_is_measured_while_calls_flow_never_over_a_block() {
+    let mut s = State::default();
+    // created at 0.5 s (the success window's phase), 40 served per second until 2.5 s
+    s.pace(&P, 1.0, 0.0, -1.0, 0.5e6);
+    for i in 1..=80 {
+      s.pace(&P, 1.0, 1.0, -1.0, 0.5e6 + i as f64 * 25_000.0);
+    }
+    assert!(s.report(&P, true, 1.25e6, 0.0, 0.0, 2.5e6).decreased); // hold (and block) until 3.75 s
+                                                                    // then 30 served per second for 1.2 s: the success window, still in its phase, would
+                                                                    // count a quarter of a second of the block in its previous second
+    for i in 1..=36 {
+      s.pace(&P, 1.0, 1.0, -1.0, 3.75e6 + i as f64 * 1e6 / 30.0);
+    }
+    let r = s.report(&P, true, 1e6, 0.0, 0.0, 4.95e6);
+    assert!(r.decreased);
+    assert!((s.mark - 30.0).abs() < 1.5, "mark {} (served while flowing: 30)", s.mark);
   }
 
   #[test]
