@@ -1,7 +1,7 @@
 // sluice/fetch across processes: 4 processes x 16 callers make a fixed number of calls to a fake
 // upstream with a hidden limit (a token bucket of 100/s, burst 5) answering 429 + Retry-After,
-// in three dialects (no rate headers with qps given; IETF draft-10 and X-RateLimit-* learned),
-// on Redis and on a cluster. Counted, never timed: every call is served in the end, and the
+// in three dialects (no rate headers, with qps given or the adaptive rate from 10 x L; IETF
+// draft-10 and X-RateLimit-* learned), on Redis and on a cluster. Counted, never timed: every call is served in the end, and the
 // 429s the fleet drew stay a bounded share of what it sent (the counts are printed).
 import { fork } from 'node:child_process'
 import { join } from 'node:path'
@@ -44,6 +44,7 @@ async function fleet(cfg: object): Promise<Report[]> {
 const TOPOLOGIES = ['redis', 'cluster'] as const
 const DIALECTS = [
   ['none', 'sluice-qps'],
+  ['none', 'sluice-adaptive'],
   ['draft10', 'sluice-learn'],
   ['xrl', 'sluice-learn'],
 ] as const
@@ -81,7 +82,8 @@ describe.each(TOPOLOGIES)('sluice/fetch, 4 processes x 16 callers on %s', (topol
         // counts under real time: bounds a loaded 2-core machine keeps (the goals are the
         // benchmark's, bench/fetch.js); 64 callers with no pacing draw 30-60 % of 429s there
         if (mode === 'sluice-qps') expect(c.refused).toBeLessThan(0.15 * c.requests)
-        // learning: most 429s are the first wave (one call per caller, 64, before any answer taught)
+        // learning, and the adaptive rate from 10 x L: most 429s are the first wave (one call per
+        // caller, 64, before any answer taught or the shared rate came down)
         else expect(c.refused).toBeLessThan(0.3 * c.requests)
       } finally {
         await up.close()

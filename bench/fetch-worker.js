@@ -65,6 +65,8 @@ async function main() {
     })
     process.disconnect()
   }
+  // the upstream counts from startAt: the calls begin there, not when the last process was ready
+  if (cfg.startAt !== undefined && cfg.startAt > Date.now()) await sleep(cfg.startAt - Date.now())
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   let left = cfg.calls ?? Infinity

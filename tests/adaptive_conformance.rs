@@ -1,6 +1,6 @@
 //! Conformance of the adaptive rate (sluice/fetch's per-key record): random sequences of paces
 //! (weights, successes reported, max waits, probes of weight 0) and reports (throttled answers,
-//! blocks, learned rates), with settings that change between calls as a door's `limits(key)`
+//! blocks, learned rates, successes), with settings that change between calls as a door's `limits(key)`
 //! may, decided by the Rust model (the memory store) and by `lua/adaptive.lua` on a real Redis,
 //! with the same clock; every flat answer must be identical. Calls go through the kind
 //! registry's generic trait, as the bindings make them, on both lanes of a standalone server
@@ -67,7 +67,8 @@ async fn conform(options: RedisOptions, label: &str) {
           let block = rng.pick(&[0.0, 0.0, 1e6, 1_500_000.0, 2e6, 30e6]);
           let learned = if rng.below(3) == 0 { rng.pick(&[0.5, 4.9, 49.0, 980.0]) } else { 0.0 };
           let ttl = if learned > 0.0 { rng.pick(&[1e6, 60e6]) } else { 0.0 };
-          nums.extend([REPORT, 0.0, 0.0, -1.0, throttled, block, learned, ttl]);
+          let ok = rng.pick(&[0.0, 0.0, 1.0, 7.0]);
+          nums.extend([REPORT, 0.0, ok, -1.0, throttled, block, learned, ttl]);
         } else {
           // pace: weight (0: a probe), successes since the last call, a max wait or none
           let weight = rng.pick(&[0.0, 1.0, 1.0, 1.0, 2.0]);
@@ -76,6 +77,8 @@ async fn conform(options: RedisOptions, label: &str) {
           nums.extend([PACE, weight, ok, max_wait, 0.0, 0.0, 0.0, 0.0]);
         }
         nums.extend(p);
+        // how long ago the latest call whose success is told was sent (late answers)
+        nums.push(if nums[nums.len() - 13] > 0.0 { rng.pick(&[0.0, 2_000.0, 300_000.0, 1_500_000.0]) } else { 0.0 });
       }
       let call = Adaptive::decode(&sluice::codec::encode(&batch_keys), &nums).expect("valid call");
       let expected = Adaptive::memory(&model, &call, now).expect("model");

@@ -106,6 +106,7 @@ fn calls(tag: &str) -> Vec<(&'static str, Vec<String>, Vec<f64>)> {
     ] {
       nums.extend([op, weight, ok, max_wait, throttled, block, learned, ttl]);
       nums.extend(params);
+      nums.push(if ok > 0.0 { 40_000.0 } else { 0.0 }); // sent_ago_us
     }
     out.push(("adaptive", vec![key("a1"), key("a1"), key("a1"), key("a2")], nums));
     let (acquire, stats) = (op("concurrent", "acquire"), op("concurrent", "stats"));

@@ -6,7 +6,7 @@
 
 const ADAPTIVE = require('../kinds/adaptive')
 const { OverLimitError, SluiceError } = require('../errors')
-const { nowMs, sleep, aborted } = require('../limiter')
+const { nowMs, elapsedMs, sleep, aborted } = require('../limiter')
 const { escapeKey } = require('../stats')
 const { learn } = require('./headers')
 const { keyLimits, MAX_QPS } = require('./options')
@@ -56,7 +56,9 @@ class Gate {
     this._statsName = key
     this._book = door.store._stats
     this.rate = this.params[2] // as the store last said
-    this.ok = 0 // successes not yet reported (sent with the next pace)
+    this.ok = 0 // successes not yet told (adaptive: told at once by tell(); else with the next pace)
+    this.okSentMs = -Infinity // elapsedMs() when the latest call among them was sent
+    this.telling = false // a tell() under way
     this.nextSendMs = 0 // this process's next send of the key, at the earliest
     this.learnedQps = 0 // the learned rate last sent, and when
     this.learnedAtMs = -Infinity
@@ -85,11 +87,13 @@ class Gate {
     }
   }
 
-  /** One call of the key's record: `[delayUs | blockUs, rate in milli-qps, admitted | decreased, degraded]`. */
+  /** One call of the key's record: `[delayUs | blockUs, rate in milli-qps, admitted | decreased, blockUs, degraded]`. */
   _send(head) {
     const nums = new Float64Array(ADAPTIVE.WIDTH)
     nums.set(head)
     nums.set(this.params, 8)
+    // with successes told: how long ago the latest of their calls was sent, µs
+    if (head[2] > 0) nums[15] = Math.max(0, Math.ceil((elapsedMs(this.door.store) - this.okSentMs) * 1000))
     return this.door.store._call(ADAPTIVE, new ADAPTIVE.Call(this, nums))
   }
 
@@ -131,8 +135,9 @@ class Gate {
       const reservedMs = nowMs(store)
       const ok = this.ok
       this.ok = 0
-      const [delayUs, rate, admitted, degraded] = await this._send([PACE, 1, ok, maxWaitUs])
+      const [delayUs, rate, admitted, blockUs, degraded] = await this._send([PACE, 1, ok, maxWaitUs])
       this.rate = rate / 1000
+      if (blockUs > 0) this.heardBlock(blockUs)
       if (degraded && round === 0) this.counts.degraded++
       // sub-ms delays go at once: pacing to the ms is what a timer can do
       const delayMs = delayUs < 1000 ? 0 : Math.ceil(delayUs / 1000)
@@ -156,23 +161,66 @@ class Gate {
         if (at > now + 1) await sleep(store, Math.ceil(at - now), signal)
       }
       this.sent(degraded)
-      return
+      return elapsedMs(store)
     }
+  }
+
+  /**
+   * Tells the key's record the successes not told yet, at once and beside the caller (one
+   * report under way per key and process; what comes meanwhile goes with the next): the
+   * adaptive rate's served measure is as current as the answers, not as this process's next
+   * pace. Its answer brings the rate and any block.
+   */
+  tell() {
+    if (this.telling || this.ok === 0) return
+    this.telling = true
+    const ok = this.ok
+    this.ok = 0
+    this._send([REPORT, 0, ok, -1, 0, 0, 0, 0]).then(
+      ([, rate, , blockUs]) => {
+        this.rate = rate / 1000
+        if (blockUs > 0) this.heardBlock(blockUs)
+        this.telling = false
+        this.tell()
+      },
+      () => {
+        this.ok += ok // told with the next call; the store's failure is counted where a call waits on it
+        this.telling = false
+      },
+    )
+  }
+
+  /**
+   * A block in the key's record, `blockUs` from now, that another process's response may have
+   * recorded: this process's callers that took their slots before it and wake inside it take
+   * new ones after it (every process waits, not only the one that was told).
+   */
+  heardBlock(blockUs) {
+    const now = nowMs(this.door.store)
+    // the record's end is a round trip earlier than this: a caller that wakes in the last ms goes
+    const until = now + blockUs / 1000 - 1
+    if (until <= this.blockedUntilMs + SAME_BLOCK_MS) return
+    this.blockedUntilMs = until
+    this.blockSetMs = now
   }
 
   /**
    * Reads a response: counts it, learns the key's limits (with `learn`), and records in the
    * key's record a block (Retry-After or an exhausted quota, capped at `maxBlockMs`), a learned
-   * rate and a throttled answer (the adaptive rate comes down). Returns the block's ms (0:
-   * none). Never throws.
+   * rate and a throttled answer (the adaptive rate comes down); `sentMs`: when the call went
+   * (what admit() answered). Returns the block's ms (0: none). Never throws.
    */
-  async observe(status, get) {
+  async observe(status, get, sentMs = elapsedMs(this.door.store)) {
     const { store, config } = this.door
     const throttled = status === 429 || status === 503
     if (throttled) {
       this.counts.throttled++
       if (this._book !== null) this._book.event(this, 'throttled')
-    } else if (status < 400) this.ok++
+    } else if (status < 400) {
+      this.ok++
+      if (sentMs > this.okSentMs) this.okSentMs = sentMs
+      if (config.adaptive !== null) this.tell()
+    }
     const now = nowMs(store)
     let l
     try {
@@ -195,12 +243,16 @@ class Gate {
       this.counts.blocks++
       if (this._book !== null) this._book.event(this, 'blocks')
     }
+    // this process's successes not told yet go first: the served rate a throttled answer
+    // settles under counts them
+    const ok = this.ok
+    this.ok = 0
     try {
       const ttlUs = learned === null ? 0 : learned.ttlMs * 1000
       const [, rate, decreased] = await this._send([
         REPORT,
         0,
-        0,
+        ok,
         -1,
         throttled ? 1 : 0,
         blockMs * 1000,
@@ -210,6 +262,7 @@ class Gate {
       this.rate = rate / 1000
       if (decreased && config.adaptive !== null) this.counts.decreases++
     } catch {
+      this.ok += ok // told with the next call
       this.counts.errors++ // the response still reaches the caller; the store's state is its own concern
     }
     return l.blockMs

@@ -55,6 +55,7 @@ class PacedCall {
     this.attempt = 0
     this.retrying = false
     this.blocked = null // the observe() of the answer being read
+    this.sentMs = 0 // when the request went (the gate's clock)
     this.done = false
   }
 
@@ -70,7 +71,7 @@ class PacedCall {
       this.gate = await this.door.gate(this.door.keyOf(url, undefined))
       this.gate.counts.calls++
     }
-    await this.gate.admit(this.aborter.signal)
+    this.sentMs = await this.gate.admit(this.aborter.signal)
     this.retrying = false
     this.dispatch(this.opts, this)
   }
@@ -99,7 +100,7 @@ class PacedCall {
   }
 
   onResponseStart(controller, statusCode, headers, statusMessage) {
-    this.blocked = this.gate.observe(statusCode, fromObject(headers))
+    this.blocked = this.gate.observe(statusCode, fromObject(headers), this.sentMs)
     const retry = this.door.config.retry
     if (
       retry !== null &&

@@ -110,11 +110,11 @@ function pacedFetch(options) {
     let res
     try {
       for (let attempt = 0; ; attempt++) {
-        await gate.admit(signal)
+        const sentMs = await gate.admit(signal)
         const last = !replayable || attempt >= retry.maxRetries
         // a Request's body is read by the send: a copy goes out while another try may follow
         res = await send(request && !last && input.body !== null ? input.clone() : input, init)
-        const blockMs = await gate.observe(res.status, fromHeaders(res.headers))
+        const blockMs = await gate.observe(res.status, fromHeaders(res.headers), sentMs)
         if (last || !door.retries(res.status, method, attempt)) break
         gate.counts.retries++
         if (res.body) await res.body.cancel().catch(() => {})

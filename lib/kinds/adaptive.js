@@ -1,10 +1,10 @@
 'use strict'
 // The adaptive rate's kind (sluice/fetch): one record per key owns the key's rate, its pacing
-// queue and its block, shared by every process. Call: `{ owner, nums }`, `nums` the 15 numbers
+// queue and its block, shared by every process. Call: `{ owner, nums }`, `nums` the 16 numbers
 // of src/store/kinds/adaptive.rs (`pace`: reserve a slot, successes reported; `report`: what a
-// response said). Result: 3 numbers (pace: delayUs, rate in milli-qps, admitted; report:
-// blockUs left, rate in milli-qps, decreased), the wrong-type marker in the first
-// (lua/adaptive.lua). Used by lib/fetch/adaptive.js.
+// response said). Result: 4 numbers (pace: delayUs, rate in milli-qps, admitted; report:
+// blockUs left, rate in milli-qps, decreased; then for both the blockUs left), the wrong-type
+// marker in the first (lua/adaptive.lua). Used by lib/fetch/gate.js.
 
 const native = require('../native')
 const { encodeParts } = require('../codec')
@@ -14,10 +14,12 @@ const NATIVE_NAME = 'adaptive'
 const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
 const OP = OPS[NATIVE_NAME]
 /** Numbers per call. */
-const WIDTH = 15
+const WIDTH = 16
+/** Numbers per call in a result. */
+const RESULT = 4
 
 class AdaptiveCall {
-  /** `owner` has `_storeKey`; `nums`: the call's 15 numbers. */
+  /** `owner` has `_storeKey`; `nums`: the call's 16 numbers. */
   constructor(owner, nums) {
     this.owner = owner
     this.nums = nums
@@ -45,7 +47,7 @@ const adaptive = {
   memory(store, c, degraded) {
     const b = encode([c], store._begin())
     const out = native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs)
-    return [out[0], out[1], out[2], degraded]
+    return [out[0], out[1], out[2], out[3], degraded]
   },
 
   encode,
@@ -53,9 +55,9 @@ const adaptive = {
 
   settle(store, out, calls, resolve, reject) {
     for (let e = 0; e < calls.length; e++) {
-      const o = 3 * e
+      const o = RESULT * e
       if (out[o] === WRONG_TYPE) reject[e](wrongType('adaptive rate', store.keyPrefix))
-      else resolve[e]([out[o], out[o + 1], out[o + 2], false])
+      else resolve[e]([out[o], out[o + 1], out[o + 2], out[o + 3], false])
     }
   },
 
@@ -65,7 +67,7 @@ const adaptive = {
    */
   whenDown(policy, c) {
     if (policy.mode === 'local') return adaptive.memory(policy.local, c, true)
-    if (policy.mode === 'allow') return [0, c.nums[8] * 1000, c.nums[0] === OP.pace ? 1 : 0, true]
+    if (policy.mode === 'allow') return [0, c.nums[8] * 1000, c.nums[0] === OP.pace ? 1 : 0, 0, true]
     throw policy.error
   },
 }

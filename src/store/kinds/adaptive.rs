@@ -1,13 +1,17 @@
 //! The adaptive rate kind (sluice/fetch): one record per key owns the key's rate, its pacing
-//! queue and its block (`crate::core::adaptive`). Script `lua/adaptive.lua`; one string of 11
+//! queue and its block (`crate::core::adaptive`). Script `lua/adaptive.lua`; one string of 12
 //! doubles per key.
 //!
 //! A call, as JS sends it: `text` = one key per call (in the encoding of `crate::codec`),
-//! `nums` = per call 15 numbers `[op, weight, ok, max_wait_us, throttled, block_us,
-//! learned_qps, learned_ttl_us, max_qps, min_qps, start_qps, inc_abs, inc_rel, decrease, burst]`,
-//! `op` one of [`PACE`] or [`REPORT`]. Results per call, 3 numbers: pace `[delay_us (whole,
-//! rounded up), rate in milli-qps (floor), admitted]`, report `[block_us left, rate in
-//! milli-qps, decreased]`; the first is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a
+//! `nums` = per call 16 numbers `[op, weight, ok, max_wait_us, throttled, block_us,
+//! learned_qps, learned_ttl_us, max_qps, min_qps, start_qps, inc_abs, inc_rel, decrease, burst,
+//! sent_ago_us]` (`sent_ago_us`: how long ago the latest of the calls whose successes `ok`
+//! tells was sent, µs; 0 with none),
+//! `op` one of [`PACE`] or [`REPORT`] (`ok`, the successes a process saw since it last told,
+//! goes with both). Results per call, 4 numbers: pace `[delay_us (whole,
+//! rounded up), rate in milli-qps (floor), admitted, block_us left]`, report `[block_us left,
+//! rate in milli-qps, decreased, block_us left]` (a pace tells every process of a block that
+//! another's response recorded); the first is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a
 //! value of another type (Redis: nothing applied).
 
 use super::{Kind, Reply};
@@ -30,7 +34,9 @@ pub struct Adaptive;
 pub const PACE: f64 = 0.0;
 pub const REPORT: f64 = 1.0;
 /// Numbers per call.
-pub const WIDTH: usize = 15;
+pub const WIDTH: usize = 16;
+/// Numbers per call in a reply.
+pub const RESULT: usize = 4;
 /// Highest rate, qps.
 pub const MAX_QPS: f64 = 1e9;
 
@@ -47,6 +53,7 @@ pub struct Call {
   pub learned_qps: f64,
   pub learned_ttl_us: f64,
   pub params: Params,
+  pub sent_ago_us: f64,
 }
 
 fn decode_call(key: &str, n: &[f64]) -> Result<Call> {
@@ -77,6 +84,9 @@ fn decode_call(key: &str, n: &[f64]) -> Result<Call> {
   if !in_range(n[13], 0.0, 0.99) || !in_range(n[14], 0.0, MAX_LIMIT) {
     return Err(bad("decrease or burst"));
   }
+  if !integer_in(n[15], 0.0, MAX_INTERVAL_US) {
+    return Err(bad("sent_ago_us"));
+  }
   validate_key(key)?;
   Ok(Call {
     key: key.to_owned(),
@@ -89,6 +99,7 @@ fn decode_call(key: &str, n: &[f64]) -> Result<Call> {
     learned_qps: n[6],
     learned_ttl_us: n[7],
     params: Params { max_qps, min_qps, start_qps, inc_abs: n[11], inc_rel: n[12], decrease: n[13], burst: n[14] },
+    sent_ago_us: n[15],
   })
 }
 
@@ -112,7 +123,7 @@ impl Kind for Adaptive {
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
     let mut inner = store.lock();
-    let mut out = Vec::with_capacity(3 * calls.len());
+    let mut out = Vec::with_capacity(RESULT * calls.len());
     for c in calls {
       let (state, expires_us) = inner.keyed::<Adaptive>(&c.key, now_us);
       out.extend(step(state, c, now_us));
@@ -129,15 +140,16 @@ impl Kind for Adaptive {
 }
 
 /// One call on a record, as the script answers it.
-pub fn step(state: &mut State, c: &Call, now_us: f64) -> [f64; 3] {
+pub fn step(state: &mut State, c: &Call, now_us: f64) -> [f64; RESULT] {
   let flag = |b: bool| if b { 1.0 } else { 0.0 };
-  if c.op == PACE {
-    let s = state.pace(&c.params, c.weight, c.ok, c.max_wait_us, now_us);
-    [s.delay_us.ceil(), (s.rate * 1000.0).floor(), flag(s.admitted)]
+  let (a, rate, b) = if c.op == PACE {
+    let s = state.pace(&c.params, c.weight, c.ok, c.sent_ago_us, c.max_wait_us, now_us);
+    (s.delay_us.ceil(), s.rate, flag(s.admitted))
   } else {
-    let r = state.report(&c.params, c.throttled, c.block_us, c.learned_qps, c.learned_ttl_us, now_us);
-    [r.block_us.ceil(), (r.rate * 1000.0).floor(), flag(r.decreased)]
-  }
+    let r = state.report(&c.params, c.throttled, c.ok, c.sent_ago_us, c.block_us, c.learned_qps, c.learned_ttl_us, now_us);
+    (r.block_us.ceil(), r.rate, flag(r.decreased))
+  };
+  [a, (rate * 1000.0).floor(), b, (state.block_until_us - now_us).max(0.0).ceil()]
 }
 
 /// The calls `part` of `calls` (one hash slot) in one script call.
@@ -147,7 +159,7 @@ async fn script_call(
   part: &[usize],
   now_us: Option<f64>,
   lane: &Lane,
-) -> Result<Vec<[f64; 3]>> {
+) -> Result<Vec<[f64; RESULT]>> {
   let mut keys: Vec<Key> = vec![];
   let mut local: BTreeMap<&str, usize> = BTreeMap::new();
   let mut args: Vec<Value> = vec![now_arg(now_us)];
@@ -162,14 +174,14 @@ async fn script_call(
     for x in [c.op, c.weight, c.ok, c.max_wait_us, if c.throttled { 1.0 } else { 0.0 }, c.block_us] {
       args.push(number(x));
     }
-    for x in [c.learned_qps, c.learned_ttl_us, p.max_qps, p.min_qps, p.start_qps, p.inc_abs, p.inc_rel, p.decrease, p.burst] {
+    for x in [c.learned_qps, c.learned_ttl_us, p.max_qps, p.min_qps, p.start_qps, p.inc_abs, p.inc_rel, p.decrease, p.burst, c.sent_ago_us] {
       args.push(number(x));
     }
   }
   let reply = store.run(lane, &SCRIPT, keys, args).await?;
   let mut fields = reply.iter();
   let mut next = || int(fields.next(), "adaptive");
-  let out = part.iter().map(|_| Ok([next()?, next()?, next()?])).collect::<Result<Vec<_>>>()?;
+  let out = part.iter().map(|_| Ok([next()?, next()?, next()?, next()?])).collect::<Result<Vec<_>>>()?;
   if fields.next().is_some() {
     return Err(malformed("adaptive"));
   }
@@ -181,7 +193,7 @@ mod tests {
   use super::*;
   use crate::error::ErrorKind;
 
-  const OK: [f64; WIDTH] = [0.0, 1.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 100.0, 1.0, 50.0, 0.0, 0.01, 0.1, 0.0];
+  const OK: [f64; WIDTH] = [0.0, 1.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 100.0, 1.0, 50.0, 0.0, 0.01, 0.1, 0.0, 0.0];
 
   #[test]
   fn decodes_calls_and_refuses_bad_numbers() {
@@ -190,7 +202,7 @@ mod tests {
     two[WIDTH] = REPORT;
     let calls = Adaptive::decode("1:a1:b", &two).unwrap();
     assert_eq!((calls.len(), calls[1].op), (2, REPORT));
-    for (i, bad) in [(0, 2.0), (1, -1.0), (1, 0.5), (3, -2.0), (4, 2.0), (5, -1.0), (8, 0.0), (9, 200.0), (10, 0.5), (12, 11.0), (13, 1.0), (14, -1.0), (8, f64::NAN)] {
+    for (i, bad) in [(0, 2.0), (1, -1.0), (1, 0.5), (3, -2.0), (4, 2.0), (5, -1.0), (8, 0.0), (9, 200.0), (10, 0.5), (12, 11.0), (13, 1.0), (14, -1.0), (8, f64::NAN), (15, -1.0), (15, 0.5)] {
       let mut nums = OK;
       nums[i] = bad;
       assert_eq!(Adaptive::decode("1:a", &nums).unwrap_err().kind, ErrorKind::InvalidArgument, "{i} {bad}");
