@@ -109,6 +109,36 @@ describe.each(STORE_KINDS)('sluice/fetch on %s', (kind) => {
     expect(blocks).toEqual([1, 0, 0, 0])
   })
 
+  it("an instance's calls that took their slots before another's 429 wait for its block", async () => {
+    const u = await upstream(() => ok)
+    // instance A's call is answered when the test says: a 429 that arrives while B's calls sleep
+    let answer: (r: Response) => void = () => {}
+    const held = (): Promise<Response> => new Promise((resolve) => (answer = resolve))
+    const a = pacedFetch({ store: stores[0], qps: 10, retry: false, fetch: held })
+    const b = pacedFetch({ store: stores[1], qps: 10, retry: false })
+    const first = a(u.url + '/a')
+    await eventually(() => a.stats().then((s) => s[0]?.calls === 1))
+    const queued = [b(u.url + '/b1'), b(u.url + '/b2')] // slots at 100 and 200 ms
+    await timerArmed(clock, 2)
+    answer(new Response('slow down', { status: 429, headers: { 'Retry-After': '2' } }))
+    expect((await first).status).toBe(429)
+    // the clock moves only while B's callers sleep (a store's answer takes real time)
+    clock.advance(100) // B's first slot: inside A's block; it asks, hears of the block, waits
+    await flush()
+    await timerArmed(clock, 2)
+    clock.advance(100) // the second
+    await flush()
+    await timerArmed(clock, 2)
+    clock.advance(1_799)
+    await flush()
+    expect(u.counts.requests).toBe(0) // nothing went during the block
+    clock.advance(1)
+    await eventually(() => u.counts.requests === 1)
+    await timerArmed(clock, 1)
+    clock.advance(100)
+    expect((await Promise.all(queued)).map((r) => r.status)).toEqual([200, 200])
+  })
+
   it('instances that saw the same 429 burst extend one block, they do not add up', async () => {
     const u = await upstream((n) => (n < 4 ? { status: 429, headers: { 'Retry-After': '5' } } : ok))
     const fs = stores.map((store) => pacedFetch({ store, retry: false }))

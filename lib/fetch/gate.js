@@ -26,6 +26,8 @@ const MAX_GATES = 10_000
 const BACKOFF_MS = 250
 /** Two blocks of one key whose ends are this close are the same block (reported twice). */
 const SAME_BLOCK_MS = 5
+/** A caller that waited this long for its slot asks the key's record for a block before it sends, ms. */
+const RECHECK_MS = 25
 const { pace: PACE, report: REPORT } = ADAPTIVE.OP
 
 /**
@@ -147,6 +149,21 @@ class Gate {
         this.counts.waitTimeMs += delayMs
         if (this._book !== null) this._book.waited(this, delayMs)
         await sleep(store, delayMs, signal)
+        // a block another process's response recorded while this caller slept: its record
+        // says so (a probe, weight 0, that takes no slot)
+        // (the slot is granted already: a failed probe lets the call go)
+        if (delayMs >= RECHECK_MS) {
+          const told = this.ok
+          this.ok = 0
+          const askedMs = nowMs(store)
+          try {
+            const [, , , blockUs] = await this._send([PACE, 0, told, -1])
+            if (blockUs > 0) this.heardBlock(blockUs, askedMs)
+          } catch {
+            this.ok += told
+            this.counts.errors++
+          }
+        }
       }
       // a block recorded after this slot was taken (by a response of this process) and not
       // over yet: the slot is spent, take one after the block
@@ -176,10 +193,11 @@ class Gate {
     this.telling = true
     const ok = this.ok
     this.ok = 0
+    const askedMs = nowMs(this.door.store)
     this._send([REPORT, 0, ok, -1, 0, 0, 0, 0]).then(
       ([, rate, , blockUs]) => {
         this.rate = rate / 1000
-        if (blockUs > 0) this.heardBlock(blockUs)
+        if (blockUs > 0) this.heardBlock(blockUs, askedMs)
         this.telling = false
         this.tell()
       },
@@ -191,17 +209,17 @@ class Gate {
   }
 
   /**
-   * A block in the key's record, `blockUs` from now, that another process's response may have
-   * recorded: this process's callers that took their slots before it and wake inside it take
-   * new ones after it (every process waits, not only the one that was told).
+   * A block in the key's record, `blockUs` from when the record answered a call asked at
+   * `askedMs`, that another process's response may have recorded: this process's callers that
+   * took their slots before it and wake inside it take new ones after it (every process
+   * waits, not only the one that was told). Counted from the asking, it ends no later than the
+   * record's (a caller that wakes within a round trip of the end goes).
    */
-  heardBlock(blockUs) {
-    const now = nowMs(this.door.store)
-    // the record's end is a round trip earlier than this: a caller that wakes in the last ms goes
-    const until = now + blockUs / 1000 - 1
+  heardBlock(blockUs, askedMs) {
+    const until = askedMs + blockUs / 1000
     if (until <= this.blockedUntilMs + SAME_BLOCK_MS) return
     this.blockedUntilMs = until
-    this.blockSetMs = now
+    this.blockSetMs = nowMs(this.door.store)
   }
 
   /**
