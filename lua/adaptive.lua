@@ -133,7 +133,14 @@ for i = 2, nargs, 17 do
       if throttled and now >= huntil then
         local sv = served()
         local plateau = 0
-        if sv * BLIND >= rate then
+        local lrate = 0
+        if luntil > now then lrate = lqps end
+        if lrate > 0 then
+          -- the upstream stated its limit: settle under it
+          mark = math.min(rate, lrate)
+          rate = mark * (1 - decrease)
+          plateau = PLATEAU
+        elseif sv * BLIND >= rate then
           -- settle under what was served; after a fast climb of a second or more (no mark), at it
           local climbed = mark == 0 and now - math.max(created, huntil) >= SECOND
           mark = math.min(rate, sv)

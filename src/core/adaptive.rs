@@ -19,6 +19,8 @@
 //!   their way repeat the block, they never add up), a learned rate (a ceiling until
 //!   `learned_ttl_us` from now), and a throttled answer, which lowers the rate once per
 //!   back-off period (the block, at least a second):
+//!   - when the upstream stated its limit (a learned rate in force), to `(1 - decrease)` times
+//!     the lower of the rate and that, with a plateau as below;
 //!   - when the upstream served at least `1 / BLIND` of the rate over the last second, that is
 //!     its limit, about (the `mark`): the rate settles to `(1 - decrease)` times the lower of
 //!     the rate and the mark, then holds there for `PLATEAU_US` (a probe above the limit
@@ -242,7 +244,13 @@ impl State {
     if throttled && now_us >= self.hold_until_us {
       let served = self.served(now_us);
       let mut plateau = 0.0;
-      if served * BLIND >= self.rate {
+      let learned = if self.learned_until_us > now_us { self.learned_qps } else { 0.0 };
+      if learned > 0.0 {
+        // the upstream stated its limit (and the door paces under it): settle under it
+        self.mark = self.rate.min(learned);
+        self.rate = self.mark * (1.0 - p.decrease);
+        plateau = PLATEAU_US;
+      } else if served * BLIND >= self.rate {
         // what the upstream served over the last second is its limit, about: settle under it;
         // after a fast climb of a second or more (no mark), what was served lags the rate and
         // is the margin already
@@ -455,6 +463,23 @@ mod tests {
     // one sent after it (a process that had not heard of the block yet): counted, not the measure's
     pace(&mut s, &p, 1.0, 0.01e6, 0.35e6);
     assert_eq!((s.mark, s.rate, s.cur_ok), (100.0, 90.0, 1.0));
+  }
+
+  #[test]
+  fn a_throttled_answer_under_a_stated_limit_settles_under_it_not_blind() {
+    let mut s = State::default();
+    let p = Params { max_qps: 1000.0, start_qps: 1000.0, ..P };
+    // the first answers state 100 per second (learned for a minute); 5 served, then a 429
+    s.report(&p, false, 0.0, 0.0, 0.0, 100.0, 60e6, 0.0);
+    serve(&mut s, &p, 5, 1000.0, 6000.0);
+    let r = throttle(&mut s, &p, 1e6, 8000.0);
+    assert_eq!((s.mark, r.rate), (100.0, 90.0));
+    // once it expires, the measure decides again
+    let mut t = State::default();
+    t.report(&p, false, 0.0, 0.0, 0.0, 100.0, 1000.0, 0.0);
+    serve(&mut t, &p, 5, 1000.0, 6000.0);
+    throttle(&mut t, &p, 1e6, 8000.0);
+    assert_eq!(t.mark, 0.0);
   }
 
   #[test]
