@@ -249,6 +249,41 @@ describe.each(STORE_KINDS)('sluice/fetch on %s', (kind) => {
     clock.advance(3_000)
   })
 
+  it('with no rate given, the first call of a key goes alone: the others wait for its answer', async () => {
+    const sent: string[] = []
+    let answer: (r: Response) => void = () => {}
+    const headers = { 'RateLimit-Policy': '"api";q=10;w=1', RateLimit: '"api";r=9;t=1' }
+    let first = true
+    const fetch = (input: any): Promise<Response> => {
+      sent.push(String(input))
+      if (first) {
+        first = false
+        return new Promise((resolve) => (answer = resolve))
+      }
+      return Promise.resolve(new Response('ok', { status: 200, headers }))
+    }
+    const f = pacedFetch({ store: stores[0], retry: false, fetch, key: () => 'first-alone' })
+    const calls = [f('http://api.test/1'), f('http://api.test/2'), f('http://api.test/3')]
+    await eventually(() => sent.length === 1)
+    await flush()
+    expect(sent).toEqual(['http://api.test/1']) // no first wave before an answer could teach a limit
+    answer(new Response('ok', { status: 200, headers }))
+    // then paced at what the answer stated (9.8 a second)
+    for (let i = 0; i < 100 && sent.length < 3; i++) {
+      await flush()
+      clock.advance(10)
+      await new Promise((r) => setTimeout(r, 2))
+    }
+    expect((await Promise.all(calls)).map((r) => r.status)).toEqual([200, 200, 200])
+    expect(sent).toHaveLength(3)
+    expect((await f.stats())[0].learned).toEqual({ limit: 10, windowMs: 1000 })
+    // a key with a rate given never waits so
+    const paced = pacedFetch({ store: stores[0], retry: false, qps: 1e6, fetch, key: () => 'given' })
+    sent.length = 0
+    await Promise.all([paced('http://api.test/a'), paced('http://api.test/b')])
+    expect(sent).toHaveLength(2)
+  })
+
   it('counts hostile headers, never throws them, and caps a block at maxBlockMs', async () => {
     const u = await upstream((n) =>
       n === 0 ? { status: 429, headers: { 'Retry-After': '1000000000000', RateLimit: '"x";r=-1;t=NaN' } } : ok,

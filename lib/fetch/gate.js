@@ -26,6 +26,8 @@ const MAX_GATES = 10_000
 const BACKOFF_MS = 250
 /** Two blocks of one key whose ends are this close are the same block (reported twice). */
 const SAME_BLOCK_MS = 5
+/** Calls of an unpaced key wait this long at most for the first call's answer (firstCall()), ms. */
+const FIRST_WAIT_MS = 1000
 /** A caller that waited this long for its slot asks the key's record for a block before it sends, ms. */
 const RECHECK_MS = 25
 const { pace: PACE, report: REPORT } = ADAPTIVE.OP
@@ -61,6 +63,9 @@ class Gate {
     this.ok = 0 // successes not yet told (adaptive: told at once by tell(); else with the next pace)
     this.okSentMs = -Infinity // elapsedMs() when the latest call among them was sent
     this.telling = false // a tell() under way
+    this.answered = false // the first call of this process was answered (firstCall())
+    this.first = null // resolves when it is
+    this.releaseFirst = null
     this.nextSendMs = 0 // this process's next send of the key, at the earliest
     this.learnedQps = 0 // the learned rate last sent, and when
     this.learnedAtMs = -Infinity
@@ -131,6 +136,7 @@ class Gate {
    */
   async admit(signal) {
     const { store, config } = this.door
+    if (!this.answered) await this.firstCall(signal)
     const maxWaitUs = config.maxWaitMs === Infinity ? -1 : config.maxWaitMs * 1000
     for (let round = 0; ; round++) {
       if (signal && signal.aborted) throw aborted(signal)
@@ -183,6 +189,49 @@ class Gate {
   }
 
   /**
+   * A key with no rate given whose limits are learned (`learn`, unpaced): the first call of
+   * this process goes alone and the others wait for its answer (its headers learned and told
+   * to the store, so a stated limit paces them), at most FIRST_WAIT_MS, instead of going out
+   * together as a first wave that an upstream with a small burst answers with 429s and a
+   * block. Once answered (or failed), calls go at once. The wait honours `signal`.
+   */
+  async firstCall(signal) {
+    if (this.paced || !this.door.config.learn) {
+      this.answered = true
+      return
+    }
+    if (this.first === null) {
+      this.first = new Promise((resolve) => (this.releaseFirst = resolve))
+      return // this call is the first
+    }
+    await new Promise((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer)
+        if (signal) signal.removeEventListener('abort', onAbort)
+        resolve()
+      }
+      const onAbort = () => {
+        clearTimeout(timer)
+        reject(aborted(signal))
+      }
+      const timer = setTimeout(done, FIRST_WAIT_MS)
+      timer.unref?.()
+      if (signal) {
+        if (signal.aborted) return onAbort()
+        signal.addEventListener('abort', onAbort, { once: true })
+      }
+      this.first.then(done)
+    })
+  }
+
+  /** The first call was answered (or failed): every call goes at once from now on. */
+  firstAnswered() {
+    if (this.answered) return
+    this.answered = true
+    if (this.releaseFirst !== null) this.releaseFirst()
+  }
+
+  /**
    * Tells the key's record the successes not told yet, at once and beside the caller (one
    * report under way per key and process; what comes meanwhile goes with the next): the
    * adaptive rate's served measure is as current as the answers, not as this process's next
@@ -229,6 +278,14 @@ class Gate {
    * (what admit() answered). Returns the block's ms (0: none). Never throws.
    */
   async observe(status, get, sentMs = elapsedMs(this.door.store)) {
+    try {
+      return await this._observe(status, get, sentMs)
+    } finally {
+      this.firstAnswered()
+    }
+  }
+
+  async _observe(status, get, sentMs) {
     const { store, config } = this.door
     const throttled = status === 429 || status === 503
     if (throttled) {

@@ -83,6 +83,7 @@ class PacedCall {
   }
 
   fail(err) {
+    if (this.gate !== null) this.gate.firstAnswered() // a first call that failed lets the others go
     if (this.done) return
     this.done = true
     if (err instanceof SluiceError && err.code === 'ERR_ABORTED' && this.controller) return // the dispatcher reports it
@@ -129,6 +130,7 @@ class PacedCall {
   }
 
   onResponseError(controller, err) {
+    if (this.gate !== null) this.gate.firstAnswered()
     if (this.done) return
     this.done = true
     this.handler.onResponseError?.(this.proxy, err)

@@ -122,6 +122,7 @@ function pacedFetch(options) {
         if (waitMs > 0) await sleep(door.store, waitMs, signal)
       }
     } catch (err) {
+      gate.firstAnswered() // a first call that failed lets the others go
       // no answer to settle from (an abort, maxWaitMs, a network error, a retry that could not
       // wait): the reservation is given back whole
       if (reservation !== null) {

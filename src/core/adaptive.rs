@@ -103,6 +103,19 @@ pub struct Slot {
   pub admitted: bool,
 }
 
+/// What a response said, as `report` takes it: throttled or not, the successes told with it
+/// (`ok`, the latest of their calls sent `sent_ago_us` ago), a block (µs), a learned rate and
+/// how long it holds (µs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Answer {
+  pub throttled: bool,
+  pub ok: f64,
+  pub sent_ago_us: f64,
+  pub block_us: f64,
+  pub learned_qps: f64,
+  pub learned_ttl_us: f64,
+}
+
 /// What `report` answers: µs until the block ends (0: none), the rate, and whether it was lowered.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Reported {
@@ -215,17 +228,8 @@ impl State {
   }
 
   /// Records what a response said (see the module docs).
-  pub fn report(
-    &mut self,
-    p: &Params,
-    throttled: bool,
-    ok: f64,
-    sent_ago_us: f64,
-    block_us: f64,
-    learned_qps: f64,
-    learned_ttl_us: f64,
-    now_us: f64,
-  ) -> Reported {
+  pub fn report(&mut self, p: &Params, a: &Answer, now_us: f64) -> Reported {
+    let Answer { throttled, ok, sent_ago_us, block_us, learned_qps, learned_ttl_us } = *a;
     self.init(p, now_us);
     self.roll(now_us);
     self.count_ok(p, ok, sent_ago_us, now_us);
@@ -303,7 +307,7 @@ mod tests {
 
   /// A throttled answer with a block of `block` µs.
   fn throttle(s: &mut State, p: &Params, block: f64, now: f64) -> Reported {
-    s.report(p, true, 0.0, 0.0, block, 0.0, 0.0, now)
+    s.report(p, &Answer { throttled: true, block_us: block, ..Answer::default() }, now)
   }
 
   /// `n` successes spread evenly over [from, to) µs, each told by a pace.
@@ -327,7 +331,7 @@ mod tests {
     let mut s = State::default();
     let delays: Vec<f64> = (0..4).map(|_| pace(&mut s, &p, 0.0, 0.0, 1e6).delay_us).collect();
     assert_eq!(delays, [0.0, 0.0, 0.0, 20_000.0]);
-    s.report(&p, false, 0.0, 0.0, 1e6, 0.0, 0.0, 10e6);
+    s.report(&p, &Answer { block_us: 1e6, ..Answer::default() }, 10e6);
     let after: Vec<f64> = (0..2).map(|_| pace(&mut s, &p, 0.0, 0.0, 11e6).delay_us).collect();
     assert_eq!(after, [0.0, 20_000.0]);
   }
@@ -344,7 +348,8 @@ mod tests {
   #[test]
   fn blocks_extend_and_never_add_up() {
     let mut s = State::default();
-    let block = |s: &mut State, us: f64, now: f64| s.report(&P, false, 0.0, 0.0, us, 0.0, 0.0, now).block_us;
+    let block =
+      |s: &mut State, us: f64, now: f64| s.report(&P, &Answer { block_us: us, ..Answer::default() }, now).block_us;
     assert_eq!(block(&mut s, 5e6, 0.0), 5e6);
     assert_eq!(block(&mut s, 5e6, 1000.0), 5e6 - 1000.0);
     assert_eq!(block(&mut s, 1e6, 2000.0), 5e6 - 2000.0);
@@ -470,13 +475,24 @@ mod tests {
     let mut s = State::default();
     let p = Params { max_qps: 1000.0, start_qps: 1000.0, ..P };
     // the first answers state 100 per second (learned for a minute); 5 served, then a 429
-    s.report(&p, false, 0.0, 0.0, 0.0, 100.0, 60e6, 0.0);
+    s.report(&p, &Answer { learned_qps: 100.0, learned_ttl_us: 60e6, ..Answer::default() }, 0.0);
     serve(&mut s, &p, 5, 1000.0, 6000.0);
     let r = throttle(&mut s, &p, 1e6, 8000.0);
     assert_eq!((s.mark, r.rate), (100.0, 90.0));
     // once it expires, the measure decides again
     let mut t = State::default();
-    t.report(&p, false, 0.0, 0.0, 0.0, 100.0, 1000.0, 0.0);
+    t.report(
+      &p,
+      &Answer {
+        throttled: false,
+        ok: 0.0,
+        sent_ago_us: 0.0,
+        block_us: 0.0,
+        learned_qps: 100.0,
+        learned_ttl_us: 1000.0,
+      },
+      0.0,
+    );
     serve(&mut t, &p, 5, 1000.0, 6000.0);
     throttle(&mut t, &p, 1e6, 8000.0);
     assert_eq!(t.mark, 0.0);
@@ -485,7 +501,7 @@ mod tests {
   #[test]
   fn a_learned_rate_is_a_ceiling_until_it_expires_and_wins_over_min_qps() {
     let mut s = State::default();
-    s.report(&P, false, 0.0, 0.0, 0.0, 0.5, 10e6, 0.0);
+    s.report(&P, &Answer { learned_qps: 0.5, learned_ttl_us: 10e6, ..Answer::default() }, 0.0);
     assert_eq!(pace(&mut s, &P, 0.0, 0.0, 0.0).rate, 0.5);
     assert_eq!(s.ceiling(&P, 10e6), 100.0);
   }

@@ -15,7 +15,7 @@
 //! value of another type (Redis: nothing applied).
 
 use super::{Kind, Reply};
-use crate::core::adaptive::{Params, State};
+use crate::core::adaptive::{Answer, Params, State};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{int, malformed, now_arg, number};
@@ -146,7 +146,15 @@ pub fn step(state: &mut State, c: &Call, now_us: f64) -> [f64; RESULT] {
     let s = state.pace(&c.params, c.weight, c.ok, c.sent_ago_us, c.max_wait_us, now_us);
     (s.delay_us.ceil(), s.rate, flag(s.admitted))
   } else {
-    let r = state.report(&c.params, c.throttled, c.ok, c.sent_ago_us, c.block_us, c.learned_qps, c.learned_ttl_us, now_us);
+    let a = Answer {
+      throttled: c.throttled,
+      ok: c.ok,
+      sent_ago_us: c.sent_ago_us,
+      block_us: c.block_us,
+      learned_qps: c.learned_qps,
+      learned_ttl_us: c.learned_ttl_us,
+    };
+    let r = state.report(&c.params, &a, now_us);
     (r.block_us.ceil(), r.rate, flag(r.decreased))
   };
   [a, (rate * 1000.0).floor(), b, (state.block_until_us - now_us).max(0.0).ceil()]
