@@ -53,7 +53,9 @@ class Gate {
       const r = qps === undefined ? UNPACED_QPS : qps
       this.params = [r, r, r, 0, 0, 0]
     }
-    this.params.push(qps === undefined && adaptive === null ? UNPACED_QPS : limits ? limits.maxBurst : maxBurst)
+    // (a key with no rate: one call at once after a quiet spell, so that a rate learned later
+    // paces from its first slot; unpaced, the slots are a nanosecond apart anyway)
+    this.params.push(qps === undefined && adaptive === null ? 1 : limits ? limits.maxBurst : maxBurst)
     this.paced = qps !== undefined || adaptive !== null
     // the store's statistics (lib/stats.js): the key as a limiter of kind 'adaptive'
     this._statsKind = 'adaptive'
