@@ -293,7 +293,7 @@ describe.each(STORE_KINDS)('sluice/fetch on %s', (kind) => {
     const u = await upstream((n) =>
       n === 0 ? { status: 429, headers: { 'Retry-After': '1000000000000', RateLimit: '"x";r=-1;t=NaN' } } : ok,
     )
-    const f = pacedFetch({ store: stores[0], retry: false, maxBlockMs: 60_000 })
+    const f = pacedFetch({ store: stores[0], retry: false, maxBlockMs: 60_000, maxWaitMs: 120_000 })
     expect((await f(u.url)).status).toBe(429)
     const next = f(u.url)
     await timerArmed(clock, 1)

@@ -176,6 +176,8 @@ async function everything(store: RedisStore) {
   await pacer.pace()
   await pacer.rateLimit().catch(() => {})
   await pacer.block(100)
+  // a slot given back (pacer_give)
+  await (await pacer.pace()).cancel()
   const other = new DistributedPacer(store, { key: 'q', qps: 100 })
   // rate-limit mode refused by one member: the others' charges are taken back (pacer_undo on a cluster)
   await new PacerComposite([other, pacer]).rateLimit().catch(() => {})

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict'
 // A deterministic simulation of the sluice/fetch benchmark's adaptive rows (issue 26), to try
-// the adaptive rule (src/core/adaptive.rs) without a machine's timing noise: the door
+// the adaptive rule (src/core/adaptive/mod.rs) without a machine's timing noise: the door
 // (pacedFetch, `adaptive: { maxQps: 10 L, startQps: 10 L }`, retries 3) on a MemoryStore driven
 // by a ManualClock against a modelled upstream (__tests__/helpers/adaptive-sim.js: a token
 // bucket of L per second with a burst of L/20, a fixed one-second window of L, or a bucket

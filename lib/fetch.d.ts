@@ -19,7 +19,7 @@ export interface PacedRetryOptions {
 }
 
 export interface PacedAdaptiveOptions {
-  /** The rate never goes below this (default min(1, maxQps)). */
+  /** The rate never goes below this (default min(1, maxQps)); when given, also the floor of a learned rate. */
   minQps?: number
   /** The ceiling (default `qps`). */
   maxQps?: number
@@ -41,7 +41,11 @@ export interface PacedFetchOptions {
   maxBurst?: number
   /** Per-key settings (asked once per key); null: the shared `qps`, if any. */
   limits?: (key: string) => PacedKeyLimits | null | Promise<PacedKeyLimits | null>
-  /** The longest wait for a slot; over it the call rejects with OverLimitError and nothing is sent (default: no limit). */
+  /**
+   * The longest a call waits for its slot, all its waits together; a slot further than what is
+   * left of it is refused with OverLimitError and nothing is sent (default 30_000; Infinity: no
+   * limit). A wait that gives up gives its slot back.
+   */
   maxWaitMs?: number
   /** Which answers are retried, or false (default: 429 and 503 of idempotent methods, 3 times). */
   retry?: PacedRetryOptions | false
@@ -49,8 +53,13 @@ export interface PacedFetchOptions {
   learn?: boolean
   /** A rate per key shared by the fleet, lowered on throttled answers and raised while calls succeed. */
   adaptive?: PacedAdaptiveOptions
-  /** Cap on any block learned from an answer, ms (default 3_600_000). */
+  /**
+   * Cap on any block learned from an answer, ms (default 3_600_000); a learned rate is never
+   * slower than one call per maxBlockMs (or adaptive.minQps, when given).
+   */
   maxBlockMs?: number
+  /** Statuses whose Retry-After blocks the key in every process (default [429, 503]). */
+  blockStatuses?: number[]
   /** The fetch to wrap (default globalThis.fetch). */
   fetch?: (input: any, init?: any) => Promise<Response>
   /**
@@ -83,6 +92,8 @@ export interface PacedKeyStats {
   /** Blocks this process recorded for the key (Retry-After or an exhausted quota). */
   blocks: number
   retries: number
+  /** Slots given back by waits that gave up (aborted, timed out). */
+  givenBack: number
   /** Calls refused with OverLimitError (maxWaitMs). */
   refused: number
   /** Header values ignored or clamped (malformed or hostile). */

@@ -4,12 +4,14 @@
 
 const { MemoryStore, RedisStore } = require('./store')
 const { invalidConfig, invalidArgument, ownProps } = require('./errors')
-const { blockMs } = require('./limiter')
+const { blockMs, nowMs } = require('./limiter')
 const { escapeKey } = require('./stats')
 const PACER = require('./kinds/pacer')
 
 const MAX_KEY_LENGTH = 512
 const MAX_NUMBER = 1e9
+/** Latest start of a slot given back, µs from now (10 years: the store refuses more). */
+const MAX_START_US = 315_360_000_000_000
 const OPTIONS = ['key', 'qps', 'maxBurst', 'burstAllowanceFactor']
 
 function checkStore(store) {
@@ -44,6 +46,45 @@ function fixed2(x) {
 
 /** `delayMs` of a decision: whole ms, rounded up so nobody starts before their slot. */
 const delayMsOf = (delayUs) => (delayUs > 0 ? Math.ceil(delayUs / 1000) : 0)
+
+/**
+ * What `pace()` and `rateLimit()` resolve with: `{ delayMs, reason, watermark | pacer,
+ * degraded }`, and `cancel()`, which gives back what the call took when it will not be made.
+ */
+class PacerOutcome {
+  #owner // the pacer or composite charged (null: nothing to give back)
+  #weight
+  #pace
+  #atMs // when the slot starts, on the store's clock (a composite: per member)
+  constructor(delayMs, reason, name, value, degraded, owner, weight, pace, atMs) {
+    this.delayMs = delayMs
+    this.reason = reason
+    this[name] = value
+    this.degraded = degraded
+    this.#owner = owner
+    this.#weight = weight
+    this.#pace = pace
+    this.#atMs = atMs
+  }
+
+  /**
+   * Gives back what this call took, for a call that will not be made (its caller gave up, or
+   * decided otherwise): a paced slot that has not started goes to the next caller, of any
+   * process while it is the last one queued (the queue's tail moves back to its start), else
+   * of this process (its next pace() on the key takes it, at the slot's own time: starting
+   * with the last one queued would be a burst the pacer never allows); an admitted
+   * rateLimit() gives its weight back to the bucket. Resolves true when given back, false
+   * when there was nothing to give (refused, weight 0, answered without Redis, cancelled
+   * already, or a slot whose time has come: it is spent). A store failure rejects (the slot
+   * then stays spent: the error is on the side of admitting less).
+   */
+  async cancel() {
+    const owner = this.#owner
+    if (owner === null) return false
+    this.#owner = null
+    return owner._give(this.#weight, this.#pace, this.#atMs)
+  }
+}
 
 /**
  * Paces and rate-limits calls across every process that shares a store: a leaky bucket of
@@ -92,6 +133,13 @@ class DistributedPacer {
    * before making it: `await sleep(outcome.delayMs)`.
    */
   pace(weight = 1) {
+    const store = this._store
+    if (store._spares.size !== 0 && typeof weight === 'number' && weight > 0 && weight <= MAX_NUMBER) {
+      // a slot a caller of this process gave back (outcome.cancel()), at its own time
+      const now = nowMs(store)
+      const at = store._spares.take(this._storeKey, weight, now)
+      if (at >= 0) return Promise.resolve(this._outcome([(at - now) * 1000, this._maxBurst, 1], 0, weight))
+    }
     return this._call(weight, true)
   }
 
@@ -115,6 +163,28 @@ class DistributedPacer {
   async block(arg) {
     const ms = blockMs(this._store, arg)
     if (ms > 0) await this._block(ms)
+  }
+
+  /**
+   * @internal gives back `weight` a call of this key took, its slot at `atMs` (pace: its
+   * mode; see PacerOutcome.cancel): true when given back to the store or kept for this
+   * process's next call
+   */
+  async _give(weight, pace, atMs) {
+    const store = this._store
+    const startInUs = Math.round((atMs - nowMs(store)) * 1000)
+    if (startInUs < 0 && pace) return false // its time has come: spent
+    const factor = this._factor === undefined ? (pace ? 0.5 : 1) : this._factor
+    const nums = new Float64Array([
+      this._qps,
+      this._maxBurst,
+      factor,
+      weight,
+      Math.min(Math.max(0, startInUs), MAX_START_US),
+    ])
+    const given = await store._call(PACER, new PACER.GiveCall(this._storeKey, nums))
+    if (given === 1) return true
+    return startInUs > 0 && store._spares.put(this._storeKey, atMs, weight)
   }
 
   /** @internal blocks this key for `ms` (whole ms, > 0) */
@@ -152,15 +222,23 @@ class DistributedPacer {
   }
 
   /** @internal the outcome of this pacer's decision at `out[i..i+3]` */
-  _outcome(out, i, weight, degraded = false) {
+  _outcome(out, i, weight, degraded = false, pace = true) {
     this._count(out, i, weight, degraded)
     const delayMs = delayMsOf(out[i])
-    return {
+    const reason = `watermark=${fixed2(out[i + 1])}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}`
+    const charged = weight > 0 && !degraded && (out[i + 2] === 1 || out[i] === 0)
+    const atMs = charged ? nowMs(this._store) + out[i] / 1000 : 0
+    return new PacerOutcome(
       delayMs,
-      reason: `watermark=${fixed2(out[i + 1])}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}`,
-      watermark: out[i + 1],
+      reason,
+      'watermark',
+      out[i + 1],
       degraded,
-    }
+      charged ? this : null,
+      weight,
+      pace,
+      atMs,
+    )
   }
 
   /** @internal the members this pacer contributes to a composite */
@@ -244,7 +322,13 @@ class PacerComposite {
     return this._store._call(PACER, new PACER.Call(this, weight, pace, 0, keys, args))
   }
 
-  _outcome(out, offset, weight, degraded = false) {
+  /** @internal gives back `weight` on every member, each slot at `atMs[i]` (see PacerOutcome.cancel) */
+  async _give(weight, pace, atMs) {
+    const given = await Promise.all(this._leaves.map((leaf, i) => leaf._give(weight, pace, atMs[i])))
+    return given.some(Boolean)
+  }
+
+  _outcome(out, offset, weight, degraded = false, pace = true) {
     // all or nothing: the entry is admitted when every member starts now or was paced
     let admitted = true
     for (let i = 0; i < this._leaves.length; i++) {
@@ -268,7 +352,13 @@ class PacerComposite {
         bestLeaf = i
       }
     }
-    if (best < 0) return withMarks({ delayMs: 0, reason: 'no delay', pacer: null, degraded }, watermarks)
+    const owner = admitted && weight > 0 && !degraded ? this : null
+    // each member's slot start (a leaf gives back its own)
+    const now = owner === null ? 0 : nowMs(this._leaves[0]._store)
+    const atMs = owner === null ? null : this._leaves.map((_, i) => now + out[offset + 3 * i] / 1000)
+    const made = (delayMs, reason, pacer) =>
+      withMarks(new PacerOutcome(delayMs, reason, 'pacer', pacer, degraded, owner, weight, pace, atMs), watermarks)
+    if (best < 0) return made(0, 'no delay', null)
     const leaf = this._leaves[bestLeaf]
     const delayMs = delayMsOf(bestDelay)
     const wb = out[offset + 3 * bestLeaf + 1]
@@ -281,7 +371,7 @@ class PacerComposite {
       node = chain[i]
       if (node.key) reason = `${node.constructor.name} ${node.key}\n${reason}`
     }
-    return withMarks({ delayMs, reason, pacer: this._pacers[best], degraded }, watermarks)
+    return made(delayMs, reason, this._pacers[best])
   }
 
   /** The members from this composite's child down to the leaf. */

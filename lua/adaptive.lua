@@ -1,6 +1,6 @@
 -- adaptive.lua: a batch of calls on adaptive rates (sluice/fetch): one record per key owns the
 -- key's rate, its pacing queue and its block, shared by every process. Mirrors
--- src/core/adaptive.rs step for step (the same doubles in the same order).
+-- src/core/adaptive/mod.rs step for step (the same doubles in the same order).
 --
 -- KEYS[k]   one key's record: 12 little-endian doubles (struct '<dddddddddddd'): rate (qps),
 --           tail_us, block_until_us, hold_until_us, last_inc_us, win_start_us, cur_ok,
@@ -12,10 +12,13 @@
 --           the latest of the calls whose successes `ok` tells was sent); op (the kind's operation codes,
 --           src/store/kinds/adaptive.rs): 0 pace (reserve a slot; refused, uncharged, past
 --           max_wait_us >= 0; `ok` successes are counted), 1 report (`ok` as for a pace; a response: block,
---           learned rate, throttled)
+--           learned rate, throttled), 2 give (a slot of weight its caller will not use, its start
+--           from now in max_wait_us: while it is the last one queued, the tail moves back by its
+--           width, never before now)
 -- Returns   flat array per call: pace: delay_us (the slot starts at the latest of the tail,
 --           now - burst / rate s and the block's end), rate in milli-qps (floor), admitted (0/1);
---           report: block_us left, rate in milli-qps, decreased (0/1); then, for both, block_us
+--           report: block_us left, rate in milli-qps, decreased (0/1); give: 0, rate in
+--           milli-qps, given back (0/1); then, for all three, block_us
 --           left (a pace tells every process of a block another's response recorded);
 --           -2, 0, 0, 0 when the key holds a value of another type (another writer uses our
 --           prefix): nothing applied
@@ -86,7 +89,7 @@ for i = 2, nargs, 17 do
     local function clamp()
       rate = math.min(math.max(rate, min_qps), ceiling())
     end
-    -- the successes a process saw since it last told (see count_ok in src/core/adaptive.rs):
+    -- the successes a process saw since it last told (see count_ok in src/core/adaptive/mod.rs):
     -- in the block after a measured decrease those of calls sent before it belong to that
     -- measure; else they count
     -- and, outside a back-off period and a plateau, raise the rate by their share of a
@@ -124,7 +127,7 @@ for i = 2, nargs, 17 do
     elseif op == 1 then
       count_ok()
       if learned > 0 then lqps, luntil = learned, now + learned_ttl end
-      -- a block under way is extended only by a second or more (see src/core/adaptive.rs)
+      -- a block under way is extended only by a second or more (see src/core/adaptive/mod.rs)
       if block > 0 then
         local floor = math.max(buntil, now)
         if buntil > now then floor = floor + SECOND end
@@ -159,6 +162,15 @@ for i = 2, nargs, 17 do
       end
       clamp()
       r1 = math.max(buntil - now, 0)
+    elseif op == 2 then
+      -- a slot of weight given back (its start from now in max_wait) while it is the last one
+      -- queued: the tail moves back by its width, never before now
+      local width = weight * SECOND / rate
+      local tolerance = math.min(width / 2, 1000)
+      if tail > now and math.abs(tail - (now + math.max(max_wait, 0) + width)) <= tolerance then
+        tail = math.max(tail - width, now)
+        r3 = 1
+      end
     else
       error('adaptive: malformed call')
     end

@@ -1,5 +1,5 @@
 -- pacer.lua: decides a batch of pacer calls (DistributedPacer, PacerComposite) atomically.
--- Mirrors src/core/pacer.rs `step` / `step_group` operation for operation (same doubles).
+-- Mirrors src/core/pacer/mod.rs `step` / `step_group` operation for operation (same doubles).
 --
 -- KEYS[k]   pacer state: 24 bytes, struct '<ddd' = watermark, next_shot_us, last_drip_us
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)

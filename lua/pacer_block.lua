@@ -1,5 +1,5 @@
 -- pacer_block.lua: blocks a pacer (DistributedPacer.block; the pacer kind's op 'block',
--- src/store/kinds/pacer). Mirrors src/core/pacer.rs `block`.
+-- src/store/kinds/pacer). Mirrors src/core/pacer/mod.rs `block`.
 --
 -- KEYS[1]   pacer state: 24 bytes, struct '<ddd' = watermark, next_shot_us, last_drip_us
 -- ARGV      now_us (integer µs, or '' for the server clock), duration_us, qps, max_burst, factor

@@ -8,7 +8,7 @@
 //!
 //! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER`, which `npm test` sets.
 
-use sluice::store::kinds::adaptive::{Adaptive, PACE, REPORT};
+use sluice::store::kinds::adaptive::{Adaptive, GIVE, PACE, REPORT};
 use sluice::store::kinds::Kind;
 use sluice::store::memory::MemoryStore;
 use sluice::store::redis::{RedisOptions, RedisStore};
@@ -37,7 +37,7 @@ async fn conform(options: RedisOptions, label: &str) {
   let mut wire = options.cluster.is_empty().then(|| Wire::connect(&options.url));
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("adconf{}", std::process::id());
-  let (mut calls, mut refused, mut decreased, mut waited) = (0, 0, 0, 0);
+  let (mut calls, mut refused, mut decreased, mut waited, mut given) = (0, 0, 0, 0, 0);
   for seed in 1..=40u64 {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let model = MemoryStore::new();
@@ -61,7 +61,12 @@ async fn conform(options: RedisOptions, label: &str) {
       for _ in 0..1 + rng.below(6) {
         let (key, p) = &keys[rng.below(keys.len() as u64) as usize];
         batch_keys.push(key.clone());
-        if rng.below(4) == 0 {
+        if rng.below(8) == 0 {
+          // a slot given back (its width, µs)
+          let weight = rng.pick(&[1.0, 1.0, 2.0]);
+          let start_in = rng.pick(&[0.0, 500.0, 20_000.0, 980_000.0]);
+          nums.extend([GIVE, weight, 0.0, start_in, 0.0, 0.0, 0.0, 0.0]);
+        } else if rng.below(4) == 0 {
           // report: throttled or not, a block, a learned rate
           let throttled = rng.pick(&[0.0, 1.0, 1.0]);
           let block = rng.pick(&[0.0, 0.0, 1e6, 1_500_000.0, 2e6, 30e6]);
@@ -95,6 +100,8 @@ async fn conform(options: RedisOptions, label: &str) {
         if c.op == PACE {
           refused += usize::from(out[2] == 0.0);
           waited += usize::from(out[0] > 0.0);
+        } else if c.op == GIVE {
+          given += 1;
         } else {
           decreased += usize::from(out[2] == 1.0);
         }
@@ -103,8 +110,8 @@ async fn conform(options: RedisOptions, label: &str) {
   }
   // what is compared must include every branch: refusals, waits, decreases
   assert!(
-    calls > 15_000 && refused > 500 && waited > 2000 && decreased > 300,
-    "only {calls} calls ({refused} refused, {waited} waited, {decreased} decreased) compared"
+    calls > 15_000 && refused > 500 && waited > 2000 && decreased > 300 && given > 1000,
+    "only {calls} calls ({refused} refused, {waited} waited, {decreased} decreased, {given} given back) compared"
   );
 }
 

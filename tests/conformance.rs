@@ -1,11 +1,12 @@
 //! Conformance: random sequences of pacer batches decided by the Rust model (the memory
 //! store) and by `lua/pacer.lua` on a real Redis, with the same clock; every decision must be
-//! identical (delay, admitted, watermark to the millionth). Standalone and cluster.
+//! identical (delay, admitted, watermark to the millionth), and so must give-backs
+//! (`lua/pacer_give.lua`), which the later decisions then read. Standalone and cluster.
 //!
 //! Needs `SLUICE_REDIS_URL` and `SLUICE_REDIS_CLUSTER` (comma-separated seeds), which
 //! `npm test` sets after starting its servers.
 
-use sluice::core::pacer::Decision;
+use sluice::core::pacer::{Decision, Mode, Params};
 use sluice::store::kinds::pacer::PacerBatch;
 use sluice::store::memory::MemoryStore;
 use sluice::store::redis::{RedisOptions, RedisStore};
@@ -44,7 +45,7 @@ async fn conform(options: RedisOptions, label: &str) {
   let mut wire = options.cluster.is_empty().then(|| Wire::connect(&options.url));
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("conf{}", std::process::id());
-  let mut decisions = 0;
+  let (mut decisions, mut given) = (0, 0);
   for seed in 1..=40u64 {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let model = MemoryStore::new();
@@ -72,9 +73,27 @@ async fn conform(options: RedisOptions, label: &str) {
         assert!(same(e, a), "{label} seed {seed} step {step} member {i}: model {e:?} != lua {a:?}\nbatch {batch:?}");
       }
       decisions += expected.len();
+      if rng.below(4) == 0 {
+        // a caller gives back what it took (lua/pacer_give.lua against pacer::give)
+        let key = &keys[rng.below(keys.len() as u64) as usize];
+        let weight = rng.pick(&[0.5, 1.0, 1.0, 3.7, 1e9]);
+        // the slot's start as a caller estimates it: often the last one's, sometimes not
+        let start_in = rng.pick(&[0.0, 0.0, 100.0, 99_000.0, 1e6, 3e6]);
+        let qps = rng.pick(&[0.3, 1.0, 10.0, 33.3, 1000.0]);
+        let p = Params { qps, max_burst: rng.pick(&[0.0, 2.5, 5.0]), factor: rng.pick(&[0.5, 1.0]), mode: Mode::Pace };
+        let expected = model.pacer_give(key, &p, weight, start_in, now);
+        let actual = on_lane(&mut wire, step, |lane| {
+          let (store, p) = (&store, &p);
+          async move { store.pacer_give(key, p, weight, start_in, Some(now), &lane).await }
+        })
+        .await
+        .expect("redis give-back");
+        assert_eq!(expected, actual, "{label} seed {seed} step {step}: give-back of {weight} on {key}");
+        given += 1;
+      }
     }
   }
-  assert!(decisions > 10_000, "only {decisions} decisions compared");
+  assert!(decisions > 10_000 && given > 1000, "only {decisions} decisions and {given} give-backs compared");
   store.close().await;
 }
 

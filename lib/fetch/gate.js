@@ -2,14 +2,16 @@
 // The per-key gate of sluice/fetch: waits for a key's slot (the key's record of the adaptive
 // kind, shared by every process on the store: its rate, queue, block and learned rate), reads
 // each response (Retry-After, learned limits, throttled answers) into that record, and counts
-// what happened per key. `Door` holds the gates of one pacedFetch or interceptor.
+// what happened per key. `Door` (lib/fetch/door.js) holds the gates of one pacedFetch or
+// interceptor.
 
 const ADAPTIVE = require('../kinds/adaptive')
-const { OverLimitError, SluiceError } = require('../errors')
-const { nowMs, elapsedMs, sleep, aborted } = require('../limiter')
+const { OverLimitError } = require('../errors')
+const { nowMs, elapsedMs, aborted } = require('../limiter')
+const { sleepUntil, moveUp } = require('./slots')
 const { escapeKey } = require('../stats')
 const { learn } = require('./headers')
-const { keyLimits, MAX_QPS } = require('./options')
+const { MAX_QPS } = require('./options')
 
 /** A key with no rate of its own still has a record: it holds the fleet's blocks and what was learned. */
 const UNPACED_QPS = MAX_QPS
@@ -19,18 +21,19 @@ const LEARNED_SHARE = 0.98
 const LEARNED_TTL_MS = 60_000
 /** Adaptive, without `increase`: the rate grows by this share of itself per second of calls that succeed. */
 const DEFAULT_INC_REL = 0.002
-const MAX_KEY_LENGTH = 500
 /** Gates kept per door; the oldest is dropped past this (its counts with it). */
 const MAX_GATES = 10_000
-/** Without Retry-After, a retry waits this long (doubling per attempt, capped by maxBlockMs) in this process. */
-const BACKOFF_MS = 250
 /** Two blocks of one key whose ends are this close are the same block (reported twice). */
 const SAME_BLOCK_MS = 5
+/** Latest start of a slot given back, µs from now (10 years: the record refuses more). */
+const MAX_GIVE_US = 315_360_000_000_000
 /** Calls of an unpaced key wait this long at most for the first call's answer (firstCall()), ms. */
 const FIRST_WAIT_MS = 1000
 /** A caller that waited this long for its slot asks the key's record for a block before it sends, ms. */
 const RECHECK_MS = 25
-const { pace: PACE, report: REPORT } = ADAPTIVE.OP
+const { pace: PACE, report: REPORT, give: GIVE } = ADAPTIVE.OP
+/** What an answer that says nothing asks of a retry (observe()). */
+const NOTHING = Object.freeze({ blockMs: 0, retryAfterMs: 0 })
 
 /**
  * One key: its record in the store (the adaptive kind, lib/kinds/adaptive.js: the rate, the
@@ -76,6 +79,8 @@ class Gate {
     this.windowUntilMs = 0
     this.blockedUntilMs = 0 // the latest block this process recorded, on the store's clock
     this.blockSetMs = -Infinity // when it was recorded
+    this.waiters = [] // this process's callers sleeping for their slots, by slot ({ atMs, rearm })
+    this.turns = [] // ... and for their turns of this process's spacing
     this.counts = {
       calls: 0,
       waited: 0,
@@ -84,6 +89,7 @@ class Gate {
       blocks: 0,
       retries: 0,
       refused: 0,
+      givenBack: 0,
       hostile: 0,
       degraded: 0,
       decreases: 0,
@@ -134,60 +140,146 @@ class Gate {
 
   /**
    * Waits for this key's slot (and past any block) for a call or a retry, honouring `signal`
-   * (ERR_ABORTED); a slot further than `maxWaitMs`: OverLimitError, nothing reserved.
+   * (ERR_ABORTED); the whole wait is bounded by `maxWaitMs`: a slot further than what is left
+   * of it is refused (OverLimitError, nothing reserved). A slot taken and then given up (an
+   * abort while waiting for it, a new slot after a block) is given back to the key's record,
+   * so its capacity goes to the next caller; no call goes once its signal aborted.
    */
   async admit(signal) {
     const { store, config } = this.door
+    const deadlineMs = nowMs(store) + config.maxWaitMs
     if (!this.answered) await this.firstCall(signal)
-    const maxWaitUs = config.maxWaitMs === Infinity ? -1 : config.maxWaitMs * 1000
     for (let round = 0; ; round++) {
       if (signal && signal.aborted) throw aborted(signal)
       const reservedMs = nowMs(store)
-      const ok = this.ok
-      this.ok = 0
-      const [delayUs, rate, admitted, blockUs, degraded] = await this._send([PACE, 1, ok, maxWaitUs])
-      this.rate = rate / 1000
-      if (blockUs > 0) this.heardBlock(blockUs)
-      if (degraded && round === 0) this.counts.degraded++
-      // sub-ms delays go at once: pacing to the ms is what a timer can do
-      const delayMs = delayUs < 1000 ? 0 : Math.ceil(delayUs / 1000)
-      if (!admitted) throw this.overLimit(delayMs)
-      if (delayMs > 0) {
-        this.counts.waited++
-        this.counts.waitTimeMs += delayMs
-        if (this._book !== null) this._book.waited(this, delayMs)
-        await sleep(store, delayMs, signal)
-        // a block another process's response recorded while this caller slept: its record
-        // says so (a probe, weight 0, that takes no slot)
-        // (the slot is granted already: a failed probe lets the call go)
-        if (delayMs >= RECHECK_MS) {
-          const told = this.ok
-          this.ok = 0
-          const askedMs = nowMs(store)
-          try {
-            const [, , , blockUs] = await this._send([PACE, 0, told, -1])
-            if (blockUs > 0) this.heardBlock(blockUs, askedMs)
-          } catch {
-            this.ok += told
-            this.counts.errors++
-          }
-        }
+      const leftMs = deadlineMs - reservedMs
+      const maxWaitUs = leftMs === Infinity ? -1 : Math.max(0, Math.floor(leftMs * 1000))
+      // a slot another caller of this process gave up, at its own time: no store call
+      const spareMs = store._spares.size === 0 ? -1 : store._spares.take(this._storeKey, 1, reservedMs, leftMs)
+      let delayMs
+      let atMs = spareMs // the slot's start, on the store's clock
+      let degraded = false
+      if (spareMs >= 0) {
+        delayMs = Math.ceil(spareMs - reservedMs)
+      } else {
+        const ok = this.ok
+        this.ok = 0
+        const [delayUs, rate, admitted, blockUs, down] = await this._send([PACE, 1, ok, maxWaitUs])
+        this.rate = rate / 1000
+        degraded = down
+        if (blockUs > 0) this.heardBlock(blockUs)
+        if (degraded && round === 0) this.counts.degraded++
+        // sub-ms delays go at once: pacing to the ms is what a timer can do
+        delayMs = delayUs < 1000 ? 0 : Math.ceil(delayUs / 1000)
+        if (!admitted) throw this.overLimit(delayMs)
+        atMs = reservedMs + delayUs / 1000
       }
-      // a block recorded after this slot was taken (by a response of this process) and not
-      // over yet: the slot is spent, take one after the block
-      if (this.blockSetMs >= reservedMs && this.blockedUntilMs > nowMs(store) && round < 8) continue
-      // timers that fire late together (a busy event loop) would send their calls in a bunch
-      // into an upstream with a small burst: this process never sends two calls of a key closer
-      // than the key's spacing (the fleet's slots are that far apart already)
-      if (this.paced) {
-        const now = nowMs(store)
-        const at = Math.max(now, this.nextSendMs)
-        this.nextSendMs = at + 1000 / this.rate
-        if (at > now + 1) await sleep(store, Math.ceil(at - now), signal)
+      const slot = { atMs, rearm: null } // atMs moves earlier when a slot ahead is given up
+      let spent
+      try {
+        spent = await this.wait(delayMs, slot, reservedMs, round, signal)
+      } catch (err) {
+        if (!degraded) this.free(slot.atMs)
+        throw err
       }
+      if (spent) continue // spent inside a block: take one after it
       this.sent(degraded)
       return elapsedMs(store)
     }
+  }
+
+  /**
+   * Waits `delayMs` for a slot taken at `reservedMs` (and this process's spacing); true when a
+   * block recorded meanwhile ends after it (the slot is spent: take another), false when the
+   * call may go; rejects when `signal` aborts (ERR_ABORTED).
+   */
+  async wait(delayMs, slot, reservedMs, round, signal) {
+    const { store } = this.door
+    if (delayMs > 0) {
+      this.counts.waited++
+      this.counts.waitTimeMs += delayMs
+      if (this._book !== null) this._book.waited(this, delayMs)
+      await sleepUntil(this.door.store, slot, signal, this.waiters)
+      // a block another process's response recorded while this caller slept: its record
+      // says so (a probe, weight 0, that takes no slot)
+      // (the slot is granted already: a failed probe lets the call go)
+      if (delayMs >= RECHECK_MS) {
+        const told = this.ok
+        this.ok = 0
+        const askedMs = nowMs(store)
+        try {
+          const [, , , blockUs] = await this._send([PACE, 0, told, -1])
+          if (blockUs > 0) this.heardBlock(blockUs, askedMs)
+        } catch {
+          this.ok += told
+          this.counts.errors++
+        }
+      }
+    }
+    // a block recorded after this slot was taken (by a response of this process) and not
+    // over yet: the slot is spent, take one after the block
+    if (this.blockSetMs >= reservedMs && this.blockedUntilMs > nowMs(store) && round < 8) return true
+    // timers that fire late together (a busy event loop) would send their calls in a bunch
+    // into an upstream with a small burst: this process never sends two calls of a key closer
+    // than the key's spacing (the fleet's slots are that far apart already)
+    // (a turn given up goes to the latest caller here, or back: see freeTurn)
+    if (this.paced) {
+      const now = nowMs(store)
+      const at = Math.max(now, this.nextSendMs)
+      this.nextSendMs = at + 1000 / this.rate
+      if (at > now + 1) {
+        const turn = { atMs: at, rearm: null }
+        try {
+          await sleepUntil(this.door.store, turn, signal, this.turns)
+        } catch (err) {
+          this.freeTurn(turn.atMs)
+          throw err
+        }
+      }
+    }
+    // an abort that came during the last probe: the call does not go
+    if (signal && signal.aborted) throw aborted(signal)
+    return false
+  }
+
+  /**
+   * A slot at `atMs` that a caller of this process gave up: the caller here with the latest
+   * slot after it moves up to it (the capacity goes to a caller still waiting, and the fleet's
+   * spacing holds), and that caller's slot is given back in its place.
+   */
+  free(atMs) {
+    this.giveBack(moveUp(this.waiters, atMs))
+  }
+
+  /**
+   * A turn of this process's spacing at `atMs` that its caller gave up: the latest caller
+   * here moves up to it, and the latest turn is released (the next caller takes it).
+   */
+  freeTurn(atMs) {
+    const freed = moveUp(this.turns, atMs)
+    if (freed < this.nextSendMs) this.nextSendMs = freed
+  }
+
+  /**
+   * Gives back a slot starting at `atMs` (the store's clock) that a caller of this process gave
+   * up before it started: to the key's record while it is the last one queued (the next caller
+   * of any process takes its place), else to this process's spare slots (the next caller here
+   * takes it at its own time: lib/store/spares.js). Not awaited; a slot whose time has come is
+   * spent.
+   */
+  giveBack(atMs) {
+    const store = this.door.store
+    const startInUs = Math.round((atMs - nowMs(store)) * 1000)
+    if (!(startInUs > 0)) return
+    this.counts.givenBack++
+    const keep = () => store._spares.put(this._storeKey, atMs, 1)
+    this._send([GIVE, 1, 0, Math.min(startInUs, MAX_GIVE_US), 0, 0, 0, 0]).then(
+      ([, , given]) => given === 1 || keep(),
+      () => {
+        this.counts.errors++
+        keep()
+      },
+    )
   }
 
   /**
@@ -275,9 +367,11 @@ class Gate {
 
   /**
    * Reads a response: counts it, learns the key's limits (with `learn`), and records in the
-   * key's record a block (Retry-After or an exhausted quota, capped at `maxBlockMs`), a learned
+   * key's record a block (Retry-After on a `blockStatuses` answer, or an exhausted quota, capped
+   * at `maxBlockMs`), a learned
    * rate and a throttled answer (the adaptive rate comes down); `sentMs`: when the call went
-   * (what admit() answered). Returns the block's ms (0: none). Never throws.
+   * (what admit() answered). Resolves with what the answer asked of a retry, `{ blockMs,
+   * retryAfterMs }` (the key's block, 0: none; the Retry-After it gave). Never throws.
    */
   async observe(status, get, sentMs = elapsedMs(this.door.store)) {
     try {
@@ -290,6 +384,7 @@ class Gate {
   async _observe(status, get, sentMs) {
     const { store, config } = this.door
     const throttled = status === 429 || status === 503
+    const blocking = config.blockStatuses.has(status)
     if (throttled) {
       this.counts.throttled++
       if (this._book !== null) this._book.event(this, 'throttled')
@@ -304,16 +399,21 @@ class Gate {
       l = learn(get, now, config.maxBlockMs)
     } catch {
       this.counts.hostile++
-      return 0
+      return NOTHING
     }
     this.counts.hostile += l.hostile
     const learned = config.learn ? this.remember(l, now) : null
-    // Retry-After counts on a throttled answer; an exhausted quota (learned) on any
-    let blockMs = throttled || config.learn ? l.blockMs : 0
+    // Retry-After blocks the fleet on a blocking status only (429, 503: on a 2xx it is a polling
+    // hint); an exhausted quota on any answer (learned) or a throttled one
+    const seen = {
+      blockMs: Math.max(blocking ? l.retryAfterMs : 0, config.learn || throttled ? l.quotaBlockMs : 0),
+      retryAfterMs: l.retryAfterMs,
+    }
+    let blockMs = seen.blockMs
     const until = now + blockMs
     if (blockMs > 0 && until <= this.blockedUntilMs + SAME_BLOCK_MS) blockMs = 0 // this process sent it already
     const decreases = throttled && config.adaptive !== null
-    if (blockMs === 0 && learned === null && !decreases) return l.blockMs
+    if (blockMs === 0 && learned === null && !decreases) return seen
     if (blockMs > 0) {
       this.blockedUntilMs = until
       this.blockSetMs = now
@@ -342,7 +442,7 @@ class Gate {
       this.ok += ok // told with the next call
       this.counts.errors++ // the response still reaches the caller; the store's state is its own concern
     }
-    return l.blockMs
+    return seen
   }
 
   /**
@@ -360,18 +460,21 @@ class Gate {
     }
     if (policy === null) return null
     this.learned = policy
-    const qps = ((policy.limit * 1000) / policy.windowMs) * LEARNED_SHARE
-    const ttlMs = Math.max(LEARNED_TTL_MS, policy.windowMs)
+    // a stated rate slower than the floor (adaptive.minQps when given, else one call per
+    // maxBlockMs) is clamped to it and counted: an upstream cannot stall a key for longer than
+    // any block it may ask for; nor is a rate remembered past maxBlockMs
+    const { adaptive, maxBlockMs } = this.door.config
+    const floor = adaptive !== null && adaptive.minQpsGiven ? adaptive.minQps : 1000 / maxBlockMs
+    let qps = ((policy.limit * 1000) / policy.windowMs) * LEARNED_SHARE
+    if (qps < floor) {
+      qps = floor
+      this.counts.hostile++
+    }
+    const ttlMs = Math.max(LEARNED_TTL_MS, Math.min(policy.windowMs, maxBlockMs))
     if (Math.abs(qps - this.learnedQps) <= 0.001 * qps && now < this.learnedAtMs + ttlMs / 2) return null
     this.learnedQps = qps
     this.learnedAtMs = now
     return { qps, ttlMs }
-  }
-
-  /** ms a retry waits in this process beyond the key's pacing (no Retry-After nor reset was given). */
-  backoffMs(attempt, blockMs) {
-    if (blockMs > 0 || this.door.config.adaptive !== null) return 0
-    return Math.min(BACKOFF_MS * 2 ** attempt, this.door.config.maxBlockMs)
   }
 
   stats() {
@@ -385,54 +488,4 @@ class Gate {
   }
 }
 
-/** The gates of one pacedFetch or interceptor, by key. */
-class Door {
-  constructor(config) {
-    this.config = config
-    this.store = config.store
-    this.gates = new Map()
-    ADAPTIVE.addDoor(this.store, this) // for sluice/metrics' rate gauges
-  }
-
-  /** The key of a call (`key(url, init)` or the origin), checked: a bad one fails the call. */
-  keyOf(url, init) {
-    const key = this.config.key === null ? url.origin : this.config.key(url, init)
-    if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || !key.isWellFormed()) {
-      throw new SluiceError(
-        'ERR_INVALID_ARGUMENT',
-        `key(url, init) must return a non-empty string of at most ${MAX_KEY_LENGTH} characters, with no lone surrogate`,
-      )
-    }
-    return key
-  }
-
-  /** The gate of `key`, made on first use (`limits(key)` asked then). */
-  async gate(key) {
-    let g = this.gates.get(key)
-    if (g !== undefined) return g
-    const make = (m) => new SluiceError('ERR_INVALID_ARGUMENT', m)
-    const limits = this.config.limits === null ? null : keyLimits(await this.config.limits(key), make)
-    g = this.gates.get(key) // made by another call meanwhile
-    if (g !== undefined) return g
-    if (this.gates.size >= MAX_GATES) this.gates.delete(this.gates.keys().next().value)
-    g = new Gate(this, key, limits)
-    this.gates.set(key, g)
-    return g
-  }
-
-  /** Whether a call answered `status` with `method` may be retried, as attempt `attempt` (0-based). */
-  retries(status, method, attempt) {
-    const r = this.config.retry
-    return r !== null && attempt < r.maxRetries && r.statuses.has(status) && r.methods.has(method)
-  }
-
-  async stats(key) {
-    if (key !== undefined) {
-      const g = this.gates.get(key)
-      return g === undefined ? [] : [g.stats()]
-    }
-    return [...this.gates.values()].map((g) => g.stats())
-  }
-}
-
-module.exports = { Door, Gate }
+module.exports = { Gate, MAX_GATES }

@@ -28,7 +28,9 @@ const EPOCH_MS = 1e12
 /**
  * What one response said, and how many values were ignored or clamped (`hostile`).
  * `blockMs`: how long nobody should call (Retry-After, or an exhausted quota until its reset),
- * capped at `maxBlockMs`; 0 when nothing asks to wait. `policy`: the quota the upstream states
+ * capped at `maxBlockMs`; 0 when nothing asks to wait; `retryAfterMs` and `quotaBlockMs`: each
+ * of the two alone (a Retry-After blocks the fleet only on a throttled answer: on a 2xx it is a
+ * polling hint). `policy`: the quota the upstream states
  * (`{ limit, windowMs }`, its shortest window), or null; `quota`: a limit and its reset when no
  * window is stated. `remaining`/`resetMs`: of the window
  * nearest to exhaustion, or null.
@@ -36,6 +38,8 @@ const EPOCH_MS = 1e12
 class Learned {
   constructor() {
     this.blockMs = 0
+    this.retryAfterMs = 0 // Retry-After alone (capped): it blocks only on a throttled answer
+    this.quotaBlockMs = 0 // an exhausted quota until its reset (capped): it blocks on any answer
     this.policy = null
     this.remaining = null
     this.resetMs = null
@@ -137,7 +141,7 @@ function window(out, remaining, resetMs) {
     out.remaining = remaining
     out.resetMs = resetMs
   }
-  if (remaining < 1 && resetMs !== null && resetMs > out.blockMs) out.blockMs = resetMs
+  if (remaining < 1 && resetMs !== null && resetMs > out.quotaBlockMs) out.quotaBlockMs = resetMs
 }
 
 /** A reset value as ms from now: epoch seconds, epoch ms or delta-seconds, detected by size. */
@@ -185,7 +189,7 @@ function learn(get, nowMs, maxBlockMs) {
   const ra = field(get, 'retry-after', out)
   if (ra !== null && ra !== '') {
     try {
-      out.blockMs = retryAfterMs(ra, nowMs)
+      out.retryAfterMs = retryAfterMs(ra, nowMs)
     } catch {
       out.hostile++
     }
@@ -222,10 +226,15 @@ function learn(get, nowMs, maxBlockMs) {
     // (reset * limit / (limit - remaining))
     policy(out, limitR, Math.ceil((resetR * limitR) / (limitR - remainingR)))
   }
-  if (out.blockMs > maxBlockMs) {
-    out.blockMs = maxBlockMs
+  if (out.retryAfterMs > maxBlockMs) {
+    out.retryAfterMs = maxBlockMs
     out.hostile++
   }
+  if (out.quotaBlockMs > maxBlockMs) {
+    out.quotaBlockMs = maxBlockMs
+    out.hostile++
+  }
+  out.blockMs = Math.max(out.retryAfterMs, out.quotaBlockMs)
   return out
 }
 

@@ -4,7 +4,7 @@
 // pacedFetch reads it; a retryable answer is swallowed and the request dispatched again.
 
 const { fetchConfig } = require('./options')
-const { Door } = require('./gate')
+const { Door } = require('./door')
 const { fromObject } = require('./headers')
 const { sleep } = require('../limiter')
 const { SluiceError } = require('../errors')
@@ -138,9 +138,9 @@ class PacedCall {
 
   /** Dispatches a retried request again: after the backoff (when no block was given), paced. */
   async again() {
-    const blockMs = await this.blocked
+    const seen = await this.blocked
     this.gate.counts.retries++
-    const waitMs = this.gate.backoffMs(this.attempt, blockMs)
+    const waitMs = this.door.backoffMs(this.attempt, seen)
     this.attempt++
     this.controller = null
     if (waitMs > 0) await sleep(this.door.store, waitMs, this.aborter.signal)

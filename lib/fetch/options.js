@@ -8,10 +8,29 @@ const { isStore } = require('../store/options')
 const MAX_QPS = 1e9
 const MAX_MS = 315_360_000_000 // 10 years
 const DEFAULT_MAX_BLOCK_MS = 3_600_000
+/**
+ * The longest a call waits for its slot by default, ms: a queue longer than this outlives
+ * what callers wait for (browsers' and SDKs' request timeouts are 10-60 s), so an overloaded
+ * fleet refuses early (OverLimitError, nothing sent) instead of queueing calls whose callers
+ * have gone; a slot given up is given back either way.
+ */
+const DEFAULT_MAX_WAIT_MS = 30_000
 const DEFAULT_STATUSES = Object.freeze([429, 503])
 /** RFC 9110 §9.2.2: the idempotent methods (a retry cannot do twice what the first call did). */
 const IDEMPOTENT = Object.freeze(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
-const OPTIONS = ['store', 'key', 'qps', 'maxBurst', 'limits', 'maxWaitMs', 'retry', 'learn', 'adaptive', 'maxBlockMs']
+const OPTIONS = [
+  'store',
+  'key',
+  'qps',
+  'maxBurst',
+  'limits',
+  'maxWaitMs',
+  'retry',
+  'learn',
+  'adaptive',
+  'maxBlockMs',
+  'blockStatuses',
+]
 /** pacedFetch's only (the interceptor has no Request nor Response to give them): issue 27's budgets. */
 const BUDGET_OPTIONS = ['budget', 'estimate', 'settle']
 const RETRY = ['statuses', 'methods', 'maxRetries']
@@ -43,6 +62,17 @@ function wholeMs(name, v, min, max) {
   return v
 }
 
+/** Statuses (100..599), at most 100 of them, as a Set. */
+function statusSet(name, statuses) {
+  if (!Array.isArray(statuses) || statuses.length > 100) throw invalidConfig(`${name} must be an array of status codes`)
+  for (const s of statuses) {
+    if (!Number.isInteger(s) || s < 100 || s > 599) {
+      throw invalidConfig(`${name} must hold HTTP status codes (100..599), got ${String(s)}`)
+    }
+  }
+  return new Set(statuses)
+}
+
 function retryOption(retry) {
   if (retry === false) return null
   if (retry === undefined) retry = {}
@@ -50,13 +80,7 @@ function retryOption(retry) {
   retry = ownProps(retry)
   unknown(retry, RETRY, 'retry')
   const { statuses = DEFAULT_STATUSES, methods = IDEMPOTENT, maxRetries = 3 } = retry
-  if (!Array.isArray(statuses) || statuses.length > 100)
-    throw invalidConfig('retry.statuses must be an array of status codes')
-  for (const s of statuses) {
-    if (!Number.isInteger(s) || s < 100 || s > 599) {
-      throw invalidConfig(`retry.statuses must hold HTTP status codes (100..599), got ${String(s)}`)
-    }
-  }
+  const statusesSet = statusSet('retry.statuses', statuses)
   if (!Array.isArray(methods) || methods.length > 100)
     throw invalidConfig('retry.methods must be an array of method names')
   for (const m of methods) {
@@ -68,7 +92,7 @@ function retryOption(retry) {
     throw invalidConfig(`retry.maxRetries must be an integer in [0, 100], got ${String(maxRetries)}`)
   }
   return {
-    statuses: new Set(statuses),
+    statuses: statusesSet,
     methods: new Set(methods.map((m) => m.toUpperCase())),
     maxRetries,
   }
@@ -91,7 +115,8 @@ function adaptiveOption(adaptive, qps) {
   // default: 0.2 % of the rate per second (lib/fetch/gate.js), probing slowly past where it settled
   const increase =
     adaptive.increase === undefined ? undefined : rate('adaptive.increase', adaptive.increase, { minExclusive: false })
-  return { minQps, maxQps, startQps, decrease, increase }
+  // a stated minQps is also the floor of a learned rate (else one call per maxBlockMs)
+  return { minQps, maxQps, startQps, decrease, increase, minQpsGiven: adaptive.minQps !== undefined }
 }
 
 /** The checked configuration of a paced fetch or interceptor (`withFetch`: the `fetch` option is allowed). */
@@ -120,7 +145,11 @@ function fetchConfig(options, withFetch) {
     throw invalidConfig('maxBurst needs qps (or limits)')
   }
   const maxWaitMs =
-    o.maxWaitMs === undefined || o.maxWaitMs === Infinity ? Infinity : wholeMs('maxWaitMs', o.maxWaitMs, 0, MAX_MS)
+    o.maxWaitMs === undefined
+      ? DEFAULT_MAX_WAIT_MS
+      : o.maxWaitMs === Infinity
+        ? Infinity
+        : wholeMs('maxWaitMs', o.maxWaitMs, 0, MAX_MS)
   const maxBlockMs = o.maxBlockMs === undefined ? DEFAULT_MAX_BLOCK_MS : wholeMs('maxBlockMs', o.maxBlockMs, 1, MAX_MS)
   if (o.learn !== undefined && typeof o.learn !== 'boolean') throw invalidConfig('learn must be a boolean')
   const fetch = withFetch ? (o.fetch ?? globalThis.fetch) : null
@@ -153,6 +182,7 @@ function fetchConfig(options, withFetch) {
     learn: o.learn ?? true,
     adaptive: adaptiveOption(o.adaptive, qps),
     maxBlockMs,
+    blockStatuses: statusSet('blockStatuses', o.blockStatuses ?? DEFAULT_STATUSES),
     fetch,
   }
 }
@@ -169,4 +199,4 @@ function keyLimits(answer, make) {
   return { qps, maxBurst }
 }
 
-module.exports = { fetchConfig, keyLimits, IDEMPOTENT, MAX_QPS }
+module.exports = { fetchConfig, keyLimits, IDEMPOTENT, MAX_QPS, DEFAULT_MAX_WAIT_MS }

@@ -4,7 +4,7 @@
 // retries what the options allow, after the key's block and paced like every other call.
 
 const { fetchConfig } = require('./options')
-const { Door } = require('./gate')
+const { Door } = require('./door')
 const { fromHeaders } = require('./headers')
 const { sleep } = require('../limiter')
 
@@ -114,11 +114,11 @@ function pacedFetch(options) {
         const last = !replayable || attempt >= retry.maxRetries
         // a Request's body is read by the send: a copy goes out while another try may follow
         res = await send(request && !last && input.body !== null ? input.clone() : input, init)
-        const blockMs = await gate.observe(res.status, fromHeaders(res.headers), sentMs)
+        const seen = await gate.observe(res.status, fromHeaders(res.headers), sentMs)
         if (last || !door.retries(res.status, method, attempt)) break
         gate.counts.retries++
         if (res.body) await res.body.cancel().catch(() => {})
-        const waitMs = gate.backoffMs(attempt, blockMs)
+        const waitMs = door.backoffMs(attempt, seen)
         if (waitMs > 0) await sleep(door.store, waitMs, signal)
       }
     } catch (err) {

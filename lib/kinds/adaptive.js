@@ -112,7 +112,7 @@ adaptive.inspect = {
   rates: (store) => ratesOf(store),
 }
 
-/** The sluice/fetch doors made on each store (weakly held; lib/fetch/gate.js adds them). */
+/** The sluice/fetch doors made on each store (weakly held; lib/fetch/door.js adds them). */
 const DOORS = new WeakMap()
 
 /** Remembers `door` (a sluice/fetch Door: `gates`, each with `key` and `stats()`) made on `store`. */

@@ -10,7 +10,7 @@ const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 const { input } = require('../store/slots')
 
 /** The second number of a call's encoding: how a call is decided (a block is a call of its own). */
-const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace, block: OPS.pacer.block }
+const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace, block: OPS.pacer.block, give: OPS.pacer.give }
 /** Numbers per member in a batch (after the call's two: members, op). */
 const MEMBER_WIDTH = 4
 
@@ -49,6 +49,21 @@ class PacerBlockCall {
   }
 }
 
+/**
+ * A give-back on one pacer key (`outcome.cancel()`) of `nums` = `[qps, maxBurst, factor,
+ * weight, startInUs]`: the weight a call took goes back to the key's queue (while its slot,
+ * `startInUs` from now, is the last one queued) or bucket for the next caller; answers 1 when
+ * given back, 0 when it stays spent. A call of its own, as a block.
+ */
+class PacerGiveCall {
+  constructor(key, nums) {
+    this.key = key
+    this.text = encodeParts([key])
+    this.nums = new Float64Array([1, OP.give, nums[3], nums[0], nums[1], nums[2], nums[4]])
+    this.alone = true
+  }
+}
+
 const pacer = {
   code: 0,
   name: 'pacer',
@@ -56,6 +71,7 @@ const pacer = {
   OP,
   Call: PacerCall,
   BlockCall: PacerBlockCall,
+  GiveCall: PacerGiveCall,
   statsKinds: ['pacer'],
   lifetimeMs: (o) => (o.qps > 0 ? Math.ceil((((Number(o.maxBurst) || 0) + 1) / o.qps) * 1000) : 0),
 
@@ -78,7 +94,7 @@ const pacer = {
       store._sweepFor(c.keys.length, nowUs)
       out = native.memoryCall(store._handle, pacer.code, encodeParts(c.keys), new Float64Array(c.args), nowUs)
     }
-    return c.owner._outcome(out, 0, c.weight, degraded)
+    return c.owner._outcome(out, 0, c.weight, degraded, c.pace)
   },
 
   cached(cache, c, atUs) {
@@ -89,7 +105,7 @@ const pacer = {
     const hit = cache.get(owner._storeKey, c.sig, c.weight, atUs)
     if (hit === null) return undefined
     const v = hit.values
-    return owner._outcome([hit.untilUs - atUs, v[1], v[2]], 0, c.weight, false)
+    return owner._outcome([hit.untilUs - atUs, v[1], v[2]], 0, c.weight, false, false)
   },
 
   encode(calls, nowUs) {
@@ -117,7 +133,7 @@ const pacer = {
     return { keys: encodeParts(keys), nums: nums.subarray(0, length), nowUs }
   },
   keyOf: (c) => (c.alone ? c.key : c.keys === null ? c.owner._storeKey : c.keys[0]),
-  /** A block on the pool lane: µs until it ends; its key holding another type rejects (ERR_SCRIPT). */
+  /** A block or a give-back on the pool lane: µs until the block ends, or given back (1/0); its key holding another type rejects (ERR_SCRIPT). */
   async alone(store, c, nowUs) {
     const out = await store._poolCall(pacer.code, c.text, c.nums, nowUs, pacer.lane)
     if (out[0] === WRONG_TYPE) throw wrongType('pacer', store.keyPrefix)
@@ -138,7 +154,7 @@ const pacer = {
         if (c.sig !== null && out[offset] > 0) {
           cache.set(c.owner._storeKey, c.sig, c.weight, c.atUs, out[offset], out.slice(offset, offset + 3))
         }
-        resolve[e](c.owner._outcome(out, offset, c.weight, false))
+        resolve[e](c.owner._outcome(out, offset, c.weight, false, c.pace))
       }
       offset += 3 * members
     }
@@ -158,7 +174,7 @@ const pacer = {
       if (c.pace) throw policy.error
       for (let i = 0; i < members; i++) out[3 * i] = policy.retryUs
     }
-    return c.owner._outcome(out, 0, c.weight, true)
+    return c.owner._outcome(out, 0, c.weight, true, c.pace)
   },
 }
 

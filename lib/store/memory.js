@@ -8,6 +8,7 @@ const { fromNative } = require('../errors')
 const { StatsBook, byLastUse } = require('../stats')
 const { memoryOptions, STORE } = require('./options')
 const { Waiters } = require('./waiters')
+const { Spares } = require('./spares')
 const { closedError, statsOffError } = require('./errors')
 
 /** New keys between two checks whether the memory store should drop expired keys. */
@@ -30,6 +31,7 @@ class MemoryStore {
     this._untilSweep = SWEEP_EVERY
     this._closed = false
     this._waiters = new Waiters()
+    this._spares = new Spares() // slots given back in this process (lib/store/spares.js)
   }
 
   /** @internal the mark limiters check a store by (see lib/store/options.js) */

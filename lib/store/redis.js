@@ -17,6 +17,7 @@ const { redisOptions, STORE } = require('./options')
 const { Circuit } = require('./circuit')
 const { Lanes } = require('./lanes')
 const { RedisWaiters } = require('./waiters')
+const { Spares } = require('./spares')
 const { StatsWriter } = require('./stats-writer')
 const { MemoryStore } = require('./memory')
 const { closedError } = require('./errors')
@@ -62,6 +63,7 @@ class RedisStore extends EventEmitter {
     this._closed = false
     // concurrent limiters: this process's waiters and the grant channels they listen on
     this._waiters = new RedisWaiters(this)
+    this._spares = new Spares() // slots given back in this process (lib/store/spares.js)
     // the circuit breaker and the store-down policy
     const policy = new WhenDown(o.whenDown, o.probeIntervalMs, {
       // whenDown 'local': counts from zero for the outage; its grants wake this store's waiters

@@ -22,6 +22,15 @@ export interface PacerOutcome {
   watermark?: number
   /** Answered without Redis (RedisStore `whenDown`); false when Redis answered. */
   degraded: boolean
+  /**
+   * Gives back what this call took, for a call that will not be made (its caller gave up or
+   * decided otherwise): a paced slot that has not started goes to the next caller, in every
+   * process; an admitted rateLimit() gives its weight back to the bucket. Resolves true when
+   * given back, false when there was nothing to give (refused, weight 0, answered without
+   * Redis, or cancelled already). Call it before the slot starts: a slot whose time has come
+   * is spent.
+   */
+  cancel(): Promise<boolean>
 }
 
 /**

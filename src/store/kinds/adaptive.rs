@@ -7,8 +7,10 @@
 //! learned_qps, learned_ttl_us, max_qps, min_qps, start_qps, inc_abs, inc_rel, decrease, burst,
 //! sent_ago_us]` (`sent_ago_us`: how long ago the latest of the calls whose successes `ok`
 //! tells was sent, µs; 0 with none),
-//! `op` one of [`PACE`] or [`REPORT`] (`ok`, the successes a process saw since it last told,
-//! goes with both). Results per call, 4 numbers: pace `[delay_us (whole,
+//! `op` one of [`PACE`], [`REPORT`] (`ok`, the successes a process saw since it last told,
+//! goes with both) or [`GIVE`] (a slot of `weight` given back, its start from now in
+//! `max_wait_us`: see `crate::core::adaptive::State::give`; answers `[0, rate, given, block_us
+//! left]`). Results per call, 4 numbers: pace `[delay_us (whole,
 //! rounded up), rate in milli-qps (floor), admitted, block_us left]`, report `[block_us left,
 //! rate in milli-qps, decreased, block_us left]` (a pace tells every process of a block that
 //! another's response recorded); the first is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a
@@ -33,6 +35,9 @@ pub struct Adaptive;
 
 pub const PACE: f64 = 0.0;
 pub const REPORT: f64 = 1.0;
+/// Gives back a slot of `weight`, its start `max_wait_us` from now, µs (see
+/// `crate::core::adaptive::State::give`).
+pub const GIVE: f64 = 2.0;
 /// Numbers per call.
 pub const WIDTH: usize = 16;
 /// Numbers per call in a reply.
@@ -62,7 +67,7 @@ fn decode_call(key: &str, n: &[f64]) -> Result<Call> {
     return Err(bad("too few numbers"));
   }
   let in_range = |x: f64, lo: f64, hi: f64| x.is_finite() && x >= lo && x <= hi;
-  if n[0] != PACE && n[0] != REPORT {
+  if n[0] != PACE && n[0] != REPORT && n[0] != GIVE {
     return Err(bad("op"));
   }
   if !integer_in(n[1], 0.0, MAX_LIMIT) || !integer_in(n[2], 0.0, MAX_LIMIT) {
@@ -106,7 +111,7 @@ fn decode_call(key: &str, n: &[f64]) -> Result<Call> {
 impl Kind for Adaptive {
   type Call = Vec<Call>;
   type State = Box<State>;
-  const OPS: &'static [(&'static str, f64)] = &[("pace", PACE), ("report", REPORT)];
+  const OPS: &'static [(&'static str, f64)] = &[("pace", PACE), ("report", REPORT), ("give", GIVE)];
 
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
     let mut keys = crate::codec::parts(text);
@@ -145,6 +150,9 @@ pub fn step(state: &mut State, c: &Call, now_us: f64) -> [f64; RESULT] {
   let (a, rate, b) = if c.op == PACE {
     let s = state.pace(&c.params, c.weight, c.ok, c.sent_ago_us, c.max_wait_us, now_us);
     (s.delay_us.ceil(), s.rate, flag(s.admitted))
+  } else if c.op == GIVE {
+    let s = state.give(&c.params, c.weight, c.max_wait_us.max(0.0), now_us);
+    (0.0, s.rate, flag(s.admitted))
   } else {
     let a = Answer {
       throttled: c.throttled,
@@ -210,7 +218,7 @@ mod tests {
     two[WIDTH] = REPORT;
     let calls = Adaptive::decode("1:a1:b", &two).unwrap();
     assert_eq!((calls.len(), calls[1].op), (2, REPORT));
-    for (i, bad) in [(0, 2.0), (1, -1.0), (1, 0.5), (3, -2.0), (4, 2.0), (5, -1.0), (8, 0.0), (9, 200.0), (10, 0.5), (12, 11.0), (13, 1.0), (14, -1.0), (8, f64::NAN), (15, -1.0), (15, 0.5)] {
+    for (i, bad) in [(0, 3.0), (1, -1.0), (1, 0.5), (3, -2.0), (4, 2.0), (5, -1.0), (8, 0.0), (9, 200.0), (10, 0.5), (12, 11.0), (13, 1.0), (14, -1.0), (8, f64::NAN), (15, -1.0), (15, 0.5)] {
       let mut nums = OK;
       nums[i] = bad;
       assert_eq!(Adaptive::decode("1:a", &nums).unwrap_err().kind, ErrorKind::InvalidArgument, "{i} {bad}");

@@ -8,8 +8,11 @@
 //! `weight, qps, max_burst, factor`. Mode [`PACE`] or [`RATE_LIMIT`]: an entry is one pacer
 //! call, or the members of one `PacerComposite` call, which in rate-limit mode are charged
 //! all together or not at all. Mode [`BLOCK`]: nobody is admitted for `weight` µs (one
-//! member, and the call's only entry). Results: [`RESULT_FIELDS`] numbers per member:
-//! `delay_us, watermark_before, admitted (0/1)`; a block's are `µs until it ends, 0, 0`. A
+//! member, and the call's only entry). Mode [`GIVE`]: `weight` a call took is given back,
+//! its slot `start_in_us` from now (`[1, GIVE, weight, qps, max_burst, factor, start_in_us]`;
+//! see `pacer::give`). Results: [`RESULT_FIELDS`] numbers per member:
+//! `delay_us, watermark_before, admitted (0/1)`; a block's are `µs until it ends, 0, 0`; a
+//! give-back's `1 (given back) or 0 (it stays spent), 0, 0`. A
 //! member whose key holds a value of another type has `delay_us` =
 //! [`WRONG_TYPE`](super::WRONG_TYPE) (Redis only), and so has every member of its entry.
 //!
@@ -40,6 +43,8 @@ pub const PACE: f64 = 1.0;
 pub const RATE_LIMIT: f64 = 0.0;
 /// Entry mode of a block (its member's weight is the duration, µs).
 pub const BLOCK: f64 = 2.0;
+/// Entry mode of a give-back: `weight` a call took and will not use (see `pacer::give`).
+pub const GIVE: f64 = 3.0;
 /// Largest accepted weight or burst: far beyond any real use, small enough that µs
 /// arithmetic on it stays exact in a double.
 pub const MAX_WEIGHT: f64 = 1e9;
@@ -80,6 +85,13 @@ pub enum PacerCall {
     key: String,
     params: Params,
     duration_us: f64,
+  },
+  /// `weight` given back on `key`, its slot `start_in_us` from now (see `pacer::give`).
+  Give {
+    key: String,
+    params: Params,
+    weight: f64,
+    start_in_us: f64,
   },
 }
 
@@ -144,6 +156,21 @@ fn decode_block(text: &str, nums: &[f64]) -> Result<PacerCall> {
   Ok(PacerCall::Block { key: (*key).to_owned(), params, duration_us })
 }
 
+/// A give-back's key and `[1, GIVE, weight, qps, max_burst, factor, start_in_us]`, validated
+/// (a call of its own, as a block).
+fn decode_give(text: &str, nums: &[f64]) -> Result<PacerCall> {
+  let keys = crate::codec::decode(text)?;
+  let ([key], &[1.0, _, weight, qps, max_burst, factor, start_in_us]) = (keys.as_slice(), nums) else {
+    return Err(Error::argument("malformed pacer give-back"));
+  };
+  validate_key(key)?;
+  let params = validate_params(qps, max_burst, factor, Mode::Pace)?;
+  if !integer_in(start_in_us, 0.0, MAX_INTERVAL_US) {
+    return Err(Error::argument("malformed pacer give-back: start_in_us"));
+  }
+  Ok(PacerCall::Give { key: (*key).to_owned(), params, weight: validate_weight(weight)?, start_in_us })
+}
+
 pub fn validate_weight(weight: f64) -> Result<f64> {
   if weight.is_finite() && (0.0..=MAX_WEIGHT).contains(&weight) {
     Ok(weight)
@@ -179,11 +206,14 @@ pub fn encode_decisions(decisions: &[Decision]) -> Vec<f64> {
 impl Kind for Pacer {
   type Call = PacerCall;
   type State = State;
-  const OPS: &'static [(&'static str, f64)] = &[("pace", PACE), ("rateLimit", RATE_LIMIT), ("block", BLOCK)];
+  const OPS: &'static [(&'static str, f64)] = &[("pace", PACE), ("rateLimit", RATE_LIMIT), ("block", BLOCK), ("give", GIVE)];
 
   fn decode(text: &str, nums: &[f64]) -> Result<PacerCall> {
     if nums.get(1) == Some(&BLOCK) {
       return decode_block(text, nums);
+    }
+    if nums.get(1) == Some(&GIVE) {
+      return decode_give(text, nums);
     }
     PacerBatch::decode(text, nums).map(PacerCall::Batch)
   }
@@ -194,6 +224,9 @@ impl Kind for Pacer {
       PacerCall::Block { key, params, duration_us } => {
         vec![store.pacer_block(key, params, *duration_us, now_us), 0.0, 0.0]
       }
+      PacerCall::Give { key, params, weight, start_in_us } => {
+        vec![store.pacer_give(key, params, *weight, *start_in_us, now_us), 0.0, 0.0]
+      }
     }))
   }
 
@@ -202,6 +235,9 @@ impl Kind for Pacer {
       PacerCall::Batch(batch) => encode_decisions(&store.pacer_batch(batch, now_us, lane).await?),
       PacerCall::Block { key, params, duration_us } => {
         vec![store.pacer_block(key, params, *duration_us, now_us, lane).await?, 0.0, 0.0]
+      }
+      PacerCall::Give { key, params, weight, start_in_us } => {
+        vec![store.pacer_give(key, params, *weight, *start_in_us, now_us, lane).await?, 0.0, 0.0]
       }
     }))
   }
@@ -253,6 +289,20 @@ impl MemoryStore {
     let (next, ttl_ms) = pacer::block(load(&mut inner, id, now_us), params, duration_us, now_us);
     inner.save::<Pacer>(id, next, now_us + ttl_ms * 1000.0);
     next.next_shot_us - now_us
+  }
+
+  /// Gives back `weight` on the pacer of `key`, its slot `start_in_us` from now (see
+  /// `pacer::give`): 1 when given back, 0 when it stays spent.
+  pub fn pacer_give(&self, key: &str, params: &Params, weight: f64, start_in_us: f64, now_us: f64) -> f64 {
+    let mut inner = self.lock();
+    let id = inner.intern(key);
+    match pacer::give(load(&mut inner, id, now_us), params, weight, start_in_us, now_us) {
+      Some((next, ttl_ms)) => {
+        inner.save::<Pacer>(id, next, now_us + ttl_ms * 1000.0);
+        1.0
+      }
+      None => 0.0,
+    }
   }
 
   /// Several entries, in order, under one lock acquisition.

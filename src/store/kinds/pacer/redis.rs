@@ -1,6 +1,7 @@
 //! The pacer on Redis: `lua/pacer.lua` decides entries grouped per hash slot; a composite
 //! whose members live in different slots is charged member by member and taken back with
-//! `lua/pacer_undo.lua` when refused; `lua/pacer_block.lua` blocks a key. Key layout: one
+//! `lua/pacer_undo.lua` when refused; `lua/pacer_block.lua` blocks a key; `lua/pacer_give.lua`
+//! takes back what a caller will not use. Key layout: one
 //! string per pacer key (24 bytes, see `lua/pacer.lua`).
 
 use super::{Member, PacerBatch};
@@ -17,6 +18,7 @@ use std::sync::LazyLock;
 static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer.lua")));
 static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_undo.lua")));
 static PACER_BLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_block.lua")));
+static PACER_GIVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_give.lua")));
 
 impl RedisStore {
   /// Blocks the pacer of `key` for `duration_us` (`lua/pacer_block.lua`); µs until it ends,
@@ -38,6 +40,34 @@ impl RedisStore {
     }
     .ok_or_else(|| malformed("pacer block"))?;
     Ok(left)
+  }
+
+  /// Gives back `weight` on the pacer of `key`, its slot `start_in_us` from now
+  /// (`lua/pacer_give.lua`): 1 when given back, 0 when it stays spent, or [`WRONG_TYPE`] when
+  /// the key holds a value of another type.
+  pub async fn pacer_give(
+    &self,
+    key: &str,
+    params: &Params,
+    weight: f64,
+    start_in_us: f64,
+    now_us: Option<f64>,
+    lane: &Lane,
+  ) -> Result<f64> {
+    let args = vec![
+      now_arg(now_us),
+      number(weight),
+      number(params.qps),
+      number(params.max_burst),
+      number(params.factor),
+      number(start_in_us),
+    ];
+    let reply = self.run(lane, &PACER_GIVE, vec![Key::from(key)], args).await?;
+    match reply.as_slice() {
+      [left] => left.as_i64().map(|x| x as f64),
+      _ => None,
+    }
+    .ok_or_else(|| malformed("pacer give-back"))
   }
 
   /// Decides a batch; results per member, in member order.
