@@ -257,19 +257,19 @@ async function run(o, out, warn) {
     } else {
       target = limiterOf(store, info)
     }
-    const what = `${termText(info.kind)} ${quoted(info.name)}${o.key !== null ? ` key ${quoted(o.key)}` : ''}`
+    const key = o.key !== null ? ` key ${quoted(o.key)}` : ''
     if (!o.yes) {
       if (!process.stdin.isTTY) throw new UsageError('refusing to reset without --yes when stdin is not a terminal')
-      if (!(await ask(`Reset ${what} at ${where}? [y/N] `))) {
+      if (!(await ask(`Reset ${termText(info.kind)} ${quoted(info.name)}${key} at ${where}? [y/N] `))) {
         return out('not reset')
       }
     }
     await target.reset()
     if (o.json) {
-      const key = o.key !== null ? { key: o.key } : {}
-      return out(jsonText({ reset: true, kind: info.kind, name: info.name, ...key }))
+      const client = o.key !== null ? { key: o.key } : {}
+      return out(jsonText({ reset: true, kind: info.kind, name: info.name, ...client }))
     }
-    return out(`reset ${what}`)
+    return out(`reset ${termText(info.kind)} ${termText(info.name)}${key}`)
   } finally {
     await store.close().catch(() => undefined)
   }

@@ -288,11 +288,14 @@ class StatsBook {
   /**
    * Makes room for an entry of `bytes`: forgets a tenth of the book (and what the bytes bound
    * needs), the least recently used on probation first, protected ones only when probation
-   * holds too few (their unwritten counts are counted as dropped).
+   * holds too few (their unwritten counts are counted as dropped). In a book without exact
+   * time, an entry not flushed yet is the most recent (its use is not stamped yet): the
+   * written ones go first, losing nothing.
    */
   _evict(bytes) {
     const all = [...this._all()]
-    const byUse = (a, b) => a.lastUse - b.lastUse
+    const use = this._exactTime ? (e) => e.lastUse : (e) => (e.dirty ? Infinity : e.lastUse)
+    const byUse = (a, b) => use(a) - use(b) || 0
     const order = [...all.filter((e) => !e.protected).sort(byUse), ...all.filter((e) => e.protected).sort(byUse)]
     let n = Math.ceil(MAX_LIMITERS / 10)
     for (const e of order) {
