@@ -27,6 +27,7 @@ const { MAX_LIMITERS, MAX_PROTECTED, MAX_BOOK_BYTES, StatsBook } = internal('../
   MAX_BOOK_BYTES: number
   StatsBook: any
 }
+const { createApi } = internal('../lib/dashboard/api.js') as { createApi: (store: Store, groupOf: unknown) => any }
 const BIN = join(__dirname, '..', 'bin', 'sluice.js')
 
 const T0 = 1_800_000_000_000
@@ -288,8 +289,14 @@ describe('the registry on Redis (a mixed fleet of processes)', () => {
       expect(JSON.parse(r.stdout)).toEqual({ reset: true, kind: 'door', name: 'api', key: 'alice' })
       expect((await d.decide({ key: 'alice' }, {})).allowed).toBe(true)
       expect((await d.decide({ key: 'bob' }, {})).allowed).toBe(false)
+      await flush(store)
       const stats = run(['stats', 'api', '--json'])
-      expect(JSON.parse(stats.stdout).stats).toMatchObject({ admitted: 4, refused: 2 })
+      expect(JSON.parse(stats.stdout).stats).toMatchObject({ admitted: 5, refused: 3 })
+      // the dashboard's reset API does the same with `key`
+      const api = createApi(store, (name: string) => name)
+      expect(await api.reset('door', 'api', 'bob')).toEqual({ reset: true, kind: 'door', name: 'api', key: 'bob' })
+      expect((await d.decide({ key: 'bob' }, {})).allowed).toBe(true)
+      await expect(api.reset('door', 'api')).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' })
     } finally {
       await store.close()
     }
