@@ -2,7 +2,7 @@
 'use strict'
 
 // npx sluice: look at the limiters a Redis holds, from a shell.
-//   sluice list | inspect <name> | stats <name> | reset <name> [--yes]
+//   sluice list | inspect <name> | stats <name> | reset <name> [--key K] [--yes]
 //     --redis URL | --cluster URL [--cluster URL...]  [--prefix P] [--kind K] [--json]
 //   sluice dashboard --redis URL [--port N] [--host H] [--allowed-host H...] [--allow-reset]
 // Exit codes: 0 done, 1 Redis unreachable or a store error, 2 bad usage or nothing to do.
@@ -29,6 +29,7 @@ const {
   KINDS,
   RESETTABLE,
   limiterOf,
+  keyLimiterOf,
   statsOf,
   stateOf,
   termText,
@@ -44,7 +45,8 @@ commands:
   list                 the limiters used recently (most recent first)
   inspect <name>       a limiter's options, statistics and live state
   stats <name>         a limiter's statistics
-  reset <name>         forget what a limiter counted (asks first unless --yes)
+  reset <name>         forget what a limiter counted (asks first unless --yes); an HTTP
+                       door (kind door): one client's counts, named by --key
   dashboard            serve the dashboard page (until Ctrl-C)
 
 options:
@@ -52,6 +54,7 @@ options:
   --cluster URL        a Redis Cluster seed node (repeat for more)
   --prefix P           the stores' key prefix (default: sluice)
   --kind K             when a name is used by more than one kind
+  --key K              reset: the client key of an HTTP door whose counts to forget
   --json               machine-readable output
   --yes                reset without asking
   --port N             dashboard: the port (default 7031; 0 picks a free one)
@@ -71,6 +74,7 @@ function parseArgs(argv) {
     cluster: [],
     prefix: 'sluice',
     kind: null,
+    key: null,
     json: false,
     yes: false,
     port: 7031,
@@ -89,6 +93,7 @@ function parseArgs(argv) {
     else if (a === '--cluster') o.cluster.push(value())
     else if (a === '--prefix') o.prefix = value()
     else if (a === '--kind') o.kind = value()
+    else if (a === '--key') o.key = value()
     else if (a === '--json') o.json = true
     else if (a === '--yes' || a === '-y') o.yes = true
     else if (a === '--port') {
@@ -126,6 +131,7 @@ function parseArgs(argv) {
       }
     }
   }
+  if (o.key !== null && o.command !== 'reset') throw new UsageError('--key is for the reset command')
   if (o.kind !== null && !KINDS.includes(o.kind)) throw new UsageError(`--kind must be one of ${KINDS.join(', ')}`)
   if (!o.redis && o.cluster.length === 0) o.redis = process.env.SLUICE_REDIS_URL || null
   if (!o.redis && o.cluster.length === 0) throw new UsageError('say where Redis is: --redis URL or --cluster URL')
@@ -234,19 +240,36 @@ async function run(o, out, warn) {
       ]
       return out(lines.join('\n'))
     }
-    // reset
-    if (!RESETTABLE.includes(info.kind)) {
-      throw new UsageError(`a ${termText(info.kind)} limiter cannot be reset (resettable: ${RESETTABLE.join(', ')})`)
+    // reset: a limiter, or one client of an HTTP door (--key)
+    let target
+    if (o.key !== null) {
+      target = keyLimiterOf(store, info, o.key)
+      if (target === null) {
+        throw new UsageError(
+          `--key resets one client of an HTTP door (kind door) whose windows the registry knows; ${quoted(info.name)} is a ${termText(info.kind)} limiter${info.kind === 'door' ? ' whose clients cannot be reset (a windowMs function, or a gcra door)' : ''}`,
+        )
+      }
+    } else if (!RESETTABLE.includes(info.kind)) {
+      const door = info.kind === 'door' ? ': an HTTP door resets one client at a time, with --key' : ''
+      throw new UsageError(
+        `a ${termText(info.kind)} limiter cannot be reset (resettable: ${RESETTABLE.join(', ')})${door}`,
+      )
+    } else {
+      target = limiterOf(store, info)
     }
+    const key = o.key !== null ? ` key ${quoted(o.key)}` : ''
     if (!o.yes) {
       if (!process.stdin.isTTY) throw new UsageError('refusing to reset without --yes when stdin is not a terminal')
-      if (!(await ask(`Reset ${termText(info.kind)} ${quoted(info.name)} at ${where}? [y/N] `))) {
+      if (!(await ask(`Reset ${termText(info.kind)} ${quoted(info.name)}${key} at ${where}? [y/N] `))) {
         return out('not reset')
       }
     }
-    await limiterOf(store, info).reset()
-    if (o.json) return out(jsonText({ reset: true, kind: info.kind, name: info.name }))
-    return out(`reset ${termText(info.kind)} ${termText(info.name)}`)
+    await target.reset()
+    if (o.json) {
+      const client = o.key !== null ? { key: o.key } : {}
+      return out(jsonText({ reset: true, kind: info.kind, name: info.name, ...client }))
+    }
+    return out(`reset ${termText(info.kind)} ${termText(info.name)}${key}`)
   } finally {
     await store.close().catch(() => undefined)
   }

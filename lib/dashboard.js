@@ -8,6 +8,7 @@
 //   GET  <mount>/api/group?kind=<kind>&group=<g>    one group's limiters (its keys)
 //   GET  <mount>/api/limiter?kind=<kind>&name=<n>   one limiter: options, statistics, history, state
 //   POST <mount>/api/reset?kind=<kind>&name=<n>     only with allowReset and the page's CSRF token
+//                                                   (`&key=<k>`: one client of an HTTP door)
 //
 // Every value is its own query parameter or JSON field: nothing is joined with a separator a
 // name could hold, and no name is a path segment (a name `..` or `.` would be removed by URL

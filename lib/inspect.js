@@ -23,6 +23,15 @@ function limiterOf(store, info) {
   return make ? make(lib, store, info) : null
 }
 
+/**
+ * The counter of one client of an HTTP door's registry entry, by the client's key (for a
+ * reset), or null when the entry is no door or its options do not name its counters.
+ */
+function keyLimiterOf(store, info, key) {
+  const make = inspectOf(info.kind).keyLimiter
+  return make ? make(lib, store, info, key) : null
+}
+
 /** The statistics of a registry entry, over every process. */
 async function statsOf(store, info) {
   const own = inspectOf(info.kind).stats
@@ -160,6 +169,7 @@ module.exports = {
   KINDS,
   RESETTABLE,
   limiterOf,
+  keyLimiterOf,
   statsOf,
   stateOf,
   limitText,

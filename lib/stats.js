@@ -5,6 +5,14 @@
 // `statsFlushMs` one pipeline of increments per hash slot, and on close(). A flush that fails
 // is merged back and retried with the next one; what a closing store cannot write is counted
 // in `dropped`. On a MemoryStore the process's counts are the store's counts.
+//
+// The book is a registry bounded by entries and bytes that admits by frequency (a segmented
+// LRU, as 2Q and TinyLFU's main space): a name enters on probation; one seen in two flush
+// periods or more is protected; a full book forgets the least recently used names on
+// probation first. So a flood of names seen once (a door's client keys, per-user limiters,
+// origins) churns the probation segment only and never pushes out a limiter used in two
+// periods. Protected names are at most MAX_PROTECTED: beyond it the least recently used of
+// them go back to probation (only names used more than the flood's can push them there).
 
 const { STATS_KINDS, BY_STATS_KIND } = require('./kinds')
 
@@ -38,8 +46,24 @@ const KINDS = STATS_KINDS
 /** Minutes of admitted/refused counts kept per limiter for charts (a ring: `t`, `a`, `r` per slot). */
 const SERIES = 30
 const MINUTE_MS = 60_000
-/** Limiters listed by `store.limiters()` at most; the least recently used go first. */
+/**
+ * Limiters a registry keeps at most (a process's book, a MemoryStore's, the registry on Redis):
+ * the least recently used on probation go first.
+ */
 const MAX_LIMITERS = 10_000
+/** Of them, protected (seen in two flush periods or more) at most; see the module notes. */
+const MAX_PROTECTED = 8_000
+/** What a book's entries may hold at most, bytes (estimated as entryBytes does). */
+const MAX_BOOK_BYTES = 16 * 1024 * 1024
+/**
+ * What an entry costs beside its name and options, bytes: the object, its two count arrays
+ * and a per-minute ring (a MemoryStore's), the Map's slot. An estimate above what V8 holds.
+ */
+const ENTRY_BYTES = 800
+/** The period a MemoryStore's book counts uses in (its "flush period"), ms: RedisStore's default. */
+const PERIOD_MS = 5_000
+/** A registry record's options JSON, characters at most (see optionsJson). */
+const MAX_OPTIONS_CHARS = 4_096
 
 /**
  * How long the store may keep the state of a limiter of `kind` with `options` (its
@@ -92,8 +116,39 @@ class Entry {
     this.ttlMs = 0
     /** per-minute counts (a MemoryStore's book only): SERIES slots of [minute, admitted, refused] */
     this.series = null
+    /** flush periods this entry was used in (saturating), the last of them, and its segment */
+    this.periods = 0
+    this.period = -1
+    this.protected = false
+    /** registry writes of this entry the store acknowledged (a RedisStore's writer) */
+    this.registered = 0
+    /** what the book counts the entry as holding, bytes */
+    this.bytes = 0
   }
 }
+
+/**
+ * `options` as registry JSON, at most MAX_OPTIONS_CHARS: a longer record loses its largest
+ * fields (each named in `cut`) until it fits, so a map that grows with use (a budget's tenants)
+ * never makes one record large. '{}' when nothing fits.
+ */
+function optionsJson(options) {
+  let json = JSON.stringify(options ?? {})
+  if (json.length <= MAX_OPTIONS_CHARS) return json
+  const fields = Object.entries(options).map(([k, v]) => [k, JSON.stringify(v) ?? ''])
+  fields.sort((a, b) => b[1].length - a[1].length)
+  const kept = { ...options, cut: [] }
+  for (const [k] of fields) {
+    delete kept[k]
+    kept.cut.push(k)
+    json = JSON.stringify(kept)
+    if (json.length <= MAX_OPTIONS_CHARS) return json
+  }
+  return '{}'
+}
+
+/** What an entry of `name` with `options` is counted as holding, bytes. */
+const entryBytes = (name, options) => ENTRY_BYTES + 2 * (name.length + optionsJson(options).length)
 
 /** Counts one decision at `ms` in `e`'s per-minute ring. */
 function countMinute(e, ms, admitted) {
@@ -126,8 +181,9 @@ function historyOf(nowMs, slot) {
 class StatsBook {
   /**
    * `now()`: ms on the store's clock. `exactTime`: stamp each use (a MemoryStore, whose book is
-   * the store); otherwise a use is stamped when its counts are taken by a flush, which keeps
-   * the clock read off the decision path.
+   * the store; a use counts in the period of PERIOD_MS it falls in); otherwise a use is stamped
+   * when its counts are taken by a flush, which keeps the clock read off the decision path, and
+   * each flush that takes an entry's counts is one period of its use.
    */
   constructor(now, exactTime = true) {
     this._now = now
@@ -136,6 +192,11 @@ class StatsBook {
     this._kinds = new Map()
     this._byKind = Object.seal(Object.fromEntries(KINDS.map((k) => [k, null])))
     this._size = 0
+    /** entries protected (seen in two periods or more), and what all entries hold, bytes */
+    this._protected = 0
+    this._bytes = 0
+    /** flushes that took counts (the period of a book without exact time) */
+    this._takes = 0
     /** called with (kind, name, ms) for every wait (sluice/metrics' histograms), or null */
     this.onWait = null
     /** events (decisions, waits, reschedules) whose counts were lost: a store closed while
@@ -143,22 +204,72 @@ class StatsBook {
     this.dropped = 0
   }
 
-  /** The entry of `owner` (a limiter with `_statsKind`, `_statsName`, `_statsOptions()`). */
+  /** @internal entries held, entries protected and their bytes (an estimate; for tests) */
+  get sizes() {
+    return { entries: this._size, protected: this._protected, bytes: this._bytes }
+  }
+
+  /**
+   * The entry of `owner` (a limiter with `_statsKind`, `_statsName`, `_statsOptions()`), or null
+   * when it counts nowhere. An owner with `_statsAs` counts as that owner (null: not counted,
+   * e.g. the per-client limiters of an HTTP door, which counts each request as itself).
+   */
   _entry(owner) {
+    const as = owner._statsAs
+    if (as !== undefined) {
+      if (as === null) return null
+      owner = as
+    }
     let names = this._byKind[owner._statsKind]
     if (names === null) names = this._names(owner._statsKind)
     let e = names.get(owner._statsName)
     if (e === undefined) {
-      if (this._size >= MAX_LIMITERS) this._evict()
-      e = new Entry(owner._statsKind, owner._statsName, owner._statsOptions(), this._exactTime)
-      e.lastUse = this._now()
-      names.set(owner._statsName, e)
-      this._size++
+      e = this._insert(names, owner._statsKind, owner._statsName, owner._statsOptions())
+      if (this._exactTime) this._use(e, this._now())
     } else if (this._exactTime) {
-      e.lastUse = this._now()
+      this._use(e, this._now())
     }
     e.dirty = true
     return e
+  }
+
+  /** A new entry in `names`, room made for it first (see _evict). */
+  _insert(names, kind, name, options) {
+    const bytes = entryBytes(name, options)
+    if (this._size >= MAX_LIMITERS || this._bytes + bytes > MAX_BOOK_BYTES) this._evict(bytes)
+    const e = new Entry(kind, name, options, this._exactTime)
+    e.bytes = bytes
+    names.set(name, e)
+    this._size++
+    this._bytes += bytes
+    return e
+  }
+
+  /** A use of `e` at `ms` (exact time): a new period of PERIOD_MS counts once. */
+  _use(e, ms) {
+    e.lastUse = ms
+    const period = Math.floor(ms / PERIOD_MS)
+    if (period !== e.period) this._seenIn(e, period)
+  }
+
+  /** `e` was used in a period it was not seen in yet: protected from its second. */
+  _seenIn(e, period) {
+    e.period = period
+    if (e.periods < 255) e.periods++
+    if (!e.protected && e.periods >= 2) {
+      e.protected = true
+      if (++this._protected > MAX_PROTECTED) this._demote()
+    }
+  }
+
+  /** Too many protected: the least recently used tenth of them go back to probation. */
+  _demote() {
+    const byUse = [...this._all()].filter((e) => e.protected).sort((a, b) => a.lastUse - b.lastUse)
+    for (const e of byUse.slice(0, Math.ceil(MAX_PROTECTED / 10))) {
+      e.protected = false
+      e.periods = 1 // back as a name seen once: its next period protects it again
+      this._protected--
+    }
   }
 
   _names(kind) {
@@ -174,13 +285,27 @@ class StatsBook {
     for (const names of this._kinds.values()) yield* names.values()
   }
 
-  /** Forgets the least recently used tenth (their unwritten counts are counted as dropped). */
-  _evict() {
-    const byUse = [...this._all()].sort((a, b) => a.lastUse - b.lastUse)
-    for (const e of byUse.slice(0, Math.ceil(byUse.length / 10))) {
+  /**
+   * Makes room for an entry of `bytes`: forgets a tenth of the book (and what the bytes bound
+   * needs), the least recently used on probation first, protected ones only when probation
+   * holds too few (their unwritten counts are counted as dropped). In a book without exact
+   * time, an entry not flushed yet is the most recent (its use is not stamped yet): the
+   * written ones go first, losing nothing.
+   */
+  _evict(bytes) {
+    const all = [...this._all()]
+    const use = this._exactTime ? (e) => e.lastUse : (e) => (e.dirty ? Infinity : e.lastUse)
+    const byUse = (a, b) => use(a) - use(b) || 0
+    const order = [...all.filter((e) => !e.protected).sort(byUse), ...all.filter((e) => e.protected).sort(byUse)]
+    let n = Math.ceil(MAX_LIMITERS / 10)
+    for (const e of order) {
+      if (n <= 0 && this._bytes + bytes <= MAX_BOOK_BYTES * 0.9) break
+      n--
       if (e.dirty) this.dropped += events(e.counts)
       this._kinds.get(e.kind).delete(e.name)
       this._size--
+      this._bytes -= e.bytes
+      if (e.protected) this._protected--
     }
   }
 
@@ -190,6 +315,7 @@ class StatsBook {
    */
   decision(owner, admitted, weight, near, degraded) {
     const e = this._entry(owner)
+    if (e === null) return
     count(e.counts, admitted, weight, near, degraded)
     if (e.totals !== e.counts) count(e.totals, admitted, weight, near, degraded)
     else countMinute(e, e.lastUse, admitted)
@@ -198,6 +324,7 @@ class StatsBook {
   /** A caller of `owner` waited `ms` for its turn. */
   waited(owner, ms) {
     const e = this._entry(owner)
+    if (e === null) return
     e.counts[5]++
     e.counts[6] += ms
     if (e.totals !== e.counts) {
@@ -210,6 +337,7 @@ class StatsBook {
   /** One event of `owner` counted in `field`, one of EXTRA_FIELDS (its kind lists it in `statsFields`). */
   event(owner, field) {
     const e = this._entry(owner)
+    if (e === null) return
     const i = INDEX[field]
     e.counts[i]++
     if (e.totals !== e.counts) e.totals[i]++
@@ -218,6 +346,7 @@ class StatsBook {
   /** A job of `owner` was moved back to delayed (sluice/bullmq). */
   rescheduled(owner) {
     const e = this._entry(owner)
+    if (e === null) return
     e.counts[8]++
     if (e.totals !== e.counts) e.totals[8]++
   }
@@ -259,9 +388,13 @@ class StatsBook {
   take() {
     const out = []
     const now = this._exactTime ? 0 : this._now()
+    const period = this._exactTime ? 0 : ++this._takes
     for (const e of this._all()) {
       if (!e.dirty) continue
-      if (!this._exactTime) e.lastUse = now
+      if (!this._exactTime) {
+        e.lastUse = now
+        this._seenIn(e, period)
+      }
       out.push({
         kind: e.kind,
         name: e.name,
@@ -282,10 +415,8 @@ class StatsBook {
       const names = this._names(t.kind)
       let e = names.get(t.name)
       if (e === undefined) {
-        e = new Entry(t.kind, t.name, t.options, this._exactTime)
+        e = this._insert(names, t.kind, t.name, t.options)
         e.lastUse = t.lastUse
-        names.set(t.name, e)
-        this._size++
       }
       for (let i = 0; i < ALL_FIELDS.length; i++) e.counts[i] += t.counts[i]
       e.dirty = true
@@ -346,6 +477,10 @@ module.exports = {
   INDEX,
   KINDS,
   MAX_LIMITERS,
+  MAX_PROTECTED,
+  MAX_BOOK_BYTES,
+  PERIOD_MS,
+  optionsJson,
   SERIES,
   MINUTE_MS,
 }

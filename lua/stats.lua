@@ -10,12 +10,20 @@
 --           a<slot>, r<slot>; a slot holding an older minute starts over with these counts.
 --           (One packed argument per limiter: a flush of 10,000 limiters sends 50,000 parts,
 --           not 150,000.)
---   registry KEYS[a] (a sorted set: member = '<kind>:<name>', score = last use, ms) and KEYS[b]
---           (a hash: member -> options JSON): <ttl_ms> <cap> then <member> <last use> <json>
---           triples (json '' keeps the options stored); a score only moves forward (GT); beyond
---           <cap> members the least recently used go, with their options; both keys PEXPIRE;
---           replies with the members that went (the writer deletes their statistics hashes,
---           which live in other slots)
+--   registry KEYS[a] (a sorted set: member = '<kind>:<name>', score = last use, ms), KEYS[b]
+--           (a hash: member -> options JSON), KEYS[c] and KEYS[d] (sorted sets as KEYS[a]: the
+--           members on probation and the protected ones) and KEYS[e] (a hash: member ->
+--           '<periods>,<since ms>'): <ttl_ms> <cap> <protected cap> <gap_ms> then <member>
+--           <last use> <json> triples (json '' keeps the options stored). A score only moves
+--           forward (GT). A member's record counts the periods it was used in: a last use at
+--           least <gap_ms> after the period's start begins a new one. A member seen in one
+--           period is on probation, in two or more protected; beyond <protected cap> the least
+--           recently used protected go back to probation (as seen once); beyond <cap> members
+--           the least recently used on probation go (with their options and record), protected
+--           ones only when probation holds too few (members an older writer added to KEYS[a]
+--           alone go as probation's). So a flood of names seen once evicts only such names.
+--           Every key PEXPIREs; replies with the members that went (the writer deletes their
+--           statistics hashes, which live in other slots)
 --   del     KEYS[a]: DEL (a statistics hash whose registry member went)
 --   hgetall KEYS[a]: its fields and values
 --   since   KEYS[a] (the sorted set) and KEYS[b] (the hash): <min score>: the members used at or
@@ -37,7 +45,7 @@ local FIELDS = {
 -- an incr's first write is its test (see below)
 local TYPES = {
   incr = { 'hash' }, del = { 'hash' }, hgetall = { 'hash' },
-  registry = { 'zset', 'hash' }, since = { 'zset', 'hash' },
+  registry = { 'zset', 'hash', 'zset', 'zset', 'hash' }, since = { 'zset', 'hash' },
 }
 local function holds(key, t)
   local r
@@ -47,6 +55,92 @@ local function holds(key, t)
     return false
   end
   return true
+end
+
+-- the members of `list` (1-based, from..to) as arguments of `cmd` on `key` after `pre`, 1000 at a time
+local function chunked(cmd, key, pre, list, n)
+  for from = 1, n, 1000 do
+    local to = math.min(from + 999, n)
+    if pre then
+      redis.call(cmd, key, pre, unpack(list, from, to))
+    else
+      redis.call(cmd, key, unpack(list, from, to))
+    end
+  end
+end
+
+-- the registry operation (see the header): writes the triples, keeps the caps; the members that went
+local function registry(keys, a, nargs)
+  local all, options, probation, protected, seen = keys[1], keys[2], keys[3], keys[4], keys[5]
+  local ttl, cap, pcap, gap = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local scores, jsons, records, onp, onq, up = {}, {}, {}, {}, {}, {}
+  for j = a + 4, a + nargs - 1, 3 do
+    local member, last = ARGV[j], tonumber(ARGV[j + 1])
+    local periods, since = 0, 0
+    local rec = redis.call('HGET', seen, member)
+    if rec then
+      local p, s = string.match(rec, '^(%d+),(%-?%d+)$')
+      periods, since = tonumber(p) or 0, tonumber(s) or 0
+    end
+    if periods == 0 then
+      periods, since = 1, last
+    elseif last >= since + gap then
+      periods, since = math.min(periods + 1, 255), last
+    end
+    scores[#scores + 1], scores[#scores + 2] = ARGV[j + 1], member
+    records[#records + 1], records[#records + 2] = member, periods .. ',' .. string.format('%d', since)
+    if ARGV[j + 2] ~= '' then jsons[#jsons + 1], jsons[#jsons + 2] = member, ARGV[j + 2] end
+    if periods >= 2 then
+      onq[#onq + 1], onq[#onq + 2] = ARGV[j + 1], member
+      up[#up + 1] = member
+    else
+      onp[#onp + 1], onp[#onp + 2] = ARGV[j + 1], member
+    end
+  end
+  -- pairs go 500 at a time (1000 arguments); a member is in one segment
+  chunked('ZADD', all, 'GT', scores, #scores)
+  if #jsons > 0 then chunked('HSET', options, nil, jsons, #jsons) end
+  chunked('HSET', seen, nil, records, #records)
+  if #up > 0 then chunked('ZREM', probation, nil, up, #up) end
+  if #onq > 0 then chunked('ZADD', protected, 'GT', onq, #onq) end
+  if #onp > 0 then chunked('ZADD', probation, 'GT', onp, #onp) end
+  -- protected beyond their cap: the least recently used go back to probation, as seen once
+  local down = redis.call('ZCARD', protected) - pcap
+  if down > 0 then
+    local old = redis.call('ZRANGE', protected, 0, down - 1, 'WITHSCORES')
+    local names, back, recs = {}, {}, {}
+    for j = 1, #old, 2 do
+      names[#names + 1] = old[j]
+      back[#back + 1], back[#back + 2] = old[j + 1], old[j]
+      recs[#recs + 1], recs[#recs + 2] = old[j], '1,' .. old[j + 1]
+    end
+    chunked('ZREM', protected, nil, names, #names)
+    chunked('ZADD', probation, nil, back, #back)
+    chunked('HSET', seen, nil, recs, #recs)
+  end
+  local gone = {}
+  local over = redis.call('ZCARD', all) - cap
+  if over > 0 then
+    gone = redis.call('ZRANGE', probation, 0, over - 1)
+    if #gone < over then
+      -- probation holds too few (members of an older writer, in KEYS[a] alone): the least
+      -- recently used of all that are not going already
+      local going = {}
+      for _, m in ipairs(gone) do going[m] = true end
+      local more = redis.call('ZRANGE', all, 0, over - 1 + #gone)
+      for _, m in ipairs(more) do
+        if #gone >= over then break end
+        if not going[m] then gone[#gone + 1] = m end
+      end
+    end
+    chunked('ZREM', all, nil, gone, #gone)
+    chunked('ZREM', probation, nil, gone, #gone)
+    chunked('ZREM', protected, nil, gone, #gone)
+    chunked('HDEL', options, nil, gone, #gone)
+    chunked('HDEL', seen, nil, gone, #gone)
+  end
+  for k = 1, 5 do redis.call('PEXPIRE', keys[k], ttl) end
+  return gone
 end
 
 local out = {}
@@ -108,36 +202,7 @@ while i <= n do
     end
     if v[1] ~= '0' then redis.call('PEXPIRE', keys[1], v[1]) end
   elseif op == 'registry' then
-    local ttl, cap = ARGV[a], tonumber(ARGV[a + 1])
-    -- one ZADD and one HSET per 500 members (not a command per member)
-    local scores, jsons, ns, nj = {}, {}, 0, 0
-    local function send()
-      if ns > 0 then redis.call('ZADD', keys[1], 'GT', unpack(scores, 1, ns)) end
-      if nj > 0 then redis.call('HSET', keys[2], unpack(jsons, 1, nj)) end
-      ns, nj = 0, 0
-    end
-    for j = a + 2, a + nargs - 1, 3 do
-      scores[ns + 1], scores[ns + 2] = ARGV[j + 1], ARGV[j]
-      ns = ns + 2
-      if ARGV[j + 2] ~= '' then
-        jsons[nj + 1], jsons[nj + 2] = ARGV[j], ARGV[j + 2]
-        nj = nj + 2
-      end
-      if ns >= 1000 then send() end
-    end
-    send()
-    local over = redis.call('ZCARD', keys[1]) - cap
-    if over > 0 then
-      local gone = redis.call('ZRANGE', keys[1], 0, over - 1)
-      for from = 1, #gone, 1000 do
-        local to = math.min(from + 999, #gone)
-        redis.call('ZREM', keys[1], unpack(gone, from, to))
-        redis.call('HDEL', keys[2], unpack(gone, from, to))
-      end
-      reply = gone
-    end
-    redis.call('PEXPIRE', keys[1], ttl)
-    redis.call('PEXPIRE', keys[2], ttl)
+    reply = registry(keys, a, nargs)
   elseif op == 'del' then
     redis.call('DEL', keys[1])
   elseif op == 'hgetall' then

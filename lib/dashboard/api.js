@@ -4,7 +4,7 @@
 // and fullest first), one group's keys, one limiter's options, statistics, history and live
 // state, and a reset. Nothing here knows HTTP beyond the HttpError it throws for a 404/400.
 
-const { RESETTABLE, limiterOf, stateOf, stateWords, limitText } = require('../inspect')
+const { RESETTABLE, limiterOf, keyLimiterOf, stateOf, stateWords, limitText } = require('../inspect')
 const { HttpError } = require('./respond')
 
 /** Limiters whose statistics a list reads at most (the most recently used). */
@@ -198,8 +198,20 @@ function createApi(store, groupOf) {
     return { ...row, group: group(info) }
   }
 
-  /** Forgets the counts of a limiter (the caller has checked the request may reset). */
-  async function reset(kind, name) {
+  /**
+   * Forgets the counts of a limiter, or with `key` of one client of an HTTP door (the caller
+   * has checked the request may reset).
+   */
+  async function reset(kind, name, key = null) {
+    if (key !== null) {
+      const info = await find(kind, name)
+      const limiter = keyLimiterOf(store, info, key)
+      if (limiter === null) {
+        throw new HttpError(400, 'ERR_INVALID_ARGUMENT', `a ${kind} limiter has no client to reset by key`)
+      }
+      await limiter.reset()
+      return { reset: true, kind, name, key }
+    }
     if (!RESETTABLE.includes(kind)) {
       throw new HttpError(400, 'ERR_INVALID_ARGUMENT', `a ${kind} limiter cannot be reset`)
     }

@@ -81,9 +81,9 @@ function createDashboard(options, hints) {
     }
   }
 
-  async function reset(req, kind, name) {
+  async function reset(req, kind, name, key = null) {
     checkReset(req)
-    return api.reset(kind, name)
+    return api.reset(kind, name, key)
   }
 
   /** The request's path below the mount, or null when it is not the dashboard's. */
@@ -162,7 +162,10 @@ function createDashboard(options, hints) {
     if (seg.length === 1 && seg[0] === 'reset') {
       if (method !== 'POST') throw new HttpError(405, 'ERR_METHOD', 'reset is a POST')
       const [kind, name] = params(req, 'kind', 'name')
-      return sendJson(res, 200, await reset(req, kindOf(kind), name))
+      // one client of an HTTP door: `key`, at most once
+      const keys = queryOf(req).getAll('key')
+      if (keys.length > 1) throw new HttpError(400, 'ERR_INVALID_ARGUMENT', 'the query parameter key is given once')
+      return sendJson(res, 200, await reset(req, kindOf(kind), name, keys.length === 1 ? keys[0] : null))
     }
     // the older path forms: one percent-encoded segment per value
     if (seg.length === 3 && seg[0] === 'groups' && get) {

@@ -2,20 +2,29 @@
 
 // The decision of an HTTP door, shared by sluice/express and sluice/fastify: a request's key
 // and weight, the limiter (or limiters) deciding it, made once per key in a cache bounded by
-// bytes, the outcome of a decision (its windows' remaining and reset), and the refund
-// skipFailedRequests / skipSuccessfulRequests ask for. What each kind makes for a door key
-// and how its decision reads as windows are the kind's (`door` in lib/kinds/<kind>.js, found
-// through the registry). The adapters only read a request and write a response; options are
-// lib/http/options.js, keys and counter names lib/http/key.js, header formats
-// lib/http/headers.js.
+// bytes, and the refund skipFailedRequests / skipSuccessfulRequests ask for. What each kind
+// makes for a door key and how its decision reads as windows are the kind's (`door` in
+// lib/kinds/<kind>.js, found through the registry). The adapters only read a request and write
+// a response; options are lib/http/options.js, keys and counter names lib/http/key.js, header
+// formats lib/http/headers.js, the outcome of a decision and the door's statistics (one
+// limiter over all its clients) lib/http/outcome.js.
 
 const lib = require('../index')
-const { classEntry, classEntries } = require('../kinds')
+const { classEntry } = require('../kinds')
 const { elapsedMs } = require('../limiter')
 const { SluiceError, invalidConfig, invalidArgument } = require('../errors')
-const { checkIdentifier, policyNames, algorithmOf, MAX_LIMIT, MAX_WINDOW_MS } = require('./options')
-const { keyId, nameOf } = require('./key')
+const {
+  checkIdentifier,
+  policyNames,
+  algorithmOf,
+  acceptedText,
+  refundableText,
+  MAX_LIMIT,
+  MAX_WINDOW_MS,
+} = require('./options')
+const { keyId, nameOf, checkedKey, describe } = require('./key')
 const { headers } = require('./headers')
+const { outcome, RateLimitInfo, doorOwner, uncounted, countOutcome } = require('./outcome')
 const { OP } = require('../kinds/limit')
 
 /** The limit kind's backoff counts (a window's: lib/kinds/limit.js) and peek. */
@@ -54,6 +63,8 @@ class Door {
      * counting each refusal would undo. Either way the same requests are admitted.
      */
     this.countsAll = !config.store._denyCache
+    /** the door as one limiter in statistics and the registry (null: limiter(req)'s count) */
+    this._owner = doorOwner(config)
     checkIdentifier(config)
   }
 
@@ -150,14 +161,20 @@ class Door {
     return limiter
   }
 
-  /** @internal the limiter (or limiters, one per window) of a key known by `id`, a limit and a window */
+  /**
+   * @internal the limiter (or limiters, one per window) of a key known by `id`, a limit and a
+   * window; out of statistics (the door counts each request as itself: see lib/http/outcome.js)
+   */
   _make(id, limit, windowMs) {
     const c = this.config
     const windows = c.windows.map((w) => ({
       limit: w.limit === null ? limit : w.limit,
       windowMs: w.windowMs === null ? windowMs : w.windowMs,
     }))
-    return algorithmOf(c).make(lib, c.store, nameOf(c.counter, id), windows)
+    const algorithm = algorithmOf(c)
+    const limiter = algorithm.make(lib, c.store, nameOf(c.counter, id), windows)
+    uncounted(algorithm.members ? algorithm.members(limiter) : Array.isArray(limiter) ? limiter : [limiter])
+    return limiter
   }
 
   /**
@@ -169,8 +186,16 @@ class Door {
    * `known`: the key, already known (skip and allowList not asked); `charge` false: what the
    * request would get, nothing charged (fastify's createRateLimit `{ increment: false }`);
    * `every`: count every call, refusals too, as @fastify/rate-limit's store (see _every).
+   * A request charged on the door's own limiters counts once in the door's statistics.
    */
   async decide(req, res, known = null, charge = true, every = false) {
+    const o = await this._decide(req, res, known, charge, every)
+    if (charge && o !== null && this._owner !== null) countOutcome(this.config.store, this._owner, o)
+    return o
+  }
+
+  /** @internal decide() but the count */
+  async _decide(req, res, known, charge, every) {
     const c = this.config
     let key = known
     if (key === null) {
@@ -444,69 +469,6 @@ class Door {
     raw.once('finish', () => settle(true))
     raw.once('close', () => settle(raw.writableFinished))
   }
-}
-
-/**
- * `req.rateLimit`: `{ limit, used, remaining, resetTime, degraded, key }`, and `current`, the
- * deprecated name of `used` in express-rate-limit, on the prototype: there, but not
- * enumerable (not in JSON), as the peer sets it, at no cost per request.
- */
-class RateLimitInfo {
-  constructor(main, o) {
-    this.limit = main.limit
-    // counted with every request (Door._every): the count itself, past the limit after refusals
-    this.used = main.used !== undefined ? main.used : Math.max(0, main.limit - main.remaining)
-    this.remaining = main.remaining
-    this.resetTime = new Date(o.at + main.resetMs)
-    this.degraded = o.degraded
-    this.key = o.key
-  }
-
-  get current() {
-    return this.used
-  }
-}
-
-/** `a, b or c` */
-const either = (list) => (list.length < 2 ? list.join('') : `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`)
-/** `Bucket/SlidingWindow` of `BucketLimiter, SlidingWindowLimiter` */
-const shortNames = (names) => names.map((n) => n.replace(/Limiter$/, ''))
-
-/** What limiter(req) may return, in words: `a Bucket/.../SlidingWindow limiter, a DistributedPacer, a PacerComposite`. */
-function acceptedText() {
-  const names = classEntries('door.limiters').map(([name]) => name)
-  const limiters = names.filter((n) => n.endsWith('Limiter'))
-  const others = names.filter((n) => !n.endsWith('Limiter'))
-  return [`a ${shortNames(limiters).join('/')} limiter`, ...others.map((n) => `a ${n}`)].join(', ')
-}
-
-/** The limiter(req) classes that refund, in words: `Bucket, Window, Leaky or Points`. */
-const refundableText = () =>
-  either(shortNames(classEntries('door.limiters').flatMap(([name, e]) => (e.refunds ? [name] : []))))
-
-function outcome(key, weight, windows, allowed, degraded, retryAfterMs, refund, at) {
-  let main = 0
-  for (let i = 1; i < windows.length; i++) {
-    const w = windows[i]
-    const m = windows[main]
-    if (w.remaining < m.remaining || (w.remaining === m.remaining && w.resetMs > m.resetMs)) main = i
-  }
-  return { allowed, degraded, key, weight, windows, main, retryAfterMs, refund, at }
-}
-
-/** A key generator's answer as the key (a string), or ERR_INVALID_ARGUMENT. */
-function checkedKey(raw) {
-  if ((typeof raw !== 'string' && typeof raw !== 'number') || raw === '') {
-    throw invalidArgument(`keyGenerator must return a non-empty string, got ${describe(raw)}`)
-  }
-  return String(raw)
-}
-
-function describe(value) {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined)
-    return String(value)
-  return typeof value
 }
 
 /** The characters of a made limiter's name (or a pacer's key): what its strings cost. */

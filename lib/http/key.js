@@ -213,4 +213,19 @@ function normalizeIP(ip, subnet = 64) {
   return ipv6Text(subnet < 128 ? masked(groups, subnet) : groups)
 }
 
-module.exports = { keyId, nameOf, counterName, escapeName, ipKey, normalizeIP }
+/** A key generator's answer as the key (a string), or ERR_INVALID_ARGUMENT. */
+function checkedKey(raw) {
+  if ((typeof raw !== 'string' && typeof raw !== 'number') || raw === '') {
+    throw invalidArgument(`keyGenerator must return a non-empty string, got ${describe(raw)}`)
+  }
+  return String(raw)
+}
+
+function describe(value) {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined)
+    return String(value)
+  return typeof value
+}
+
+module.exports = { keyId, nameOf, counterName, escapeName, ipKey, normalizeIP, checkedKey, describe }

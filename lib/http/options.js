@@ -7,7 +7,7 @@
 
 const { MemoryStore, RedisStore } = require('../store')
 const { invalidConfig } = require('../errors')
-const { KINDS } = require('../kinds')
+const { KINDS, classEntries } = require('../kinds')
 const { ipKey } = require('./key')
 
 /** Every door algorithm by name, from the kind registry, in the order messages list them. */
@@ -296,4 +296,32 @@ function policyNames(windows, identifier) {
   return windows
 }
 
-module.exports = { doorConfig, checkIdentifier, policyNames, algorithmOf, MAX_LIMIT, MAX_WINDOW_MS, COMMON_OPTIONS }
+/** `a, b or c` */
+const either = (list) => (list.length < 2 ? list.join('') : `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`)
+/** `Bucket/SlidingWindow` of `BucketLimiter, SlidingWindowLimiter` */
+const shortNames = (names) => names.map((n) => n.replace(/Limiter$/, ''))
+
+/** What limiter(req) may return, in words: `a Bucket/.../SlidingWindow limiter, a DistributedPacer, a PacerComposite`. */
+function acceptedText() {
+  const names = classEntries('door.limiters').map(([name]) => name)
+  const limiters = names.filter((n) => n.endsWith('Limiter'))
+  const others = names.filter((n) => !n.endsWith('Limiter'))
+  return [`a ${shortNames(limiters).join('/')} limiter`, ...others.map((n) => `a ${n}`)].join(', ')
+}
+
+/** The limiter(req) classes that refund, in words: `Bucket, Window, Leaky or Points`. */
+const refundableText = () =>
+  either(shortNames(classEntries('door.limiters').flatMap(([name, e]) => (e.refunds ? [name] : []))))
+
+module.exports = {
+  doorConfig,
+  acceptedText,
+  refundableText,
+  checkIdentifier,
+  policyNames,
+  algorithmOf,
+  ALGORITHMS,
+  MAX_LIMIT,
+  MAX_WINDOW_MS,
+  COMMON_OPTIONS,
+}

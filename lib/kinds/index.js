@@ -16,8 +16,14 @@ const KINDS = [
   require('./budget'),
 ]
 
+/**
+ * Statistics kinds of no store kind: an HTTP door (one limiter over all its clients, whose
+ * counters are of its algorithm's kind). Listed by statistics and the inspecting tools only.
+ */
+const STATS_ONLY = [require('./door')]
+
 /** The kind of each statistics kind (`bucket` -> the limit kind, ...). */
-const BY_STATS_KIND = new Map(KINDS.flatMap((k) => k.statsKinds.map((s) => [s, k])))
+const BY_STATS_KIND = new Map([...KINDS, ...STATS_ONLY].flatMap((k) => k.statsKinds.map((s) => [s, k])))
 
 /** Every statistics kind, as `store.limiters()` and the dashboard name them. */
 const STATS_KINDS = [...BY_STATS_KIND.keys()]

@@ -96,8 +96,9 @@ class MemoryStore {
   }
 
   /**
-   * The limiters used through this store (at most 10,000, the least recently used dropped
-   * first), newest first: `{ kind, name, options, lastUse }` (lastUse in ms since the epoch).
+   * The limiters used through this store, newest first: `{ kind, name, options, lastUse }`
+   * (lastUse in ms since the epoch). At most 10,000: a full registry forgets the least recently
+   * used names seen in one period (5 s) first, never for a name seen once (see lib/stats.js).
    */
   async limiters() {
     if (this._closed) throw closedError()

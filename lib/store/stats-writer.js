@@ -14,6 +14,8 @@ const {
   stateLifetimeMs,
   INDEX,
   MAX_LIMITERS,
+  MAX_PROTECTED,
+  optionsJson,
   SERIES,
   MINUTE_MS,
 } = require('../stats')
@@ -46,9 +48,13 @@ class StatsWriter {
     return `${this._store.keyPrefix}:stats:{${kind}:${escapeKey(name)}}`
   }
 
+  /**
+   * The registry's keys (lua/stats.lua): every member by last use, their options, those on
+   * probation and those protected (by last use), and when each was seen (periods, since).
+   */
   registryKeys() {
-    const prefix = this._store.keyPrefix
-    return [`${prefix}:limiters:{registry}`, `${prefix}:limiters:{registry}:options`]
+    const r = `${this._store.keyPrefix}:limiters:{registry}`
+    return [r, `${r}:options`, `${r}:probation`, `${r}:protected`, `${r}:seen`]
   }
 
   _run(ops) {
@@ -73,7 +79,9 @@ class StatsWriter {
     }
     const ttl = String(this._ttlMs)
     const ops = []
-    const registry = [ttl, String(MAX_LIMITERS)]
+    // sightings at least half a flush period apart are two periods of use in the registry (a
+    // timer's flush is never exactly one period after the last; other processes flush too)
+    const registry = [ttl, String(MAX_LIMITERS), String(MAX_PROTECTED), String(Math.ceil(this._flushMs / 2))]
     // a hash lives as long as its limit's state, and at least two flush periods (so a
     // limiter in use never loses its hash between two flushes), at most statsTtlMs
     const minTtlMs = 2 * this._flushMs
@@ -82,9 +90,10 @@ class StatsWriter {
     const minute = Math.floor(now / MINUTE_MS)
     const refreshed = []
     for (const t of taken) {
-      // the registry record (last use) and the TTL: with the first write, then once a minute
+      // the registry record (last use) and the TTL: with the first two writes (a name used in
+      // two flush periods is protected in the registry: it must hear of both), then once a minute
       const e = t.entry
-      const due = e.refreshedAt === 0 || now - e.refreshedAt >= STATS_REFRESH_MS
+      const due = e.registered < 2 || now - e.refreshedAt >= STATS_REFRESH_MS
       // one packed argument (see lua/stats.lua): TTL, the ring slot and minute of the
       // per-minute counts for charts (counted at the flush: within statsFlushMs of the
       // decisions), then the counts, empty for 0
@@ -112,13 +121,14 @@ class StatsWriter {
         registry.push(
           `${t.kind}:${t.name}`,
           String(Math.round(t.lastUse)),
-          e.refreshedAt === 0 ? JSON.stringify(t.options) : '',
+          e.registered < 2 ? optionsJson(t.options) : '',
         )
         refreshed.push(e)
       }
     }
-    const [zset, options] = this.registryKeys()
-    if (registry.length > 2) ops.push('registry', '2', zset, options, String(registry.length), ...registry)
+    const keys = this.registryKeys()
+    const zset = keys[0]
+    if (registry.length > 4) ops.push('registry', '5', ...keys, String(registry.length), ...registry)
     if (ops.length === 0) return Promise.resolve()
     this._inFlight = taken
     let sent
@@ -130,12 +140,15 @@ class StatsWriter {
     this._flushing = sent
       .then(
         (reply) => {
-          for (const e of refreshed) e.refreshedAt = now
+          for (const e of refreshed) {
+            e.refreshedAt = now
+            e.registered++
+          }
           // a hash of another type under our name (another writer): its counts cannot be
           // written, now or later; counted as dropped, never sent again
           for (let i = 0; i < incrs.length; i++) if (isWrongTypeReply(reply[i])) book.drop([incrs[i]])
           // the registry's cap dropped these limiters: their statistics go with them
-          const gone = registry.length > 2 && Array.isArray(reply) ? reply[reply.length - 1] : null
+          const gone = registry.length > 4 && Array.isArray(reply) ? reply[reply.length - 1] : null
           if (Array.isArray(gone) && gone.length > 0 && !isWrongTypeReply(gone))
             return this._dropStats(gone).catch(() => undefined) // they expire anyway
         },

@@ -51,7 +51,12 @@ export interface LimiterInfo {
     | 'budget'
     /** a sluice/fetch key: admitted = calls and retries sent, refused = over maxWaitMs */
     | 'adaptive'
-  /** The limiter's name (a pacer's key, a quota's prefix). */
+    /**
+     * an HTTP door (sluice/express, sluice/fastify, sluice/http): one limiter over all its
+     * clients, named by its identifier; options `{ algorithm, windows: [{ limit, windowMs }] }`
+     */
+    | 'door'
+  /** The limiter's name (a pacer's key, a quota's prefix, a door's identifier). */
   name: string
   options: Record<string, unknown>
   /** Last use, ms since the epoch (the store's clock). */
@@ -63,9 +68,12 @@ export declare class MemoryStore {
   constructor(options?: StoreOptions)
   readonly keyPrefix: string
   readonly clock: ManualClock | null
-  /** The limiters used through this store, most recently used first (at most 10,000). */
+  /**
+   * The limiters used through this store, most recently used first (at most 10,000; a full
+   * registry forgets names used in one period of 5 s before names used in two or more).
+   */
   limiters(): Promise<LimiterInfo[]>
-  /** Statistics events forgotten (more than 10,000 limiters); 0 otherwise. */
+  /** Statistics events forgotten (a limiter forgotten by a full registry); 0 otherwise. */
   readonly statsDropped: number
   close(): Promise<void>
 }

@@ -21,7 +21,7 @@ pub struct StatsOp {
   pub args: Vec<String>,
 }
 
-const OPS: [(&str, usize); 5] = [("incr", 1), ("registry", 2), ("del", 1), ("hgetall", 1), ("since", 2)];
+const OPS: [(&str, usize); 5] = [("incr", 1), ("registry", 5), ("del", 1), ("hgetall", 1), ("since", 2)];
 
 /// Decodes the flat list (one string crosses from Node, not one per part, in the encoding of
 /// [`crate::codec`], so no byte of a name is read as structure): per operation
@@ -139,9 +139,12 @@ mod tests {
   #[test]
   fn issue_24_a_name_holding_the_old_separators_stays_one_argument() {
     let member = "pacer:x\n1\n\nincr\n1\nvictim\n3\n1,,0";
-    let ops = decode_stats(&text(&["registry", "2", "z", "h", "5", "60000", "10000", member, "1", ""])).unwrap();
+    let ops = decode_stats(&text(&[
+      "registry", "5", "z", "h", "p", "q", "s", "7", "60000", "10000", "8000", "2500", member, "1", "",
+    ]))
+    .unwrap();
     assert_eq!(ops.len(), 1);
-    assert_eq!(ops[0].args, strings(&["60000", "10000", member, "1", ""]));
+    assert_eq!(ops[0].args, strings(&["60000", "10000", "8000", "2500", member, "1", ""]));
     assert!(decode_stats("registry\n2\nz\nh\n0").is_err(), "the old newline encoding is refused");
   }
 }
