@@ -250,7 +250,7 @@ describe('cluster failover under load (3 masters, 3 replicas)', () => {
         const when: Record<string, number> = {}
         for (const [n, t, m] of k.failures)
           if (!onVictim.has(n)) {
-            const key = `${Math.floor((t - at) / 100) * 100} ms: ${m.slice(0, 80)}`
+            const key = `${Math.floor((t - at) / 100) * 100} ms: ${m.slice(0, 160)}`
             when[key] = (when[key] || 0) + 1
           }
         if (failedOn(others) > 0) rows.push(`  ${kind}: the others' failures by time ${JSON.stringify(when)}`)

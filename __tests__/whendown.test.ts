@@ -1,6 +1,7 @@
 // The store-down policy (whenDown), the circuit breaker (status, 'down'/'up', probes) and the
 // local deny cache. These tests start and kill their own redis-server processes.
 import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { describe, expect, it } from 'vitest'
 import {
   BucketLimiter,
@@ -476,6 +477,42 @@ describe('whenDown on a Redis Cluster (a private one)', () => {
       await cluster.stopAll()
     }
   }, 60_000)
+
+  it("issue-36-failover-connection-closed: under whenDown 'error', every way fred reports one node's connection lost leaves a cluster store's circuit closed", () => {
+    // A SIGKILLed node's connection ends with a reset or with an end of stream (`Connection
+    // closed.`: 2 of 17 failover runs); the end of stream opened the circuit, and every
+    // master's calls failed (483-679 per kind on the healthy masters' names) until a probe
+    // reached the promoted replica.
+    type Circuit = { opens(error: Error): boolean }
+    const { Circuit } = createRequire(__filename)('../lib/store/circuit.js') as {
+      Circuit: new (store: object, probeIntervalMs: number, policy: { mode: string }) => Circuit
+    }
+    const { fromNative } = createRequire(__filename)('../lib/errors.js') as { fromNative: (e: Error) => Error }
+    const node = [
+      'redis: Failed to route command.',
+      'redis: Connection reset by peer (os error 104)',
+      'redis: Broken pipe (os error 32)',
+      'redis: Connection closed.',
+      'redis: Connection Closed',
+      'redis: Connection closed unexpectedly.',
+      'redis: Connection closed before the reply (not replayed).',
+    ]
+    for (const isCluster of [true, false]) {
+      for (const mode of ['error', 'allow', 'deny', 'local']) {
+        const circuit = new Circuit({ isCluster, _closed: false }, 1000, { mode })
+        for (const message of node) {
+          // a cluster under 'error': that node's calls fail, the circuit stays closed; anywhere
+          // else the store is down and the policy answers
+          const error = fromNative(new Error(`ERR_STORE_UNAVAILABLE: ${message}`))
+          expect(circuit.opens(error), `${message}, ${mode}, cluster ${isCluster}`).toBe(
+            !(isCluster && mode === 'error'),
+          )
+        }
+        // a timeout opens it everywhere
+        expect(circuit.opens(fromNative(new Error('ERR_TIMEOUT: redis: Request timed out.')))).toBe(true)
+      }
+    }
+  })
 
   it(`issue-36-failover-whendown-every-kind: a master killed fails only its own keys' calls, for each of ${EVERY_KIND.length} kinds, batched with the others' calls`, async () => {
     // cluster-require-full-coverage no, as the README asks: the live masters serve on after the
