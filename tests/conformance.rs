@@ -64,7 +64,7 @@ async fn conform(options: RedisOptions, label: &str) {
       let expected = model.pacer_batch(&batch, now);
       let actual = on_lane(&mut wire, step, |lane| {
         let (store, batch) = (&store, &batch);
-        async move { store.pacer_batch(batch, Some(now), &lane).await }
+        async move { Ok(store.pacer_batch(batch, Some(now), &lane).await?.all()?.concat()) }
       })
       .await
       .expect("redis decision");

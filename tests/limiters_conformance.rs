@@ -175,7 +175,14 @@ async fn conform_concurrent(options: RedisOptions, label: &str) {
       }
       let (actual, grants) = on_lane(&mut wire, step, |lane| {
         let (store, ops) = (&store, &ops);
-        async move { store.concurrent_batch(ops, Some(now), &lane).await }
+        async move {
+          let decided = store.concurrent_batch(ops, Some(now), &lane).await?.all()?;
+          Ok(decided.into_iter().fold((vec![], vec![]), |(mut values, mut grants), (v, g)| {
+            values.extend(v);
+            grants.extend(g);
+            (values, grants)
+          }))
+        }
       })
       .await
       .expect("redis reply");

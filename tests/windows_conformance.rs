@@ -155,7 +155,7 @@ async fn conform_quota(options: RedisOptions, label: &str) {
       } else {
         on_lane(&mut wire, step, |lane| {
           let (store, calls) = (&store, &calls);
-          async move { store.quota_batch(calls, &lane).await }
+          async move { store.quota_batch(calls, &lane).await?.all() }
         })
         .await
         .expect("redis reply")

@@ -16,7 +16,7 @@ use super::{Kind, Reply};
 use crate::core::concurrent::{Reply as OpReply, Request, Semaphore};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
-use crate::store::redis::calls::{malformed, now_arg, number};
+use crate::store::redis::calls::{malformed, now_arg, number, Slotted};
 use crate::store::redis::script::Script;
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
@@ -149,8 +149,11 @@ impl Kind for Concurrent {
   }
 
   async fn redis(store: &RedisStore, call: &ConcurrentCall, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
-    let (numbers, grants) = store.concurrent_batch(&call.ops, now_us, lane).await?;
-    Ok(Reply { numbers, text: Some(crate::codec::encode(&grants)), failed: None })
+    let decided = store.concurrent_batch(&call.ops, now_us, lane).await?;
+    let grants: Vec<&String> = decided.values.iter().flat_map(|(_, grants)| grants).collect();
+    let text = Some(crate::codec::encode(&grants));
+    let numbers = decided.values.iter().flat_map(|(values, _)| values.iter().copied()).collect();
+    Ok(Reply { numbers, text, failed: decided.failed })
   }
 }
 
@@ -169,29 +172,32 @@ impl MemoryStore {
 
 impl RedisStore {
   /// Several concurrent-limiter operations, decided in order: one script call per hash slot
-  /// (on a standalone server, one for all), on the connection of `lane`. Results:
-  /// [`CONCURRENT_RESULT_FIELDS`] numbers per operation, zero-padded, and the grants the
-  /// batch made (`"<waiter id> <token>"`, also published).
+  /// (on a standalone server, one for all), on the connection of `lane`. Per operation: its
+  /// [`CONCURRENT_RESULT_FIELDS`] numbers, zero-padded, and the grants its script call made
+  /// (`"<waiter id> <token>"`, also published), given with the first operation of the call.
+  /// A slot's call that fails while others are decided (its master down) fails its
+  /// operations only (see [`RedisStore::per_slot`]).
   pub async fn concurrent_batch(
     &self,
     ops: &[ConcurrentOp],
     now_us: Option<f64>,
     lane: &Lane,
-  ) -> Result<(Vec<f64>, Vec<String>)> {
+  ) -> Result<Slotted<(Vec<f64>, Vec<String>)>> {
     let groups = self.groups(ops.iter().map(|(key, ..)| key.as_str()));
-    let calls = groups.iter().map(|members| self.concurrent_call(ops, members, now_us, lane));
-    let results = futures::future::join_all(calls).await;
-    let mut out = vec![0.0; ops.len() * CONCURRENT_RESULT_FIELDS];
-    let mut grants = vec![];
-    for (members, result) in groups.iter().zip(results) {
-      let (replies, granted) = result?;
-      for (i, values) in members.iter().zip(replies) {
-        let at = i * CONCURRENT_RESULT_FIELDS;
-        out[at..at + values.len()].copy_from_slice(&values);
-      }
-      grants.extend(granted);
-    }
-    Ok((out, grants))
+    self
+      .per_slot(&groups, "concurrent", |members| async move {
+        let (replies, mut grants) = self.concurrent_call(ops, members, now_us, lane).await?;
+        Ok(
+          replies
+            .into_iter()
+            .map(|mut values| {
+              values.resize(CONCURRENT_RESULT_FIELDS, 0.0);
+              (values, std::mem::take(&mut grants))
+            })
+            .collect(),
+        )
+      })
+      .await
   }
 
   async fn concurrent_call(

@@ -82,8 +82,9 @@ impl RedisStore {
   }
 }
 
-/// Puts each group's results back in call order (see [`RedisStore::per_slot`]).
-fn assemble<T>(groups: &[Vec<usize>], results: Vec<Result<Vec<T>>>, what: &str) -> Result<Slotted<T>> {
+/// Puts each group's results back in call order (see [`RedisStore::per_slot`]), for kinds
+/// that run their groups themselves (in an order of their own); `results` in group order.
+pub fn assemble<T>(groups: &[Vec<usize>], results: Vec<Result<Vec<T>>>, what: &str) -> Result<Slotted<T>> {
   let n = groups.iter().map(Vec::len).sum();
   let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
   let mut failed: Vec<u32> = vec![];

@@ -231,15 +231,15 @@ impl Kind for Pacer {
   }
 
   async fn redis(store: &RedisStore, call: &PacerCall, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
-    Ok(Reply::numbers(match call {
-      PacerCall::Batch(batch) => encode_decisions(&store.pacer_batch(batch, now_us, lane).await?),
+    Ok(match call {
+      PacerCall::Batch(batch) => store.pacer_batch(batch, now_us, lane).await?.reply(|v| encode_decisions(&v.concat())),
       PacerCall::Block { key, params, duration_us } => {
-        vec![store.pacer_block(key, params, *duration_us, now_us, lane).await?, 0.0, 0.0]
+        Reply::numbers(vec![store.pacer_block(key, params, *duration_us, now_us, lane).await?, 0.0, 0.0])
       }
       PacerCall::Give { key, params, weight, start_in_us } => {
-        vec![store.pacer_give(key, params, *weight, *start_in_us, now_us, lane).await?, 0.0, 0.0]
+        Reply::numbers(vec![store.pacer_give(key, params, *weight, *start_in_us, now_us, lane).await?, 0.0, 0.0])
       }
-    }))
+    })
   }
 
   fn memory_io(store: &MemoryStore, id: usize, io: &mut [f64]) -> Result<()> {

@@ -6,9 +6,9 @@
 
 use super::{Member, PacerBatch};
 use crate::core::pacer::{Decision, Mode, Params};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::store::kinds::WRONG_TYPE;
-use crate::store::redis::calls::{malformed, now_arg, number, CHUNK};
+use crate::store::redis::calls::{malformed, now_arg, number, Slotted, CHUNK};
 use crate::store::redis::script::Script;
 use crate::store::redis::{Lane, RedisStore};
 use fred::prelude::*;
@@ -70,49 +70,51 @@ impl RedisStore {
     .ok_or_else(|| malformed("pacer give-back"))
   }
 
-  /// Decides a batch; results per member, in member order.
-  pub async fn pacer_batch(&self, batch: &PacerBatch, now_us: Option<f64>, lane: &Lane) -> Result<Vec<Decision>> {
-    let mut decisions = vec![Decision { delay_us: 0.0, watermark_before: 0.0, admitted: false }; batch.members.len()];
-    // Entries grouped by slot (one group on a standalone server), plus cross-slot composites.
+  /// Decides a batch: per entry, its members' decisions. One script call per slot (and
+  /// [`CHUNK`]) for the entries whose members share a slot, one charge per member for a
+  /// cross-slot composite; a group that fails while others are decided (its master down)
+  /// fails its entries only (see [`RedisStore::per_slot`]).
+  pub async fn pacer_batch(
+    &self,
+    batch: &PacerBatch,
+    now_us: Option<f64>,
+    lane: &Lane,
+  ) -> Result<Slotted<Vec<Decision>>> {
+    // the slot of an entry whose members share one, None for a cross-slot composite
+    let slot_of = |e: usize| {
+      let mut slots = batch.members[batch.entries[e].members.clone()].iter().map(|m| self.slot(&batch.keys[m.key]));
+      let first = slots.next().unwrap_or(0);
+      slots.all(|s| s == first).then_some(first)
+    };
+    // entries grouped by slot (one group on a standalone server), each cross-slot composite
+    // a group of its own
     let mut groups: BTreeMap<(u16, usize), Vec<usize>> = BTreeMap::new();
     let mut cross_slot = vec![];
-    for (e, entry) in batch.entries.iter().enumerate() {
-      let mut slots = batch.members[entry.members.clone()].iter().map(|m| self.slot(&batch.keys[m.key]));
-      let first = slots.next().unwrap_or(0);
-      if slots.all(|s| s == first) {
-        groups.entry((first, e / CHUNK)).or_default().push(e);
-      } else {
-        cross_slot.push(e);
+    for e in 0..batch.entries.len() {
+      match slot_of(e) {
+        Some(slot) => groups.entry((slot, e / CHUNK)).or_default().push(e),
+        None => cross_slot.push(vec![e]),
       }
     }
-    let calls = groups.values().map(|entries| self.pacer_call(batch, entries, now_us, lane));
-    let composites = cross_slot.iter().map(|e| self.cross_slot_entry(batch, *e, now_us, lane));
-    let (results, composite_results) =
-      futures::future::join(futures::future::join_all(calls), futures::future::join_all(composites)).await;
-    for (entries, result) in groups.values().zip(results) {
-      let mut it = result?.into_iter();
-      for e in entries {
-        for m in batch.entries[*e].members.clone() {
-          decisions[m] = it.next().ok_or_else(|| Error::new(ErrorKind::Script, "short pacer reply"))?;
+    let groups: Vec<Vec<usize>> = groups.into_values().chain(cross_slot).collect();
+    self
+      .per_slot(&groups, "pacer", |entries| async move {
+        match entries {
+          [e] if slot_of(*e).is_none() => Ok(vec![self.cross_slot_entry(batch, *e, now_us, lane).await?]),
+          _ => self.pacer_call(batch, entries, now_us, lane).await,
         }
-      }
-    }
-    for (e, result) in cross_slot.iter().zip(composite_results) {
-      for (m, d) in batch.entries[*e].members.clone().zip(result?) {
-        decisions[m] = d;
-      }
-    }
-    Ok(decisions)
+      })
+      .await
   }
 
-  /// One script call for entries that share a slot.
+  /// One script call for entries that share a slot: per entry, its members' decisions.
   async fn pacer_call(
     &self,
     batch: &PacerBatch,
     entries: &[usize],
     now_us: Option<f64>,
     lane: &Lane,
-  ) -> Result<Vec<Decision>> {
+  ) -> Result<Vec<Vec<Decision>>> {
     let mut args = ScriptArgs::new(now_us);
     for e in entries {
       let entry = &batch.entries[*e];
@@ -124,17 +126,17 @@ impl RedisStore {
     if reply.len() != members * REPLY_FIELDS {
       return Err(malformed("pacer"));
     }
-    let mut decisions = Vec::with_capacity(members);
     let mut fields = reply.chunks(REPLY_FIELDS);
-    for e in entries {
-      let entry = &batch.entries[*e];
-      let start = decisions.len();
-      for _ in entry.members.clone() {
-        decisions.push(decision_from(fields.next().unwrap_or_default())?);
-      }
-      settle_admission(&mut decisions[start..], entry.mode);
-    }
-    Ok(decisions)
+    entries
+      .iter()
+      .map(|e| {
+        let entry = &batch.entries[*e];
+        let mut decisions =
+          entry.members.clone().map(|_| decision_from(fields.next().unwrap_or_default())).collect::<Result<Vec<_>>>()?;
+        settle_admission(&mut decisions, entry.mode);
+        Ok(decisions)
+      })
+      .collect()
   }
 
   /// A composite whose members live in different cluster slots: every member is charged on

@@ -240,11 +240,13 @@ impl Kind for Quota {
   }
 
   async fn redis(store: &RedisStore, calls: &QuotaCalls, _now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
-    let mut out = vec![];
-    for (t, grants) in store.quota_batch(calls, lane).await? {
-      push_result(&mut out, t, &grants);
-    }
-    Ok(Reply::numbers(out))
+    Ok(store.quota_batch(calls, lane).await?.reply(|decided| {
+      let mut out = vec![];
+      for (t, grants) in decided {
+        push_result(&mut out, t, &grants);
+      }
+      out
+    }))
   }
 }
 

@@ -6,7 +6,7 @@ use super::{use_amounts, QuotaCall, QuotaMode, QUOTA_MARGIN_MS};
 use crate::core::quota::{self, Grant, Request};
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::kinds::WRONG_TYPE;
-use crate::store::redis::calls::{int, malformed, now_arg, number, CHUNK};
+use crate::store::redis::calls::{assemble, int, malformed, now_arg, number, Slotted, CHUNK};
 use crate::store::redis::script::Script;
 use crate::store::redis::{Lane, RedisStore};
 use fred::prelude::*;
@@ -108,12 +108,13 @@ impl RedisStore {
   /// timestamp (always so on a standalone server, unless timestamps differ) are decided in
   /// one script call (up to [`CHUNK`] calls), exactly as if sent one after the other: a
   /// call's requests see the earlier calls' grants. Every other call runs on its own, in
-  /// order: each sees what the earlier calls of the tick charged.
+  /// order: each sees what the earlier calls of the tick charged. A run that fails while
+  /// others are decided (its master down) fails its calls only.
   pub async fn quota_batch(
     &self,
     calls: &[(QuotaCall, QuotaMode, Option<f64>)],
     lane: &Lane,
-  ) -> Result<Vec<(f64, Vec<Grant>)>> {
+  ) -> Result<Slotted<(f64, Vec<Grant>)>> {
     let slot_of = |call: &QuotaCall| -> Option<u16> {
       let mut slots = call.keys.iter().map(|k| self.slot(k));
       let first = slots.next()?;
@@ -140,22 +141,21 @@ impl RedisStore {
       let (call, mode, t) = &calls[run[0]];
       slot_of(call).is_none() && (*mode == QuotaMode::CheckAndUse || (*mode == QuotaMode::Check && t.is_none()))
     };
-    let mut out = Vec::with_capacity(calls.len());
+    // each run's result; a run that fails while others are decided (its master down) fails
+    // its calls only (see RedisStore::per_slot)
+    let mut results = Vec::with_capacity(runs.len());
     let mut pending = vec![];
     for (_, run) in &runs {
       if phased(run) {
-        for result in futures::future::join_all(pending.drain(..)).await {
-          out.extend(result?);
-        }
-        out.extend(self.quota_run(calls, run, lane).await?);
+        results.extend(futures::future::join_all(pending.drain(..)).await);
+        results.push(self.quota_run(calls, run, lane).await);
       } else {
         pending.push(self.quota_run(calls, run, lane));
       }
     }
-    for result in futures::future::join_all(pending).await {
-      out.extend(result?);
-    }
-    Ok(out)
+    results.extend(futures::future::join_all(pending).await);
+    let groups: Vec<Vec<usize>> = runs.into_iter().map(|(_, run)| run).collect();
+    assemble(&groups, results, "quota")
   }
 
   /// One run of [`quota_batch`](Self::quota_batch): a call on its own, or merged calls.
