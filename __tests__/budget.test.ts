@@ -35,8 +35,9 @@ describe.each(STORE_KINDS)('Budget on %s', (kind) => {
   const s = useStore(kind, { clock })
 
   let n = 0
-  const make = (dimensions: Record<string, { limit: number; intervalMs: number; maxBurst?: number }> = LLM) =>
-    new Budget(s.store, { name: `b${n++}`, dimensions })
+  const make = (
+    dimensions: Record<string, { limit: number; intervalMs: number; maxBurst?: number; maxDebt?: number }> = LLM,
+  ) => new Budget(s.store, { name: `b${n++}`, dimensions })
 
   it('charges every dimension at once and queues a reservation behind the tightest, FIFO', async () => {
     clock.set(T0)
@@ -62,10 +63,46 @@ describe.each(STORE_KINDS)('Budget on %s', (kind) => {
     const st = await b.stats()
     expect(st.dimensions).toEqual({
       // requests: the third's is charged at its turn, +31 s, and replenishes in 1 s
-      requests: { limit: 60, used: 1, reserved: 3 },
-      tokens: { limit: 6000, used: 0, reserved: 3100 },
+      requests: { limit: 60, used: 1, reserved: 3, excess: 0 },
+      tokens: { limit: 6000, used: 0, reserved: 3100, excess: 0 },
     })
     expect([st.reservations, st.expired]).toEqual([3, 0])
+  })
+
+  it('issue-36-budget-settle-debt-capped: a settlement charges at most maxDebt (default limit + maxBurst) beyond its reservation, the rest counted in excess', async () => {
+    // the old stall: 1e9 tokens settled on 90,000 tokens a minute stalled the budget 7.7 days
+    for (const [maxBurst, maxDebt] of [
+      [0, undefined],
+      [10_000, undefined],
+      [0, 0],
+      [0, 5000],
+    ] as const) {
+      for (const actual of [1000, 50_000, 1e9]) {
+        clock.set(T0)
+        const dim = { limit: 90_000, intervalMs: 60_000, maxBurst, ...(maxDebt === undefined ? {} : { maxDebt }) }
+        const b = make({ tokens: dim })
+        // another process's view of the same budget sees the same cap
+        const other = new Budget(s.store, { name: b.name, dimensions: { tokens: dim } })
+        const r = await b.reserve({ tokens: 1000 })
+        await r.settle({ tokens: actual })
+        const cap = maxDebt ?? 90_000 + maxBurst
+        const debt = Math.max(0, actual - 1000)
+        const owed = Math.min(debt, cap)
+        const st = await other.stats()
+        expect(st.dimensions.tokens.excess).toBe(debt - owed)
+        // used is the level rounded up: 1000 + owed, or one more from the cost's rounding
+        expect([0, 1]).toContain(st.dimensions.tokens.used - (1000 + owed))
+        // the next caller waits for what is owed only: at most one interval (+ the reservation)
+        const wait = Math.max(0, Math.ceil(((1000 + owed - maxBurst) * 60_000) / 90_000))
+        if (wait === 0) expect((await other.reserve({ tokens: 1 }, { maxWaitMs: 0 })).delayMs).toBe(0)
+        else {
+          const err = (await rejection(other.reserve({ tokens: 1 }, { maxWaitMs: 0 }))) as OverLimitError
+          // the wait in whole ms, rounded up from the µs of the costs
+          expect([wait, wait + 1]).toContain(err.retryAfterMs)
+        }
+        expect(wait).toBeLessThanOrEqual(60_000 + 667)
+      }
+    }
   })
 
   it('refuses with OverLimitError past maxWaitMs and charges nothing', async () => {
@@ -126,7 +163,11 @@ describe.each(STORE_KINDS)('Budget on %s', (kind) => {
     const err = await rejection(a.settle({ tokens: 0 }))
     expect(err.code).toBe('ERR_INVALID_ARGUMENT')
     const st = await b.stats()
-    expect([st.reservations, st.expired, st.dimensions.tokens]).toEqual([0, 1, { limit: 100, used: 50, reserved: 0 }])
+    expect([st.reservations, st.expired, st.dimensions.tokens]).toEqual([
+      0,
+      1,
+      { limit: 100, used: 50, reserved: 0, excess: 0 },
+    ])
     // spent: the next reservation waits for the rest of it
     const late = await rejection(b.reserve({ tokens: 1 }, { maxWaitMs: 0 }))
     expect((late as OverLimitError).retryAfterMs).toBe(500)
@@ -533,6 +574,11 @@ describe('Budget in the CLI and dashboard registry', () => {
     expect(await text()).toContain('sluice_budget_reserved{limiter="llm",dimension="requests"} 1')
     await r.settle({ tokens: 1000 })
     expect(await text()).toContain('sluice_budget_used{limiter="llm",dimension="tokens"} 1000')
+    expect(await text()).toContain('sluice_budget_excess{limiter="llm",dimension="tokens"} 0')
+    // issue 36: what a settlement reports past maxDebt (6000 here) is counted, not owed
+    const capped = new Budget(store, { name: 'capped', dimensions: LLM })
+    await (await capped.reserve({ tokens: 1 })).settle({ tokens: 1e9 })
+    expect(await text()).toContain(`sluice_budget_excess{limiter="capped",dimension="tokens"} ${1e9 - 1 - 6000}`)
     expect(await text()).toContain('sluice_budget_reserved{limiter="llm",dimension="tokens"} 0')
     // a tenant view: its lane's use, per tenant and dimension
     const t = new Budget(store, { name: 'shared', dimensions: LLM }).tenant('acme', { share: 0.5 })
@@ -599,7 +645,7 @@ describe('Budget in npx sluice', () => {
     const stats = cli('stats', 'llm')
     expect(stats).toMatch(/^admitted\s+1$/m)
     expect(stats).toMatch(
-      /^dimensions\s+\{"requests":\{"limit":60,"used":\d+,"reserved":1\},"tokens":\{"limit":6000,"used":\d+,"reserved":1200\}\}$/m,
+      /^dimensions\s+\{"requests":\{"limit":60,"used":\d+,"reserved":1,"excess":0\},"tokens":\{"limit":6000,"used":\d+,"reserved":1200,"excess":0\}\}$/m,
     )
     expect(stats).toMatch(/^reservations\s+1$/m)
   })
@@ -610,6 +656,6 @@ describe('Budget on a MemoryStore built by hand', () => {
     const esm = (await import('../lib/index.mjs' as string)) as { Budget: unknown }
     expect(esm.Budget).toBe(Budget)
     const b = new Budget(new MemoryStore(), { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1 } } })
-    expect(b.dimensions).toEqual({ a: { limit: 1, intervalMs: 1, maxBurst: 0 } })
+    expect(b.dimensions).toEqual({ a: { limit: 1, intervalMs: 1, maxBurst: 0, maxDebt: 1 } })
   })
 })

@@ -32,13 +32,18 @@ import { freePort, startCluster, startRedis, stop } from './helpers/servers.js'
 import { freshPrefix } from './helpers/stores.js'
 
 const LUA = join(__dirname, '..', 'lua')
+/** A script as the store sends it: each line `-- @include <path>` replaced by that snippet (src/store/redis/script.rs). */
+const assembled = (f: string) =>
+  readFileSync(join(LUA, f), 'utf8').replace(/^-- @include (\S+)\n/gm, (_, path) =>
+    readFileSync(join(LUA, path), 'utf8'),
+  )
 /** SHA1 of each script as sent (with the Redis 7 shebang) -> its file name. */
 const SCRIPTS = new Map(
   readdirSync(LUA)
     .filter((f) => f.endsWith('.lua'))
     .map((f) => [
       createHash('sha1')
-        .update(`#!lua\n${readFileSync(join(LUA, f), 'utf8')}`)
+        .update(`#!lua\n${assembled(f)}`)
         .digest('hex'),
       f,
     ]),

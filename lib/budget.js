@@ -39,7 +39,7 @@ const nextId = () => `${PROCESS}.${(serial++).toString(36)}`
 /** `dimensions` checked (ERR_INVALID_CONFIG) and frozen, in the order given. */
 function dimensionsOption(dimensions) {
   if (!plainObject(dimensions))
-    throw invalidConfig('dimensions must be an object { [name]: { limit, intervalMs, maxBurst? } }')
+    throw invalidConfig('dimensions must be an object { [name]: { limit, intervalMs, maxBurst?, maxDebt? } }')
   const names = Object.keys(dimensions)
   if (names.length < 1 || names.length > MAX_DIMENSIONS) {
     throw invalidConfig(`dimensions must name 1..${MAX_DIMENSIONS} dimensions, got ${names.length}`)
@@ -50,19 +50,22 @@ function dimensionsOption(dimensions) {
     if (!NAME.test(name)) throw invalidConfig('a dimension name must be 1..256 characters of [A-Za-z0-9_-]')
     const d = dimensions[name]
     if (!plainObject(d))
-      throw invalidConfig(`dimensions[${JSON.stringify(name)}] must be an object { limit, intervalMs, maxBurst? }`)
+      throw invalidConfig(
+        `dimensions[${JSON.stringify(name)}] must be an object { limit, intervalMs, maxBurst?, maxDebt? }`,
+      )
     const o = ownProps(d)
     for (const key of Object.keys(o)) {
-      if (key !== 'limit' && key !== 'intervalMs' && key !== 'maxBurst') {
+      if (key !== 'limit' && key !== 'intervalMs' && key !== 'maxBurst' && key !== 'maxDebt') {
         throw invalidConfig(`unknown dimension option ${JSON.stringify(key)} in ${JSON.stringify(name)}`)
       }
     }
     const at = `dimensions[${JSON.stringify(name)}]`
-    out[name] = Object.freeze({
-      limit: checkInteger(`${at}.limit`, o.limit, 1, MAX_LIMIT),
-      intervalMs: checkInteger(`${at}.intervalMs`, o.intervalMs, 1, MAX_MS),
-      maxBurst: checkInteger(`${at}.maxBurst`, o.maxBurst ?? 0, 0, MAX_LIMIT),
-    })
+    const limit = checkInteger(`${at}.limit`, o.limit, 1, MAX_LIMIT)
+    const intervalMs = checkInteger(`${at}.intervalMs`, o.intervalMs, 1, MAX_MS)
+    const maxBurst = checkInteger(`${at}.maxBurst`, o.maxBurst ?? 0, 0, MAX_LIMIT)
+    // one interval's worth by default: an answer reporting an absurd amount cannot stall the budget
+    const maxDebt = checkInteger(`${at}.maxDebt`, o.maxDebt ?? limit + maxBurst, 0, 2 * MAX_LIMIT)
+    out[name] = Object.freeze({ limit, intervalMs, maxBurst, maxDebt })
   }
   return Object.freeze(out)
 }
@@ -73,7 +76,8 @@ function dimensionsOption(dimensions) {
  * dimension it names at once, or none: a reservation that does not fit now takes its place in
  * one FIFO shared by every process and resolves when its turn comes. Over any span of T ms a
  * dimension admits at most `limit * T / intervalMs + maxBurst` plus one reservation; what a
- * settlement charges beyond the reservation is debt that later reservations wait for.
+ * settlement charges beyond the reservation is debt that later reservations wait for, at most
+ * `maxDebt` (default `limit + maxBurst`) per settlement: the rest is counted (`excess`), not owed.
  */
 class Budget {
   constructor(store, options) {
@@ -94,7 +98,7 @@ class Budget {
     this._spec = []
     for (const n of this._names) {
       const d = this._dimensions[n]
-      this._spec.push(d.limit, d.intervalMs * 1000, d.maxBurst)
+      this._spec.push(d.limit, d.intervalMs * 1000, d.maxBurst, d.maxDebt)
     }
     this._key = `${store.keyPrefix}:budget:{${o.name}}`
     this._statsKind = 'budget'
@@ -262,7 +266,8 @@ class Budget {
 
   /**
    * Per dimension its `limit`, `used` (charged and not yet replenished: open reservations,
-   * queued ones and debt included) and `reserved` (held by open reservations); the number of
+   * queued ones and debt included), `reserved` (held by open reservations) and `excess`
+   * (settled past `maxDebt`: counted, not charged); the number of
    * open `reservations` and of those that `expired` unsettled; plus this budget's statistics
    * (admitted, refused, waited...) when the store keeps them.
    */
@@ -275,7 +280,8 @@ class Budget {
     ])
     const dimensions = {}
     this._names.forEach((name, d) => {
-      dimensions[name] = { limit: this._dimensions[name].limit, used: r.used[d], reserved: r.reserved[d] }
+      const limit = this._dimensions[name].limit
+      dimensions[name] = { limit, used: r.used[d], reserved: r.reserved[d], excess: r.excess[d] }
     })
     const counts = this._store._stats === null ? {} : await this._store._statsOf('budget', this._name)
     const out = { ...counts, dimensions, reservations: r.open, expired: r.expired }
@@ -338,7 +344,8 @@ class Reservation {
   /**
    * The true amounts (`{ [dimension]: integer }`; dimensions left out keep their reserved
    * amount): less than reserved is given back at once, more is charged as debt that later
-   * reservations wait for (this call never fails for it). ERR_INVALID_ARGUMENT when settled,
+   * reservations wait for (this call never fails for it), at most the dimension's `maxDebt`
+   * beyond the reservation (the rest is counted in `stats()`' `excess`, not owed). ERR_INVALID_ARGUMENT when settled,
    * cancelled or expired already (nothing changes), or for an unknown dimension.
    */
   async settle(actual) {

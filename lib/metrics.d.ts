@@ -19,7 +19,7 @@ export interface CollectMetricsOptions {
  * Registers sluice's metrics (this process's counts): `sluice_decisions_total{limiter,kind,result}`,
  * `sluice_decision_weight_total`, `sluice_near_limit_total`, `sluice_degraded_total`,
  * `sluice_rescheduled_total`, the `sluice_wait_seconds` histogram, `sluice_leases_held{limiter}`,
- * `sluice_budget_used` / `sluice_budget_reserved{limiter,dimension}`, sluice/fetch's
+ * `sluice_budget_used` / `sluice_budget_reserved` / `sluice_budget_excess{limiter,dimension}`, sluice/fetch's
  * `sluice_throttled_total{limiter,kind}`, `sluice_blocks_total{limiter,kind}`,
  * `sluice_paced_rate{limiter}` and `sluice_paced_learned_rate{limiter}` (per key),
  * `sluice_waiters` and `sluice_store_up`; and the same through OpenTelemetry when available.

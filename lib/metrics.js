@@ -93,12 +93,14 @@ async function leasesHeld(store, limiterLabel) {
 const BUDGET_HELP = {
   used: 'Per budget dimension: charged and not yet replenished (queued and debt included).',
   reserved: 'Per budget dimension: held by open reservations, not yet settled.',
+  excess:
+    "Per budget dimension: settled beyond reservations past the dimension's maxDebt, counted and not charged (a total).",
   tenantUsed: "Per budget tenant (this process's tenant views) and dimension: charged and not yet replenished.",
 }
 
 /**
  * Per-dimension use of each budget this process has used (kinds with `inspect.dimensionUse`,
- * lib/kinds/), one read each: `[label, dimension, used, reserved]`.
+ * lib/kinds/), one read each: `[label, dimension, used, reserved, excess]`.
  */
 async function dimensionUse(store, limiterLabel) {
   const out = []
@@ -107,7 +109,7 @@ async function dimensionUse(store, limiterLabel) {
     budgets.map(async (e) => {
       const use = await BY_STATS_KIND.get(e.kind).inspect.dimensionUse(limiterOf(store, e))
       const label = String(limiterLabel(e.name, e.kind))
-      for (const [dimension, d] of Object.entries(use)) out.push([label, dimension, d.used, d.reserved])
+      for (const [dimension, d] of Object.entries(use)) out.push([label, dimension, d.used, d.reserved, d.excess])
     }),
   )
   return out
@@ -175,10 +177,11 @@ async function tenantUse(store, limiterLabel) {
  * `sluice_degraded_total{limiter,kind}`, `sluice_rescheduled_total{limiter,kind}`,
  * `sluice_wait_seconds{limiter,kind}` (a histogram of waits for a turn), `sluice_leases_held{limiter}`
  * (concurrent limiters, read at scrape time), `sluice_budget_used{limiter,dimension}` and
- * `sluice_budget_reserved{limiter,dimension}` (budgets: charged and not yet replenished, held by
- * open reservations; read at scrape time), `sluice_budget_tenant_used{limiter,tenant,dimension}`
+ * `sluice_budget_reserved{limiter,dimension}`, `sluice_budget_excess{limiter,dimension}` (budgets:
+ * charged and not yet replenished, held by open reservations, settled past maxDebt and not charged;
+ * read at scrape time), `sluice_budget_tenant_used{limiter,tenant,dimension}`
  * (per tenant view this process made: its use, read at scrape time; OpenTelemetry:
- * `sluice.budget.used`, `sluice.budget.reserved`, `sluice.budget.tenant.used`), `sluice_throttled_total{limiter,kind}` and `sluice_blocks_total{limiter,kind}`
+ * `sluice.budget.used`, `sluice.budget.reserved`, `sluice.budget.excess`, `sluice.budget.tenant.used`), `sluice_throttled_total{limiter,kind}` and `sluice_blocks_total{limiter,kind}`
  * (sluice/fetch: answers 429/503 seen and blocks recorded, per key), `sluice_paced_rate{limiter}`
  * and `sluice_paced_learned_rate{limiter}` (sluice/fetch: the rate a key is paced at now and
  * the rate its upstream stated, per second, as this process last heard), `sluice_waiters` (this process's queued
@@ -288,6 +291,7 @@ function collectMetrics(store, options) {
   for (const [name, help, at] of [
     ['budget_used', BUDGET_HELP.used, 2],
     ['budget_reserved', BUDGET_HELP.reserved, 3],
+    ['budget_excess', BUDGET_HELP.excess, 4],
   ]) {
     new client.Gauge({
       name: `${p}${name}`,
@@ -375,6 +379,7 @@ function openTelemetry(store, o) {
   )
   const budgetUsed = gauge('sluice.budget.used', BUDGET_HELP.used)
   const budgetReserved = gauge('sluice.budget.reserved', BUDGET_HELP.reserved)
+  const budgetExcess = gauge('sluice.budget.excess', BUDGET_HELP.excess)
   const tenantUsed = gauge('sluice.budget.tenant.used', BUDGET_HELP.tenantUsed)
   const waits = meter.createHistogram('sluice.wait', {
     description: 'How long admissions waited for their turn.',
@@ -400,15 +405,16 @@ function openTelemetry(store, o) {
     // budgets: read from the store at collection time, as the Prometheus gauges are
     if (down) return
     const [dims, tenants] = await Promise.all([dimensionUse(store, o.limiterLabel), tenantUse(store, o.limiterLabel)])
-    for (const [limiter, dimension, used, reserved] of dims) {
+    for (const [limiter, dimension, used, reserved, excess] of dims) {
       result.observe(budgetUsed, used, { limiter, dimension })
       result.observe(budgetReserved, reserved, { limiter, dimension })
+      result.observe(budgetExcess, excess, { limiter, dimension })
     }
     for (const [limiter, tenant, dimension, used] of tenants)
       result.observe(tenantUsed, used, { limiter, tenant, dimension })
   }
   const observables = [decisions, weight, waiters, up, throttled, blocks, rate, learnedRate]
-  observables.push(budgetUsed, budgetReserved, tenantUsed)
+  observables.push(budgetUsed, budgetReserved, budgetExcess, tenantUsed)
   meter.addBatchObservableCallback(callback, observables)
   return {
     onWait: (kind, name, ms) => waits.record(ms / 1000, { limiter: String(o.limiterLabel(name, kind)), kind }),

@@ -1,9 +1,12 @@
 -- budget.lua: decides a batch of budget calls (Budget: reserve, settle, cancel, stats)
--- atomically. Mirrors src/core/budget.rs `step` operation for operation (same doubles).
+-- atomically. Mirrors src/core/budget/ `step` operation for operation (same doubles). Its
+-- helpers are in lua/budget/state.lua and lua/budget/tenants.lua, spliced in at the
+-- `-- @include` lines (src/store/redis/script.rs).
 --
 -- KEYS[5b-4] budget b's state: doubles '<d...' = tail_us, open, expired, latest_deadline_us,
 --            n, shares (ppm), latest_tenant_us, active_shares (ppm), then tat_us x n,
---            reserved x n, borrowed_us x n (n = dimensions ever used)
+--            reserved x n, borrowed_us x n, excess x n (n = dimensions ever used; a record
+--            without excess: 0s)
 -- KEYS[5b-3] its open reservations: hash id -> doubles deadline_us, m, path (0 no tenant,
 --            1 lane, 2 borrowed), amount x m, then the tenant's id (raw bytes)
 -- KEYS[5b-2] their deadlines: sorted set, member id, score deadline_us
@@ -12,8 +15,9 @@
 --            0s)
 -- KEYS[5b]   its active tenants: sorted set, member tenant id, score active_until_us
 -- ARGV[1]    now_us: integer µs, or '' to use the server clock (TIME)
--- ARGV[2]    P, the number of dimension sets, then per set <n> and n triples <limit>
---            <interval_us> <max_burst> (sent once: the calls of a batch mostly share them)
+-- ARGV[2]    P, the number of dimension sets, then per set <n> and n quadruples <limit>
+--            <interval_us> <max_burst> <max_debt> (sent once: the calls of a batch mostly
+--            share them)
 -- then       per call: <(b * 1024 + set) * 8 + op> <id> <ttl_us> <max_wait_us> and n amounts
 --            (its set's n; budget b and set 1-based); op: 1 reserve, 2 settle (amount = the
 --            actual amount), 3 cancel, 4 stats, 5 reserve through a tenant, 6 stats of a
@@ -21,7 +25,8 @@
 --            add <tenant id> <share ppm> <max ppm> <ahead_us>
 -- Returns    flat array, per call: status (1 done, 0 refused, 3 not open, -2 a key of its
 --            budget holds another type: nothing applied), delay_us, now_us (the decision's
---            time), open, expired, then per dimension used (level, rounded up), reserved; ops 5
+--            time), open, expired, then per dimension used (level, rounded up), reserved,
+--            excess (settled past max_debt, counted, not charged); ops 5
 --            and 6 then the tenant's share, max and per dimension its lane's level (0s when status 4:
 --            the shares would sum over 1e6 ppm, nothing changed); all integers
 -- Notes      a budget's keys are written with PX = the time its state matters (queue, levels,
@@ -51,269 +56,29 @@ local PPM = 1000000
 -- per budget index: tail, open, expired, latest deadline, tats, reserved, borrowed, shares,
 -- latest tenant time, tenants read (id -> record), tenants changed; loaded, wrong, dirty, clean
 local T, O, E, L, tats, res, bor, SH, LT, ten, tdirty = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
-local AS, aclean = {}, {}
+local AS, aclean, EX = {}, {}, {}
 local loaded, wrong, dirty, clean = {}, {}, {}, {}
 
--- struct formats of k doubles, built once per k
-local fmt = {}
-local function doubles(k)
-  local f = fmt[k]
-  if not f then
-    f = '<' .. string.rep('d', k)
-    fmt[k] = f
-  end
-  return f
-end
-
--- dimension sets: per set n, limit, interval, burst and tolerance per dimension
+-- dimension sets: per set n, limit, interval, burst, most debt and tolerance per dimension
 local nsets = tonumber(ARGV[2])
 assert(nsets and nsets >= 1, 'budget: malformed dimension sets')
-local setN, setL, setI, setB, setT = {}, {}, {}, {}, {}
+local setN, setL, setI, setB, setD, setT = {}, {}, {}, {}, {}, {}
 local i = 3
 for p = 1, nsets do
   local n = tonumber(ARGV[i])
-  assert(n and n >= 1 and i + 3 * n <= nargs, 'budget: malformed dimension set')
-  local lim, itv, bur, tol = {}, {}, {}, {}
+  assert(n and n >= 1 and i + 4 * n <= nargs, 'budget: malformed dimension set')
+  local lim, itv, bur, debt, tol = {}, {}, {}, {}, {}
   for d = 1, n do
-    local a = i - 2 + 3 * d
-    lim[d], itv[d], bur[d] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local a = i - 3 + 4 * d
+    lim[d], itv[d], bur[d], debt[d] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
     tol[d] = math.floor(bur[d] * itv[d] / lim[d])
   end
-  setN[p], setL[p], setI[p], setB[p], setT[p] = n, lim, itv, bur, tol
-  i = i + 1 + 3 * n
+  setN[p], setL[p], setI[p], setB[p], setD[p], setT[p] = n, lim, itv, bur, debt, tol
+  i = i + 1 + 4 * n
 end
 
-local function wrongtype(v)
-  if type(v) == 'table' and v.err then
-    if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-    return true
-  end
-  return false
-end
-
-local function load(b)
-  loaded[b] = true
-  local v = redis.pcall('GET', KEYS[5 * b - 4])
-  local bad = wrongtype(v)
-  bad = wrongtype(redis.pcall('HLEN', KEYS[5 * b - 3])) or bad
-  bad = wrongtype(redis.pcall('ZCARD', KEYS[5 * b - 2])) or bad
-  bad = wrongtype(redis.pcall('HLEN', KEYS[5 * b - 1])) or bad
-  bad = wrongtype(redis.pcall('ZCARD', KEYS[5 * b])) or bad
-  if bad then
-    wrong[b] = true
-    return
-  end
-  T[b], O[b], E[b], L[b], tats[b], res[b], bor[b], SH[b], LT[b], ten[b], tdirty[b] = 0, 0, 0, 0, {}, {}, {}, 0, 0, {}, {}
-  AS[b] = 0
-  if v and #v >= 64 then
-    local n = struct.unpack('<d', v, 33)
-    if n == math.floor(n) and n >= 0 and n <= 64 and #v == 64 + 24 * n then
-      local f = { struct.unpack(doubles(8 + 3 * n), v) }
-      T[b], O[b], E[b], L[b], SH[b], LT[b], AS[b] = f[1], f[2], f[3], f[4], f[6], f[7], f[8]
-      for d = 1, n do
-        tats[b][d], res[b][d], bor[b][d] = f[8 + d], f[8 + n + d], f[8 + 2 * n + d]
-      end
-    end
-  end
-end
-
-local function grow(b, n)
-  local t, r, o = tats[b], res[b], bor[b]
-  for d = #t + 1, n do
-    t[d], r[d] = 0, 0
-  end
-  for d = #o + 1, n do
-    o[d] = 0
-  end
-end
-
-local function later(a, x)
-  if x > a then return x end
-  return a
-end
-
--- a stored reservation: deadline, amounts, path (0 none, 1 lane, 2 borrowed), tenant id
-local function unpack_reservation(v)
-  local m = struct.unpack('<d', v, 9)
-  local f = { struct.unpack(doubles(3 + m), v) }
-  local amounts = {}
-  for d = 1, m do amounts[d] = f[3 + d] end
-  return f[1], amounts, f[3], string.sub(v, 25 + 8 * m)
-end
-
--- tenant `tid` of b: { share, max, tail, lane = {}, ceil = {}, hold = {} }, or nil
-local function tenant_of(b, tid)
-  local x = ten[b][tid]
-  if x ~= nil then return x or nil end
-  local v = redis.call('HGET', KEYS[5 * b - 1], tid)
-  x = false
-  if v and #v >= 40 then
-    local n = struct.unpack('<d', v, 33)
-    if n == math.floor(n) and n >= 0 and n <= 64 and (#v == 40 + 24 * n or #v == 40 + 16 * n) then
-      local held = #v == 40 + 24 * n
-      local f
-      if held then
-        f = { struct.unpack(doubles(5 + 3 * n), v) }
-      else
-        f = { struct.unpack(doubles(5 + 2 * n), v) }
-      end
-      x = { share = f[1], max = f[2], tail = f[3], until_ = f[4], lane = {}, ceil = {}, hold = {} }
-      for d = 1, n do
-        x.lane[d], x.ceil[d] = f[5 + d], f[5 + n + d]
-        if held then x.hold[d] = f[5 + 2 * n + d] else x.hold[d] = 0 end
-      end
-    end
-  end
-  ten[b][tid] = x
-  return x or nil
-end
-
--- registers a tenant (or updates its share and max); nil when the shares would pass 1e6 ppm
-local function register(b, tid, share, max, n)
-  local x = tenant_of(b, tid)
-  local old = 0
-  if x then old = x.share end
-  local sum = SH[b] - old + share
-  if sum > PPM then return nil end
-  SH[b] = sum
-  if not x then
-    x = { share = 0, max = 0, tail = 0, until_ = 0, lane = {}, ceil = {}, hold = {} }
-    ten[b][tid] = x
-  end
-  if x.until_ > 0 then AS[b] = AS[b] + share - old end
-  x.share, x.max = share, max
-  for d = #x.lane + 1, n do
-    x.lane[d], x.ceil[d], x.hold[d] = 0, 0, 0
-  end
-  tdirty[b][tid] = true
-  return x
-end
-
--- removes a reservation's amounts from the totals
-local function untotal(b, amounts)
-  grow(b, #amounts)
-  local r = res[b]
-  for d = 1, #amounts do r[d] = r[d] - amounts[d] end
-  O[b] = O[b] - 1
-end
-
-local function prune(b)
-  if clean[b] then return end
-  local kr, kd = KEYS[5 * b - 3], KEYS[5 * b - 2]
-  local ids = redis.call('ZRANGEBYSCORE', kd, '-inf', nowstr, 'LIMIT', 0, PRUNE)
-  for _, id in ipairs(ids) do
-    local v = redis.call('HGET', kr, id)
-    redis.call('HDEL', kr, id)
-    redis.call('ZREM', kd, id)
-    if v then
-      local _, amounts = unpack_reservation(v)
-      untotal(b, amounts)
-      E[b] = E[b] + 1
-    end
-    dirty[b] = true
-  end
-  if #ids < PRUNE then clean[b] = true end
-end
-
--- tenants whose lanes drained stop being active, earliest first, at most 64 per call
-local function expire_active(b)
-  if aclean[b] then return end
-  local ka = KEYS[5 * b]
-  local ids = redis.call('ZRANGEBYSCORE', ka, '-inf', nowstr, 'LIMIT', 0, PRUNE)
-  for _, tid in ipairs(ids) do
-    redis.call('ZREM', ka, tid)
-    local x = tenant_of(b, tid)
-    if x then
-      AS[b] = AS[b] - x.share
-      x.until_ = 0
-      tdirty[b][tid] = true
-    end
-    dirty[b] = true
-  end
-  if #ids < PRUNE then aclean[b] = true end
-end
-
--- the open reservation `id` of b (not expired), removed: amounts, path, tenant id; nil if none
-local function take(b, id)
-  local kr = KEYS[5 * b - 3]
-  local v = redis.call('HGET', kr, id)
-  if not v then return nil end
-  local deadline, amounts, path, tid = unpack_reservation(v)
-  if deadline <= now then return nil end
-  redis.call('HDEL', kr, id)
-  redis.call('ZREM', KEYS[5 * b - 2], id)
-  untotal(b, amounts)
-  return amounts, path, tid
-end
-
-local function cap(x)
-  if x > now + MAX_AHEAD_US then return now + MAX_AHEAD_US end
-  return x
-end
-
--- gives back `amount` of dimension d (negative: debt)
-local function adjust(b, d, limit, interval, amount)
-  local t = tats[b][d]
-  if amount > 0 then
-    local back = t - math.floor(amount * interval / limit)
-    if back > now then tats[b][d] = back else tats[b][d] = now end
-  elseif amount < 0 then
-    local from = t
-    if now > from then from = now end
-    tats[b][d] = cap(from + math.ceil(-amount * interval / limit))
-  end
-end
-
--- the same on a tat at ppm of the rate: returns the new tat
-local function adjust_at(t, limit, interval, ppm, amount)
-  if amount > 0 then
-    return later(t - math.floor(amount * interval * PPM / (limit * ppm)), now)
-  elseif amount < 0 then
-    return cap(later(t, now) + math.ceil(-amount * interval * PPM / (limit * ppm)))
-  end
-  return t
-end
-
--- records an admitted reservation of b starting at s
-local function record(b, id, n, amt, s, ttl, path, tid)
-  if path == 0 then T[b] = s end
-  local deadline = s + ttl
-  if deadline > L[b] then L[b] = deadline end
-  O[b] = O[b] + 1
-  redis.call('HSET', KEYS[5 * b - 3], id, struct.pack(doubles(3 + n), deadline, n, path, unpack(amt)) .. tid)
-  redis.call('ZADD', KEYS[5 * b - 2], deadline, id)
-  dirty[b] = true
-end
-
--- charges the shared tats (and borrowed, at free ppm, when free > 0) from s
-local function charge_shared(b, n, lim, itv, amt, s, free)
-  grow(b, n)
-  local t, r, o = tats[b], res[b], bor[b]
-  for d = 1, n do
-    if amt[d] > 0 then
-      t[d] = cap(later(t[d], s) + math.ceil(amt[d] * itv[d] / lim[d]))
-      r[d] = r[d] + amt[d]
-      if free > 0 then
-        o[d] = cap(later(o[d], s) + math.ceil(amt[d] * itv[d] * PPM / (lim[d] * free)))
-      end
-    end
-  end
-end
-
-local function tenant_out(out, nout, n, x, lim, itv)
-  if not x then
-    for k = 1, 2 + n do out[nout + k] = 0 end
-    return nout + 2 + n
-  end
-  out[nout + 1], out[nout + 2] = x.share, x.max
-  for d = 1, n do
-    local ahead = (x.lane[d] or 0) - now
-    local used = 0
-    if x.share > 0 and ahead > 0 then used = math.ceil(ahead * lim[d] * x.share / (itv[d] * PPM)) end
-    out[nout + 2 + d] = used
-  end
-  return nout + 2 + n
-end
+-- @include budget/state.lua
+-- @include budget/tenants.lua
 
 local out, nout = {}, 0
 while i <= nargs do
@@ -327,7 +92,7 @@ while i <= nargs do
   assert(b >= 1 and 5 * b <= #KEYS and p >= 1 and p <= nsets and op >= 1 and op <= 6, 'budget: malformed call')
   local n = setN[p]
   assert(i + 3 + n <= nargs, 'budget: malformed call')
-  local lim, itv, tol, amt = setL[p], setI[p], setT[p], {}
+  local lim, itv, tol, debt, amt = setL[p], setI[p], setT[p], setD[p], {}
   for d = 1, n do
     amt[d] = tonumber(ARGV[i + 3 + d])
   end
@@ -343,8 +108,8 @@ while i <= nargs do
     out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4], out[nout + 5] = WRONG_TYPE, 0, 0, 0, 0
     nout = nout + 5
     for d = 1, n do
-      out[nout + 1], out[nout + 2] = 0, 0
-      nout = nout + 2
+      out[nout + 1], out[nout + 2], out[nout + 3] = 0, 0, 0
+      nout = nout + 3
     end
     if op >= 5 then nout = tenant_out(out, nout, n, nil) end
   else
@@ -374,80 +139,7 @@ while i <= nargs do
         end
       end
     elseif op == 5 then
-      who = tid
-      if redis.call('HEXISTS', KEYS[5 * b - 3], id) == 1 then
-        status = NOT_OPEN
-      else
-        local x = register(b, tid, tshare, tmax, n)
-        if not x then
-          who = nil
-          status = INVALID_SHARES
-        else
-          dirty[b] = true
-          local s0 = later(now, x.tail)
-          local sg, sb = s0, s0
-          local idle = x.until_ == 0
-          for d = 1, n do
-            if amt[d] > 0 then
-              -- idle: its share was lent; active: what was lent before it became active
-              local lent = bor[b][d] or 0
-              if not idle then lent = math.min(x.hold[d], lent) end
-              sg = later(sg, later(x.lane[d] - tol[d], lent))
-              sb = later(sb, later(later(x.ceil[d], tats[b][d] or 0), bor[b][d] or 0) - tol[d])
-            end
-          end
-          local lane_ok = x.share > 0
-          local free = PPM - AS[b]
-          local borrow_ok = free > 0 and sb <= now + tahead
-          local lane = lane_ok and (sg <= sb or not borrow_ok)
-          local s
-          if lane then
-            s = sg
-          elseif borrow_ok then
-            s = sb
-          end
-          if not s then
-            status, delay = REFUSED, sb - now
-          else
-            delay = s - now
-            if delay > max_wait then
-              status = REFUSED
-            else
-              charge_shared(b, n, lim, itv, amt, s, 0)
-              local latest = later(LT[b], s)
-              local untilv = 0
-              for d = 1, n do
-                if amt[d] > 0 then
-                  x.ceil[d] = cap(later(x.ceil[d], s) + math.ceil(amt[d] * itv[d] * PPM / (lim[d] * x.max)))
-                  latest = later(latest, x.ceil[d])
-                  if lane then
-                    x.lane[d] = cap(later(x.lane[d], s) + math.ceil(amt[d] * itv[d] * PPM / (lim[d] * x.share)))
-                    latest = later(latest, x.lane[d])
-                    untilv = later(untilv, x.lane[d])
-                  else
-                    bor[b][d] = cap(later(bor[b][d], s) + math.ceil(amt[d] * itv[d] * PPM / (lim[d] * free)))
-                    latest = later(latest, bor[b][d])
-                  end
-                end
-              end
-              x.tail = s
-              if untilv > x.until_ then
-                if x.until_ == 0 then
-                  AS[b] = AS[b] + x.share
-                  -- a lane call leaves borrowed as it was: what was lent until now
-                  for d = 1, #x.hold do x.hold[d] = bor[b][d] or 0 end
-                end
-                x.until_ = untilv
-                redis.call('ZADD', KEYS[5 * b], untilv, tid)
-              end
-              LT[b] = latest
-              local path = 2
-              if lane then path = 1 end
-              record(b, id, n, amt, s, ttl, path, tid)
-            end
-          end
-        end
-      end
+      status, delay, who = reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tshare, tmax, tahead)
     elseif op == 6 then
       if register(b, tid, tshare, tmax, n) then
         dirty[b] = true
@@ -465,28 +157,15 @@ while i <= nargs do
         for d = 1, n do
           local reserved = amounts[d] or 0
           if op == 2 then back[d] = reserved - amt[d] else back[d] = reserved end
+          -- debt past the dimension's most is counted, not owed
+          if -back[d] > debt[d] then
+            EX[b][d] = EX[b][d] + (-back[d] - debt[d])
+            back[d] = -debt[d]
+          end
           adjust(b, d, lim[d], itv[d], back[d])
         end
-        local borrowed = path ~= 1
-        if path ~= 0 then
-          local x = tenant_of(b, rtid)
-          if x then
-            local latest = LT[b]
-            for d = 1, n do
-              if d <= #x.ceil then
-                x.ceil[d] = adjust_at(x.ceil[d], lim[d], itv[d], x.max, back[d])
-                latest = later(latest, x.ceil[d])
-                if path == 1 and x.share > 0 then
-                  x.lane[d] = adjust_at(x.lane[d], lim[d], itv[d], x.share, back[d])
-                  latest = later(latest, x.lane[d])
-                end
-              end
-            end
-            LT[b] = latest
-            tdirty[b][rtid] = true
-          end
-        end
-        if borrowed then
+        settle_tenant(b, n, lim, itv, back, path, rtid)
+        if path ~= 1 then
           for d = 1, n do
             bor[b][d] = adjust_at(bor[b][d], lim[d], itv[d], PPM, back[d])
           end
@@ -500,8 +179,8 @@ while i <= nargs do
       local ahead = (tats[b][d] or 0) - now
       local used = 0
       if ahead > 0 then used = math.ceil(ahead * lim[d] / itv[d]) end
-      out[nout + 1], out[nout + 2] = used, res[b][d] or 0
-      nout = nout + 2
+      out[nout + 1], out[nout + 2], out[nout + 3] = used, res[b][d] or 0, EX[b][d] or 0
+      nout = nout + 3
     end
     if op >= 5 then
       local x = nil
@@ -528,11 +207,11 @@ for b in pairs(dirty) do
   local px = string.format('%.0f', ttl)
   grow(b, #t)
   local n = #t
-  local f = { T[b], O[b], E[b], L[b], n, SH[b], LT[b], AS[b] }
+  local f, x = { T[b], O[b], E[b], L[b], n, SH[b], LT[b], AS[b] }, EX[b]
   for d = 1, n do
-    f[8 + d], f[8 + n + d], f[8 + 2 * n + d] = t[d], r[d], o[d]
+    f[8 + d], f[8 + n + d], f[8 + 2 * n + d], f[8 + 3 * n + d] = t[d], r[d], o[d], x[d]
   end
-  redis.call('SET', KEYS[5 * b - 4], struct.pack(doubles(8 + 3 * n), unpack(f)), 'PX', px)
+  redis.call('SET', KEYS[5 * b - 4], struct.pack(doubles(8 + 4 * n), unpack(f)), 'PX', px)
   for tid in pairs(tdirty[b]) do
     local x = ten[b][tid]
     local m = #x.lane

@@ -1,5 +1,5 @@
 //! Conformance of the budget: random sequences of reservations, settlements, cancellations
-//! and stats, with and without tenants (shares that now and then sum over 1, borrowing
+//! (some past the debt cap) and stats, with and without tenants (shares that now and then sum over 1, borrowing
 //! horizons, a tenant id with a newline), decided by the Rust model (the memory store) and by `lua/budget.lua` on a real
 //! Redis, with the same clock; every flat answer must be identical. Calls go through the kind
 //! registry's generic trait, as the bindings make them, on both lanes of a standalone server
@@ -25,22 +25,22 @@ async fn conform(options: RedisOptions, label: &str) {
   let store = RedisStore::connect(options).await.expect("connect");
   let run = format!("bgconf{}", std::process::id());
   let (mut decisions, mut refused, mut settled, mut not_open) = (0, 0, 0, 0);
-  let (mut as_tenant, mut over_shares) = (0, 0);
+  let (mut as_tenant, mut over_shares, mut excess) = (0, 0, 0);
   let tenants = ["a", "b", "c\nd", "e:f"];
   for seed in 1..=30u64 {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let model = MemoryStore::new();
-    // per budget: key, and its dimensions (limit, interval_us, max_burst)
-    let budgets: Vec<(String, Vec<[f64; 3]>)> = (0..3)
+    // per budget: key, and its dimensions (limit, interval_us, max_burst, max_debt)
+    let budgets: Vec<(String, Vec<[f64; 4]>)> = (0..3)
       .map(|k| {
         let count = 1 + rng.below(4) as usize;
         let dims = (0..count)
           .map(|_| {
-            [
-              rng.pick(&[1.0, 3.0, 10.0, 60.0, 1000.0]),
-              rng.pick(&[1000.0, 250_000.0, 1e6, 7e6]),
-              rng.pick(&[0.0, 0.0, 1.0, 5.0, 100.0]),
-            ]
+            let limit = rng.pick(&[1.0, 3.0, 10.0, 60.0, 1000.0]);
+            let burst = rng.pick(&[0.0, 0.0, 1.0, 5.0, 100.0]);
+            // the default cap (limit + burst), none, or a small one
+            let debt = rng.pick(&[limit + burst, limit + burst, 0.0, 2.0]);
+            [limit, rng.pick(&[1000.0, 250_000.0, 1e6, 7e6]), burst, debt]
           })
           .collect();
         (format!("{run}:budget:{{{label}{seed}-{k}}}"), dims)
@@ -84,15 +84,18 @@ async fn conform(options: RedisOptions, label: &str) {
         let max = (share + rng.pick(&[0.0, 100_000.0, 600_000.0])).max(1.0);
         let ahead = rng.pick(&[0.0, 0.0, 300_000.0, 5e6]);
         nums.extend([op, ttl, max_wait, dims.len() as f64, share, max, ahead]);
-        for [limit, interval, burst] in dims {
+        for [limit, interval, burst, debt] in dims {
           let amount = match op {
             RESERVE | RESERVE_AS => {
               (rng.below((limit + burst) as u64 + 1) as f64).min(rng.pick(&[0.0, 1.0, 2.0, 5.0, 1e9]))
             }
-            SETTLE => rng.below((2.0 * limit) as u64 + 2) as f64,
+            SETTLE => {
+              let within = rng.below((2.0 * limit) as u64 + 2) as f64;
+              rng.pick(&[within, within, 3.0 * limit + burst, 1e9])
+            }
             _ => 0.0,
           };
-          nums.extend([*limit, *interval, *burst, amount]);
+          nums.extend([*limit, *interval, *burst, *debt, amount]);
         }
         if op == RESERVE || op == RESERVE_AS {
           made.push((b, id.clone()));
@@ -119,16 +122,28 @@ async fn conform(options: RedisOptions, label: &str) {
         over_shares += usize::from(status == 4.0);
         settled += usize::from(c.op == SETTLE && status == 1.0);
         not_open += usize::from(status == 3.0);
-        at += 5 + 2 * c.dimensions.len() + if c.tenant.is_some() { 2 + c.dimensions.len() } else { 0 };
+        let n = c.dimensions.len();
+        excess +=
+          usize::from(c.op == SETTLE && status == 1.0 && (0..n).any(|d| expected.numbers[at + 7 + 3 * d] > 0.0));
+        at += 5 + 3 * n + if c.tenant.is_some() { 2 + c.dimensions.len() } else { 0 };
       }
     }
   }
   assert!(
-    decisions > 5_000 && refused > 500 && settled > 300 && not_open > 300 && as_tenant > 500 && over_shares > 100,
+    decisions > 5_000
+      && refused > 500
+      && settled > 300
+      && not_open > 300
+      && as_tenant > 500
+      && over_shares > 100
+      && excess > 50,
     "only {decisions} decisions ({refused} refused, {settled} settled, {not_open} not open, {as_tenant} through \
-     tenants, {over_shares} over shares) compared"
+     tenants, {over_shares} over shares, {excess} settled past the cap) compared"
   );
-  println!("{label}: {decisions} decisions, {refused} refused, {settled} settled, {not_open} not open, {as_tenant} through tenants, {over_shares} over shares");
+  println!(
+    "{label}: {decisions} decisions, {refused} refused, {settled} settled, {not_open} not open, {as_tenant} through \
+     tenants, {over_shares} over shares, {excess} past the debt cap"
+  );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 // nothing in one fleet-wide FIFO, settled, cancelled, or expired as spent. Call: `{ owner, op,
 // id, amounts, ttlUs, maxWaitUs, tenant }`, the dimensions from the owner's `_spec`, `tenant`
 // (the reserve-as and stats-of ops) `{ id, sharePpm, maxPpm, aheadUs }`. Result per call:
-// `[status, delayUs, nowUs, open, expired, (used, reserved) per dimension]`, for the tenant ops
+// `[status, delayUs, nowUs, open, expired, (used, reserved, excess) per dimension]`, for the tenant ops
 // then `[share, max, used per dimension]`; the wrong-type marker in `status`
 // (src/store/kinds/budget.rs, lua/budget.lua).
 
@@ -32,21 +32,21 @@ class BudgetCall {
 /** Numbers of the result of a call. */
 const resultLength = (c) => {
   const n = c.owner._names.length
-  return 5 + 2 * n + (c.tenant === null ? 0 : 2 + n)
+  return 5 + 3 * n + (c.tenant === null ? 0 : 2 + n)
 }
 
 function encode(calls, nowUs) {
   let length = 0
   const text = []
   for (const c of calls) {
-    length += 7 + 4 * c.owner._names.length
+    length += 7 + 5 * c.owner._names.length
     text.push(c.owner._key, c.id, c.tenant === null ? '' : c.tenant.id)
   }
   const nums = new Float64Array(length)
   let at = 0
   for (const c of calls) {
     const spec = c.owner._spec
-    const n = spec.length / 3
+    const n = spec.length / 4
     nums[at] = c.op
     nums[at + 1] = c.ttlUs
     nums[at + 2] = c.maxWaitUs
@@ -57,11 +57,12 @@ function encode(calls, nowUs) {
     nums[at + 6] = t === null ? 0 : t.aheadUs
     at += 7
     for (let d = 0; d < n; d++) {
-      nums[at] = spec[3 * d]
-      nums[at + 1] = spec[3 * d + 1]
-      nums[at + 2] = spec[3 * d + 2]
-      nums[at + 3] = c.amounts === null ? 0 : c.amounts[d]
-      at += 4
+      nums[at] = spec[4 * d]
+      nums[at + 1] = spec[4 * d + 1]
+      nums[at + 2] = spec[4 * d + 2]
+      nums[at + 3] = spec[4 * d + 3]
+      nums[at + 4] = c.amounts === null ? 0 : c.amounts[d]
+      at += 5
     }
   }
   return { keys: encodeParts(text), nums, nowUs }
@@ -73,19 +74,21 @@ function result(c, out, o, degraded) {
   const n = owner._names.length
   const used = new Array(n)
   const reserved = new Array(n)
+  const excess = new Array(n)
   for (let d = 0; d < n; d++) {
-    used[d] = out[o + 5 + 2 * d]
-    reserved[d] = out[o + 6 + 2 * d]
+    used[d] = out[o + 5 + 3 * d]
+    reserved[d] = out[o + 6 + 3 * d]
+    excess[d] = out[o + 7 + 3 * d]
   }
   const [status, delayUs, nowUs, open, expired] = [out[o], out[o + 1], out[o + 2], out[o + 3], out[o + 4]]
   let tenant = null
   if (c.tenant !== null) {
-    const t = o + 5 + 2 * n
+    const t = o + 5 + 3 * n
     const tenantUsed = new Array(n)
     for (let d = 0; d < n; d++) tenantUsed[d] = out[t + 2 + d]
     tenant = { sharePpm: out[t], maxPpm: out[t + 1], used: tenantUsed }
   }
-  return { status, delayUs, nowUs, open, expired, used, reserved, tenant, degraded }
+  return { status, delayUs, nowUs, open, expired, used, reserved, excess, tenant, degraded }
 }
 
 const budget = {
@@ -96,10 +99,16 @@ const budget = {
   STATUS,
   Call: BudgetCall,
   statsKinds: ['budget'],
-  // a dimension drains in interval * (1 + maxBurst / limit); reservations live 10 minutes by default
+  // a dimension drains in interval * (1 + (maxBurst + maxDebt) / limit); reservations live 10 minutes by default
   lifetimeMs: (o) =>
     600_000 +
-    Math.max(0, ...Object.values(o.dimensions || {}).map((d) => d.intervalMs * (1 + (d.maxBurst || 0) / d.limit))),
+    Math.max(
+      0,
+      ...Object.values(o.dimensions || {}).map((d) => {
+        const burst = d.maxBurst || 0
+        return d.intervalMs * (1 + (burst + (d.maxDebt ?? d.limit + burst)) / d.limit)
+      }),
+    ),
 
   memory(store, c, degraded) {
     const b = encode([c], store._begin())

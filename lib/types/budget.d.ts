@@ -10,6 +10,13 @@ export interface BudgetDimension {
   intervalMs: number
   /** Integer in [0, 1e9], default 0: how much the dimension may hold beyond empty when a reservation arrives. */
   maxBurst?: number
+  /**
+   * Integer in [0, 2e9], default `limit + maxBurst` (one interval's worth): the most one
+   * `settle()` charges beyond its reservation. What it reports past that is counted in
+   * `stats().dimensions[name].excess`, not owed: one answer reporting an absurd amount cannot
+   * stall the budget.
+   */
+  maxDebt?: number
 }
 
 export interface BudgetOptions<D extends string = string> {
@@ -42,7 +49,8 @@ export interface Reservation<D extends string = string> {
   readonly degraded: boolean
   /**
    * The true amounts (dimensions left out keep their reserved amount): less gives the
-   * difference back at once, more is charged as debt later reservations wait for.
+   * difference back at once, more is charged as debt later reservations wait for (at most the
+   * dimension's `maxDebt` beyond the reservation; the rest is counted in `excess`, not owed).
    * ERR_INVALID_ARGUMENT when settled, cancelled or expired already (nothing changes).
    */
   settle(actual: Partial<Record<D, number>>): Promise<void>
@@ -56,6 +64,8 @@ export interface BudgetDimensionStats {
   used: number
   /** Held by open reservations. */
   reserved: number
+  /** Settled beyond a reservation past `maxDebt`, summed over the budget's life: counted, not charged. */
+  excess: number
 }
 
 export interface BudgetStats<D extends string = string> extends Partial<LimiterStats> {

@@ -26,7 +26,10 @@
 //! given back (`tat_d = max(tat_d - floor(diff * interval / limit), now)`: the next caller sees
 //! it at once; callers already queued keep their slots) or charged as debt (`tat_d =
 //! max(tat_d, now) + ceil(excess * interval / limit)`: later callers wait for it; the settled
-//! call never fails). Cancelling gives back every amount. A reservation past its deadline is
+//! call never fails). The debt one settlement charges is at most the dimension's `max_debt`
+//! (by default `limit + max_burst`, one interval's worth): what it reports past that is added
+//! to the dimension's `excess` (counted, not owed), so one answer that reports an absurd
+//! amount cannot stall the budget. Cancelling gives back every amount. A reservation past its deadline is
 //! expired: removed and counted, its amounts stay spent; settling or cancelling it, or one
 //! already settled or cancelled, answers [`NOT_OPEN`] and changes nothing. Expired
 //! reservations are removed lazily, at most [`PRUNE`] per call, earliest deadline first
@@ -36,38 +39,7 @@
 //! they and the reservations between them charged, plus debts minus refunds recorded in
 //! between, are at most `max_burst + limit * (s_j - s_i) / interval + amount_j` per dimension.
 //!
-//! Tenants (a view `budget.tenant(id, { share, maxShare })`): shares are held in parts per
-//! million (`share`, `max`, integers, `0 <= share <= max <= 1e6`, `max >= 1`); the shares of a
-//! budget's tenants sum to at most 1e6 (a call that would pass it answers [`INVALID_SHARES`]
-//! and changes nothing). Each tenant has its own tail (FIFO within the tenant), per dimension a
-//! *lane* (a GCRA at `share * limit`, tolerance `tolerance_d`: its guaranteed rate) and a
-//! *ceiling* (a GCRA at `max * limit`), and the budget holds per dimension `borrowed_us`, the
-//! tat of what tenants borrowed beyond their lanes. A tenant's reservation at `now` with
-//! `s0 = max(now, tail)`:
-//!
-//! - *within its share* (the lane path): `sg = max(s0, lane_d - tol_d, lent_d)`. `lent_d` is
-//!   `borrowed_d` when the tenant is idle: its share was lent, and it waits for what others
-//!   borrowed (committed at most `ahead_us` ahead, see below). When it is active, `lent_d` is
-//!   `min(hold_d, borrowed_d)`, `hold_d` being `borrowed_d` when it last became active, on
-//!   every dimension whichever it charged then: what was borrowed before (at a rate that
-//!   counted its share free) still holds that dimension's lane. Other tenants' lanes, however
-//!   long their queues, never delay it;
-//! - *borrowing*: `sb = max(s0, ceiling_d - tol_d, tat_d - tol_d, borrowed_d - tol_d)`, the
-//!   shared budget's own check (which counts every charge, lanes included), the ceiling and
-//!   the borrowing pool: a GCRA whose charges cost at the rate the *active* tenants leave,
-//!   `1e6 - active_shares` ppm (none: no borrowing), so borrowers never take an active lane's
-//!   rate. Allowed only when `sb <= now + ahead_us`: borrowed capacity is committed at most
-//!   `ahead_us` ahead, which is what a tenant coming back waits for at most.
-//!
-//! A tenant is *active* from a lane charge until its lanes drain (`State::active`, ordered by
-//! that time, at most [`PRUNE`] leave per call): the sum of their shares is `active_shares`.
-//!
-//! The earlier start wins (ties: the lane); a tenant of share 0 only borrows, and is refused
-//! (with the wait it would need) when it cannot. Every path charges the shared `tat_d` and the
-//! ceiling; the lane path its lane, the borrow path `borrowed_d`. A settle or cancel adjusts the
-//! same tats by the same difference (at their own rates; the pool's at the full rate).
-//! Reservations without a tenant borrow without ceiling or horizon (`tail_us` is their FIFO):
-//! with no rate left to lend they are refused.
+//! Tenants (a view `budget.tenant(id, { share, maxShare })`): see [`tenants`].
 //!
 //! Every time is a whole µs held exactly in a double (ticks are rounded: costs up, refunds
 //! down, so rounding never admits more); `tat` and the tail stay within [`MAX_AHEAD_US`] of
@@ -106,6 +78,9 @@ pub struct Dimension {
   pub interval_us: f64,
   /// Amount a dimension may hold beyond an empty level when it takes a charge, `>= 0`.
   pub max_burst: f64,
+  /// Most a settlement charges beyond its reservation, `>= 0` (the default: `limit +
+  /// max_burst`); what it settles past that is counted in `State::excess`, not owed.
+  pub max_debt: f64,
 }
 
 impl Dimension {
@@ -179,6 +154,9 @@ pub struct State {
   pub tats: Vec<f64>,
   /// Per dimension, the amounts of the open reservations.
   pub reserved: Vec<f64>,
+  /// Per dimension, what settlements reported beyond their reservation and `max_debt`: counted,
+  /// not charged.
+  pub excess: Vec<f64>,
   pub open: f64,
   pub expired: f64,
   /// The latest deadline of a reservation ever recorded, µs.
@@ -242,6 +220,8 @@ pub struct Reply {
   /// Per dimension of the call: `(used, reserved)`, `used` = the level rounded up (the
   /// amount charged and not yet replenished, queued reservations and debt included).
   pub dimensions: Vec<(f64, f64)>,
+  /// Per dimension of the call: the excess settled past `max_debt` so far (`State::excess`).
+  pub excess: Vec<f64>,
   /// A call through a tenant: its share and max as stored (ppm) and per dimension its lane's
   /// level, rounded up (what it charged within its share and is not yet replenished, queued
   /// reservations included; 0 for a share of 0).
@@ -260,6 +240,9 @@ fn grow(state: &mut State, n: usize) {
   if state.borrowed.len() < n {
     state.borrowed.resize(n, 0.0);
   }
+  if state.excess.len() < n {
+    state.excess.resize(n, 0.0);
+  }
 }
 
 fn at(v: &[f64], d: usize) -> f64 {
@@ -271,69 +254,6 @@ fn later(a: f64, b: f64) -> f64 {
     b
   } else {
     a
-  }
-}
-
-/// Registers the tenant (or updates its share and max); false (nothing changed) when the
-/// shares would sum over 1e6 ppm.
-fn register(state: &mut State, t: &TenantArg, n: usize) -> bool {
-  let old = state.tenants.get(t.id).map(|x| x.share).unwrap_or(0.0);
-  let sum = state.shares - old + t.share;
-  if sum > PPM {
-    return false;
-  }
-  state.shares = sum;
-  let e = state.tenants.entry(t.id.to_owned()).or_default();
-  if e.active_until > 0.0 {
-    state.active_shares += t.share - old;
-  }
-  e.share = t.share;
-  e.max = t.max;
-  if e.lane.len() < n {
-    e.lane.resize(n, 0.0);
-    e.ceiling.resize(n, 0.0);
-  }
-  if e.hold.len() < n {
-    e.hold.resize(n, 0.0);
-  }
-  true
-}
-
-/// Tenants whose lanes drained by `now_us` stop being active, at most [`PRUNE`] per call,
-/// earliest first (ties by id, bytewise); true if any.
-pub fn expire_active(state: &mut State, now_us: f64) -> bool {
-  let mut changed = false;
-  for _ in 0..PRUNE {
-    let Some((until, id)) = state.active.first().cloned() else { break };
-    if until as f64 > now_us {
-      break;
-    }
-    state.active.pop_first();
-    if let Some(t) = state.tenants.get_mut(&id) {
-      state.active_shares -= t.share;
-      t.active_until = 0.0;
-    }
-    changed = true;
-  }
-  changed
-}
-
-/// The level of a tat at `ppm` of the rate, rounded up.
-fn level(dim: &Dimension, tat: f64, ppm: f64, now_us: f64) -> f64 {
-  let ahead = tat - now_us;
-  if ahead > 0.0 {
-    (ahead * dim.limit * ppm / (dim.interval_us * PPM)).ceil()
-  } else {
-    0.0
-  }
-}
-
-/// Gives back `amount` on a tat at `ppm` of the rate (negative: charges it as debt).
-fn adjust_at(tat: &mut f64, dim: &Dimension, ppm: f64, amount: f64, now_us: f64) {
-  if amount > 0.0 {
-    *tat = later(*tat - dim.refund_at(amount, ppm), now_us);
-  } else if amount < 0.0 {
-    *tat = cap(later(*tat, now_us) + dim.cost_at(-amount, ppm), now_us);
   }
 }
 
@@ -421,122 +341,6 @@ fn charge_shared(state: &mut State, dims: &[Dimension], amounts: &[f64], s: f64,
   }
 }
 
-/// A reservation through tenant `t` (registered): `(status, delay)`, charged when admitted.
-#[allow(clippy::too_many_arguments)]
-fn reserve_as(
-  state: &mut State,
-  dims: &[Dimension],
-  t: &TenantArg,
-  id: &str,
-  amounts: &[f64],
-  ttl_us: f64,
-  max_wait_us: f64,
-  now_us: f64,
-) -> (f64, f64) {
-  let tenant = &state.tenants[t.id];
-  let s0 = later(now_us, tenant.tail_us);
-  let (mut sg, mut sb) = (s0, s0);
-  // an idle tenant's share was lent: its lane waits for what was borrowed. An active one's
-  // was not since it became active, but what was borrowed before then (at a rate that counted
-  // its share free, on every dimension, whichever it charged then) still holds its lanes
-  let idle = tenant.active_until == 0.0;
-  for (d, dim) in dims.iter().enumerate() {
-    if amounts[d] > 0.0 {
-      let tol = dim.tolerance_us();
-      let lent = at(&state.borrowed, d);
-      let lent = if idle { lent } else { at(&tenant.hold, d).min(lent) };
-      sg = later(sg, later(at(&tenant.lane, d) - tol, lent));
-      sb = later(sb, later(later(at(&tenant.ceiling, d), tat(state, d)), at(&state.borrowed, d)) - tol);
-    }
-  }
-  let lane_ok = tenant.share > 0.0;
-  // what active lanes leave: the borrowing pool's rate
-  let free = PPM - state.active_shares;
-  let borrow_ok = free > 0.0 && sb <= now_us + t.ahead_us;
-  let lane = lane_ok && (sg <= sb || !borrow_ok);
-  let s = if lane {
-    sg
-  } else if borrow_ok {
-    sb
-  } else {
-    return (REFUSED, sb - now_us);
-  };
-  let delay = s - now_us;
-  if delay > max_wait_us {
-    return (REFUSED, delay);
-  }
-  charge_shared(state, dims, amounts, s, 0.0, now_us);
-  let tenant = state.tenants.get_mut(t.id).expect("registered");
-  let mut latest = later(state.latest_tenant_us, s);
-  let mut until = 0.0;
-  for (d, dim) in dims.iter().enumerate() {
-    if amounts[d] > 0.0 {
-      tenant.ceiling[d] = cap(later(tenant.ceiling[d], s) + dim.cost_at(amounts[d], tenant.max), now_us);
-      latest = later(latest, tenant.ceiling[d]);
-      if lane {
-        tenant.lane[d] = cap(later(tenant.lane[d], s) + dim.cost_at(amounts[d], tenant.share), now_us);
-        latest = later(latest, tenant.lane[d]);
-        until = later(until, tenant.lane[d]);
-      } else {
-        state.borrowed[d] = cap(later(state.borrowed[d], s) + dim.cost_at(amounts[d], free), now_us);
-        latest = later(latest, state.borrowed[d]);
-      }
-    }
-  }
-  tenant.tail_us = s;
-  // a lane charged: the tenant is active until its lanes drain
-  if until > tenant.active_until {
-    if tenant.active_until > 0.0 {
-      state.active.remove(&(tenant.active_until as u64, t.id.to_owned()));
-    } else {
-      state.active_shares += tenant.share;
-      // a lane call leaves `borrowed` as it was: what was lent until now
-      for (d, h) in tenant.hold.iter_mut().enumerate() {
-        *h = at(&state.borrowed, d);
-      }
-    }
-    tenant.active_until = until;
-    state.active.insert((until as u64, t.id.to_owned()));
-  }
-  state.latest_tenant_us = latest;
-  record(state, id, amounts, s, ttl_us, Some((t.id.to_owned(), lane)));
-  (OK, delay)
-}
-
-/// Gives back `back[d]` (negative: debt) of the reservation `r` on every tat it charged.
-fn give_back(state: &mut State, dims: &[Dimension], r: &Reservation, back: &[f64], now_us: f64) {
-  grow(state, dims.len());
-  for (d, dim) in dims.iter().enumerate() {
-    adjust(state, d, dim, back[d], now_us);
-  }
-  let borrowed = match &r.tenant {
-    None => true,
-    Some((id, lane)) => {
-      let mut latest = state.latest_tenant_us;
-      if let Some(tenant) = state.tenants.get_mut(id) {
-        let (share, max) = (tenant.share, tenant.max);
-        for (d, dim) in dims.iter().enumerate() {
-          if d < tenant.ceiling.len() {
-            adjust_at(&mut tenant.ceiling[d], dim, max, back[d], now_us);
-            latest = later(latest, tenant.ceiling[d]);
-            if *lane && share > 0.0 {
-              adjust_at(&mut tenant.lane[d], dim, share, back[d], now_us);
-              latest = later(latest, tenant.lane[d]);
-            }
-          }
-        }
-      }
-      state.latest_tenant_us = latest;
-      !*lane
-    }
-  };
-  if borrowed {
-    for (d, dim) in dims.iter().enumerate() {
-      adjust_at(&mut state.borrowed[d], dim, PPM, back[d], now_us);
-    }
-  }
-}
-
 /// One call on a budget of `dims` at `now_us`: the whole algorithm, pure. Returns the reply
 /// and whether the state changed (a store saves it then).
 pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f64) -> (Reply, bool) {
@@ -594,7 +398,16 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
     Request::Settle { id, actual } => match take(state, id, now_us) {
       None => (NOT_OPEN, 0.0),
       Some(r) => {
-        let back: Vec<f64> = (0..dims.len()).map(|d| r.amounts.get(d).copied().unwrap_or(0.0) - actual[d]).collect();
+        grow(state, dims.len());
+        let mut back: Vec<f64> =
+          (0..dims.len()).map(|d| r.amounts.get(d).copied().unwrap_or(0.0) - actual[d]).collect();
+        // debt past max_debt is counted, not owed: one answer cannot stall the budget
+        for (d, dim) in dims.iter().enumerate() {
+          if -back[d] > dim.max_debt {
+            state.excess[d] += -back[d] - dim.max_debt;
+            back[d] = -dim.max_debt;
+          }
+        }
         give_back(state, dims, &r, &back, now_us);
         changed = true;
         (OK, 0.0)
@@ -628,7 +441,8 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
       .collect();
     (t.share, t.max, used)
   });
-  let reply = Reply { status, delay_us, open: state.open, expired: state.expired, dimensions, tenant };
+  let excess = (0..dims.len()).map(|d| at(&state.excess, d)).collect();
+  let reply = Reply { status, delay_us, open: state.open, expired: state.expired, dimensions, excess, tenant };
   (reply, changed)
 }
 
@@ -662,6 +476,10 @@ pub fn ttl_ms(state: &State, now_us: f64) -> f64 {
     ttl
   }
 }
+
+pub mod tenants;
+pub use tenants::expire_active;
+use tenants::{give_back, level, register, reserve_as};
 
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 const S: f64 = 1e6;
 
 fn dim(limit: f64, interval_us: f64, max_burst: f64) -> Dimension {
-  Dimension { limit, interval_us, max_burst }
+  Dimension { limit, interval_us, max_burst, max_debt: limit + max_burst }
 }
 
 fn reserve(state: &mut State, dims: &[Dimension], id: &str, amounts: &[f64], now: f64) -> Reply {
@@ -468,4 +468,44 @@ proptest! {
       }
     }
   }
+}
+
+/// Issue 36, item 7: one settlement that reports an absurd amount (1e9 tokens on a budget of
+/// 90,000 a minute) charged 7.7 days of debt, fleet-wide. What a settlement charges beyond its
+/// reservation is capped at the dimension's `max_debt` (default `limit + max_burst`), the rest
+/// counted in `excess`; swept over limits, bursts, caps and reported amounts.
+#[test]
+fn issue_36_budget_settle_debt_is_capped() {
+  for (limit, interval_us, max_burst) in [(90_000.0, 60.0 * S, 0.0), (10.0, S, 5.0), (1.0, 3.0 * S, 0.0), (1e9, S, 1e9)]
+  {
+    for max_debt in [0.0, limit, limit + max_burst, 2.0 * (limit + max_burst)] {
+      for actual in [0.0, 1.0, limit, limit + max_burst + 1.0, 1e9] {
+        let d = Dimension { limit, interval_us, max_burst, max_debt };
+        let dims = [d];
+        let mut st = State::default();
+        let now = 1e12;
+        let reserved = 1.0_f64.min(limit);
+        reserve(&mut st, &dims, "a", &[reserved], now);
+        let before = st.tats[0].max(now);
+        let (reply, _) = step(&mut st, &dims, &Request::Settle { id: "a", actual: &[actual] }, now);
+        assert_eq!(reply.status, OK);
+        let debt = (actual - reserved).max(0.0);
+        let owed = debt.min(max_debt);
+        assert_eq!(reply.excess, vec![debt - owed], "limit {limit} cap {max_debt} actual {actual}");
+        if debt > 0.0 {
+          // the debt charged is at most max_debt: the next caller waits at most that long more
+          assert_eq!(st.tats[0] - before, d.cost_us(owed), "limit {limit} cap {max_debt} actual {actual}");
+          assert!(st.tats[0] - now <= d.cost_us(reserved + max_debt) + 1.0);
+        }
+      }
+    }
+  }
+  // the old stall: 1e9 reported on 90,000/min with the default cap waits one interval, not 7.7 days
+  let dims = [dim(90_000.0, 60.0 * S, 0.0)];
+  let mut st = State::default();
+  reserve(&mut st, &dims, "a", &[1000.0], 0.0);
+  let (reply, _) = step(&mut st, &dims, &Request::Settle { id: "a", actual: &[1e9] }, 0.0);
+  assert_eq!(reply.excess, vec![1e9 - 1000.0 - 90_000.0]);
+  let next = reserve(&mut st, &dims, "b", &[1.0], 0.0);
+  assert!(next.delay_us <= 61.0 * S, "waits {} s", next.delay_us / S);
 }

@@ -7,10 +7,10 @@
 //! A call, as JS sends it: `text` = per call its budget key, its reservation id and its tenant
 //! id (in the encoding of `crate::codec`; stats ignores the id, calls without a tenant send
 //! ''), `nums` = per call `[op, ttl_us, max_wait_us, n, share_ppm, max_ppm, ahead_us, then per
-//! dimension limit, interval_us, max_burst, amount]`, `op` one of [`RESERVE`], [`SETTLE`]
+//! dimension limit, interval_us, max_burst, max_debt, amount]`, `op` one of [`RESERVE`], [`SETTLE`]
 //! (amount = the actual amount), [`CANCEL`], [`STATS`], [`RESERVE_AS`] and [`STATS_OF`] (through
 //! a tenant: share, max and ahead apply). Results per call: `[status, delay_us, now_us, open,
-//! expired, then per dimension used, reserved]`, for the tenant ops then `[share, max, then per
+//! expired, then per dimension used, reserved, excess]`, for the tenant ops then `[share, max, then per
 //! dimension the tenant's use]` (`now_us`:
 //! the store's time of the decision, so a reservation's turn is `now_us + delay_us`), `status` as
 //! `crate::core::budget` ([`OK`](crate::core::budget::OK), `REFUSED`, `NOT_OPEN`) or
@@ -36,7 +36,15 @@ use std::sync::LazyLock;
 /// [`CHUNK`]: crate::store::redis::calls::CHUNK
 const SET_SHIFT: usize = 1024;
 
-static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/budget.lua")));
+static SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+  Script::assembled(
+    include_str!("../../../lua/budget.lua"),
+    &[
+      ("budget/state.lua", include_str!("../../../lua/budget/state.lua")),
+      ("budget/tenants.lua", include_str!("../../../lua/budget/tenants.lua")),
+    ],
+  )
+});
 
 /// The budget kind (see the module docs).
 pub struct Budget;
@@ -51,6 +59,8 @@ pub const STATS_OF: f64 = 6.0;
 pub const MAX_TENANT_BYTES: usize = 256;
 /// Most dimensions of one budget.
 pub const MAX_DIMENSIONS: usize = 8;
+/// Numbers per dimension in a call: limit, interval_us, max_burst, max_debt, amount.
+pub const PER_DIMENSION: usize = 5;
 
 /// One call, decoded and validated.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,7 +108,7 @@ fn decode_call(key: &str, id: &str, tenant: &str, nums: &[f64]) -> Result<(Call,
     return Err(bad());
   }
   let n = n as usize;
-  let Some(spec) = nums.get(7..7 + 4 * n) else { return Err(bad()) };
+  let Some(spec) = nums.get(7..7 + PER_DIMENSION * n) else { return Err(bad()) };
   let tenant = if op == RESERVE_AS || op == STATS_OF {
     if tenant.is_empty() || tenant.len() > MAX_TENANT_BYTES {
       return Err(Error::argument(format!("a tenant id must be 1..={MAX_TENANT_BYTES} bytes")));
@@ -121,10 +131,12 @@ fn decode_call(key: &str, id: &str, tenant: &str, nums: &[f64]) -> Result<(Call,
   }
   let mut dimensions = Vec::with_capacity(n);
   let mut amounts = Vec::with_capacity(n);
-  for q in spec.chunks(4) {
-    let [limit, interval_us, max_burst, amount] = *q else { return Err(bad()) };
-    if !integer_in(limit, 1.0, MAX_LIMIT) || !integer_in(max_burst, 0.0, MAX_LIMIT) {
-      return Err(Error::argument("a dimension's limit must be an integer in [1, 1e9], its maxBurst in [0, 1e9]"));
+  for q in spec.chunks(PER_DIMENSION) {
+    let [limit, interval_us, max_burst, max_debt, amount] = *q else { return Err(bad()) };
+    if !integer_in(limit, 1.0, MAX_LIMIT) || !integer_in(max_burst, 0.0, MAX_LIMIT) || !integer_in(max_debt, 0.0, 2.0 * MAX_LIMIT) {
+      return Err(Error::argument(
+        "a dimension's limit must be an integer in [1, 1e9], its maxBurst in [0, 1e9], its maxDebt in [0, 2e9]",
+      ));
     }
     if !integer_in(interval_us, 1.0, MAX_INTERVAL_US) {
       return Err(Error::argument("a dimension's interval must be whole µs within 10 years"));
@@ -133,18 +145,18 @@ fn decode_call(key: &str, id: &str, tenant: &str, nums: &[f64]) -> Result<(Call,
     if !integer_in(amount, 0.0, most) {
       return Err(Error::argument(format!("an amount must be an integer in [0, {most}], got {amount}")));
     }
-    dimensions.push(Dimension { limit, interval_us, max_burst });
+    dimensions.push(Dimension { limit, interval_us, max_burst, max_debt });
     amounts.push(if op == RESERVE || op == SETTLE || op == RESERVE_AS { amount } else { 0.0 });
   }
   validate_key(key)?;
   let call = Call { key: key.to_owned(), id: id.to_owned(), op, ttl_us, max_wait_us, dimensions, amounts, tenant };
-  Ok((call, 7 + 4 * n))
+  Ok((call, 7 + PER_DIMENSION * n))
 }
 
 fn flatten(out: &mut Vec<f64>, call: &Call, reply: &crate::core::budget::Reply, now_us: f64) {
   out.extend([reply.status, reply.delay_us, now_us, reply.open, reply.expired]);
-  for (used, reserved) in &reply.dimensions {
-    out.extend([*used, *reserved]);
+  for ((used, reserved), excess) in reply.dimensions.iter().zip(&reply.excess) {
+    out.extend([*used, *reserved, *excess]);
   }
   if call.tenant.is_some() {
     match &reply.tenant {
@@ -160,7 +172,7 @@ fn flatten(out: &mut Vec<f64>, call: &Call, reply: &crate::core::budget::Reply, 
 /// Numbers in the result of `call`.
 fn width(call: &Call) -> usize {
   let n = call.dimensions.len();
-  5 + 2 * n + if call.tenant.is_some() { 2 + n } else { 0 }
+  5 + 3 * n + if call.tenant.is_some() { 2 + n } else { 0 }
 }
 
 impl Kind for Budget {
@@ -249,7 +261,7 @@ async fn script_call(
         sets.push(&call.dimensions);
         params.push(Value::Integer(call.dimensions.len() as i64));
         for d in &call.dimensions {
-          params.extend([number(d.limit), number(d.interval_us), number(d.max_burst)]);
+          params.extend([number(d.limit), number(d.interval_us), number(d.max_burst), number(d.max_debt)]);
         }
         sets.len()
       }
@@ -296,8 +308,8 @@ mod tests {
   #[test]
   fn decodes_calls_and_refuses_bad_numbers() {
     let nums = [
-      RESERVE, 1e6, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 3.0, 100.0, 6e7, 5.0, 105.0, // reserve 3 and 105
-      STATS, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 0.0, 100.0, 6e7, 5.0, 0.0,
+      RESERVE, 1e6, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 3.0, 100.0, 6e7, 5.0, 105.0, 105.0, // 3 and 105
+      STATS, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 0.0, 100.0, 6e7, 5.0, 105.0, 0.0,
     ];
     let text = crate::codec::encode(&["k", "a", "", "k", "", ""]);
     let calls = Budget::decode(&text, &nums).unwrap();
@@ -305,36 +317,44 @@ mod tests {
     assert_eq!(calls[0].amounts, vec![3.0, 105.0]);
     let store = MemoryStore::new();
     let reply = Budget::memory(&store, &calls, 1e6).unwrap();
-    let first = [1.0, 0.0, 1e6, 1.0, 0.0, 3.0, 3.0, 105.0, 105.0];
+    let first = [1.0, 0.0, 1e6, 1.0, 0.0, 3.0, 3.0, 0.0, 105.0, 105.0, 0.0];
     assert_eq!(reply.numbers, [first, first].concat());
     // through a tenant: its share, max and use follow
-    let nums = [RESERVE_AS, 1e6, 0.0, 1.0, 500_000.0, 1e6, 0.0, 10.0, 1e6, 0.0, 2.0];
+    let nums = [RESERVE_AS, 1e6, 0.0, 1.0, 500_000.0, 1e6, 0.0, 10.0, 1e6, 0.0, 10.0, 2.0];
     let calls = Budget::decode(&crate::codec::encode(&["k2", "b", "t\n1"]), &nums).unwrap();
     let reply = Budget::memory(&store, &calls, 1e6).unwrap();
-    assert_eq!(reply.numbers, [1.0, 0.0, 1e6, 1.0, 0.0, 2.0, 2.0, 500_000.0, 1e6, 2.0]);
+    assert_eq!(reply.numbers, [1.0, 0.0, 1e6, 1.0, 0.0, 2.0, 2.0, 0.0, 500_000.0, 1e6, 2.0]);
     for (bad, tenant) in [
-      (vec![5.0, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 1.0], ""),
+      (vec![5.0, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 1.0], ""),
       (vec![RESERVE, 1e6, 0.0, 0.0, 0.0, 0.0, 0.0], ""),
       (vec![RESERVE, 1e6, 0.0, 9.0, 0.0, 0.0, 0.0], ""),
-      (vec![RESERVE, 1e6, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 1.0], ""),
-      (vec![RESERVE, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 1.0], ""),
-      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 11.0], ""),
-      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 1.5], ""),
-      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1e6, 0.0, 0.0], ""),
-      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 0.5, 0.0, 0.0], ""),
-      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.5, 1e6, 0.0, 10.0, 1e6, 0.0, 1.0], "t"),
-      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 2e6, 1e6, 0.0, 10.0, 1e6, 0.0, 1.0], "t"),
-      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 1e6, 5e5, 0.0, 10.0, 1e6, 0.0, 1.0], "t"),
-      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.0, 1e6, -1.0, 10.0, 1e6, 0.0, 1.0], "t"),
-      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.0, 1e6, 0.0, 10.0, 1e6, 0.0, 1.0], ""),
-      (vec![STATS_OF, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 0.0], "t"),
+      (vec![RESERVE, 1e6, 0.0, 2.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 1.0], ""),
+      (vec![RESERVE, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 1.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 11.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 1.5], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1e6, 0.0, 10.0, 0.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 0.5, 0.0, 10.0, 0.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, -1.0, 0.0], ""),
+      (vec![RESERVE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 0.5, 0.0], ""),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.5, 1e6, 0.0, 10.0, 1e6, 0.0, 10.0, 1.0], "t"),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 2e6, 1e6, 0.0, 10.0, 1e6, 0.0, 10.0, 1.0], "t"),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 1e6, 5e5, 0.0, 10.0, 1e6, 0.0, 10.0, 1.0], "t"),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.0, 1e6, -1.0, 10.0, 1e6, 0.0, 10.0, 1.0], "t"),
+      (vec![RESERVE_AS, 1e6, 0.0, 1.0, 0.0, 1e6, 0.0, 10.0, 1e6, 0.0, 10.0, 1.0], ""),
+      (vec![STATS_OF, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 0.0], "t"),
     ] {
       let text = crate::codec::encode(&["k", "a", tenant]);
       assert_eq!(Budget::decode(&text, &bad).unwrap_err().kind, ErrorKind::InvalidArgument, "{bad:?}");
     }
-    let nums = [SETTLE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 50.0];
+    let nums = [SETTLE, 1e6, 0.0, 1.0, 0.0, 0.0, 0.0, 10.0, 1e6, 0.0, 10.0, 50.0];
     assert!(Budget::decode(&crate::codec::encode(&["k", "a", ""]), &nums).is_ok(), "a settle may exceed the limit");
     assert!(Budget::decode(&crate::codec::encode(&["k", "a b", ""]), &nums).is_err());
     assert!(Budget::decode(&crate::codec::encode(&["k", "a"]), &nums).is_err());
+  }
+
+  #[test]
+  fn the_script_is_assembled_from_its_snippets() {
+    assert!(!SCRIPT.lua.contains("\n-- @include "), "every @include of lua/budget.lua is given");
+    assert!(SCRIPT.lua.contains("local function reserve_as(") && SCRIPT.lua.contains("local function load(b)"));
   }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// A Lua script and its SHA1.
 pub struct Script {
-  pub lua: &'static str,
+  pub lua: String,
   pub sha: String,
   /// The same script with a Redis 7 shebang (`#!lua`, no flags): Redis refuses it whole, before
   /// it runs, when `maxmemory` is reached under `noeviction`. Without it (a "legacy" script),
@@ -24,15 +24,32 @@ pub struct Script {
 
 impl Script {
   /// `lua` (an `include_str!` of a file under `lua/`), with its SHA1s computed once.
-  pub fn new(lua: &'static str) -> Script {
+  pub fn new(lua: &str) -> Script {
     let flagged = format!("#!lua\n{lua}");
-    Script { lua, sha: fred::util::sha1_hash(lua), flagged_sha: fred::util::sha1_hash(&flagged), flagged }
+    let lua = lua.to_owned();
+    Script { sha: fred::util::sha1_hash(&lua), lua, flagged_sha: fred::util::sha1_hash(&flagged), flagged }
+  }
+
+  /// `main` with each line `-- @include <path>` replaced by the text of that snippet (`parts`:
+  /// its path under `lua/` and an `include_str!` of it), as BullMQ assembles its scripts: a
+  /// script too long for one file shares its helpers this way. `__tests__/script-keys.test.ts`
+  /// assembles the same text to recognise the script.
+  pub fn assembled(main: &str, parts: &[(&str, &str)]) -> Script {
+    let mut lua = String::with_capacity(main.len() + parts.iter().map(|p| p.1.len()).sum::<usize>());
+    for line in main.split_inclusive('\n') {
+      match line.trim_end().strip_prefix("-- @include ") {
+        // a snippet not given leaves its line, a comment (the budget kind's test checks none is left)
+        Some(path) => lua.push_str(parts.iter().find(|p| p.0 == path).map_or(line, |p| p.1)),
+        None => lua.push_str(line),
+      }
+    }
+    Script::new(&lua)
   }
 
   /// `(sha, body)`: the flagged script, or the legacy one for a server before Redis 7.
   pub fn pick(&self, legacy: bool) -> (&str, &str) {
     if legacy {
-      (&self.sha, self.lua)
+      (&self.sha, &self.lua)
     } else {
       (&self.flagged_sha, &self.flagged)
     }
