@@ -5,10 +5,10 @@
 // exposition and read back whole.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Registry } from 'prom-client'
-import { ManualClock, MemoryStore, RedisStore, type Store } from '../lib/index.js'
+import { ManualClock, type Store } from '../lib/index.js'
 import { pacedFetch } from '../lib/fetch.js'
 import { collectMetrics } from '../lib/metrics.js'
-import { STORE_KINDS, clusterNodes, freshPrefix, redisUrl, type StoreKind } from './helpers/stores.js'
+import { STORE_KINDS, type StoreKind, makeStores } from './helpers/stores.js'
 import { timerArmed } from './helpers/clock.js'
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { startUpstream } = require('./helpers/upstream.js')
@@ -20,16 +20,6 @@ const T0 = 1_800_000_000_000
 const HOSTILE = 'evil"\\\n{x}%41<img src=x onerror=alert(1)>\u0000é'
 
 type Answer = { status: number; headers?: Record<string, string | undefined> }
-
-async function makeStores(kind: StoreKind, n: number, clock: ManualClock): Promise<Store[]> {
-  const keyPrefix = freshPrefix()
-  if (kind === 'memory') {
-    const one = new MemoryStore({ keyPrefix, clock })
-    return Array.from({ length: n }, () => one)
-  }
-  const o = kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
-  return Promise.all(Array.from({ length: n }, () => RedisStore.connect({ ...o, keyPrefix, clock })))
-}
 
 /** Writes a RedisStore's counts now (a MemoryStore's are exact at once). */
 async function flushed(store: Store) {

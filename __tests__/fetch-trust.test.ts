@@ -4,22 +4,12 @@
 // outcome.cancel()), swept over rates, timeouts, offered loads and processes, on a
 // ManualClock (several doors on one store prefix stand for several processes).
 import { describe, expect, it } from 'vitest'
-import { DistributedPacer, ManualClock, MemoryStore, RedisStore, type Store } from '../lib/index.js'
+import { DistributedPacer, ManualClock, type Store } from '../lib/index.js'
 import { pacedFetch } from '../lib/fetch.js'
-import { STORE_KINDS, clusterNodes, freshPrefix, redisUrl, type StoreKind } from './helpers/stores.js'
+import { STORE_KINDS, type StoreKind, makeStores } from './helpers/stores.js'
 
 const T0 = 1_800_000_000_000
 const URL_ = 'https://api.example.test/v1/items'
-
-async function makeStores(kind: StoreKind, n: number, clock: ManualClock): Promise<Store[]> {
-  const keyPrefix = freshPrefix()
-  if (kind === 'memory') {
-    const one = new MemoryStore({ keyPrefix, clock })
-    return Array.from({ length: n }, () => one)
-  }
-  const o = kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
-  return Promise.all(Array.from({ length: n }, () => RedisStore.connect({ ...o, keyPrefix, clock })))
-}
 
 const closeAll = (stores: Store[]) => Promise.all([...new Set(stores)].map((s) => s.close()))
 

@@ -3,9 +3,9 @@
 // several processes), blocks that do not stack, retries, maxWaitMs, aborts, learned limits,
 // hostile headers, Request/URL inputs, the undici interceptor and @octokit/core.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock, MemoryStore, RedisStore, SluiceError, type Store } from '../lib/index.js'
+import { ManualClock, MemoryStore, SluiceError, type Store } from '../lib/index.js'
 import { pacedFetch, interceptor, type PacedFetch } from '../lib/fetch.js'
-import { STORE_KINDS, clusterNodes, freshPrefix, redisUrl, type StoreKind } from './helpers/stores.js'
+import { STORE_KINDS, type StoreKind, makeStores } from './helpers/stores.js'
 import { eventually, flush, timerArmed } from './helpers/clock.js'
 import { codeOf } from './helpers/errors.js'
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -37,16 +37,6 @@ async function scripted(script: (n: number, req: any) => Answer) {
 }
 
 const ok: Answer = { status: 200 }
-
-async function makeStores(kind: StoreKind, n: number, clock: ManualClock): Promise<Store[]> {
-  const keyPrefix = freshPrefix()
-  if (kind === 'memory') {
-    const one = new MemoryStore({ keyPrefix, clock })
-    return Array.from({ length: n }, () => one)
-  }
-  const o = kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
-  return Promise.all(Array.from({ length: n }, () => RedisStore.connect({ ...o, keyPrefix, clock })))
-}
 
 const rejection = async (p: Promise<unknown>) => {
   try {

@@ -123,8 +123,10 @@ fn calls(tag: &str) -> Vec<(&'static str, Vec<String>, Vec<f64>)> {
       op("budget", "stats"),
       op("budget", "reserveAs"),
     );
-    // n, share, max, ahead (tenant ops only), then per dimension limit, interval, burst, amount
-    let dims = |a: f64, b: f64, share: f64| vec![2.0, share, 1e6, 1e6, 10.0, 1e6, 0.0, a, 100.0, 6e7, 5.0, b];
+    // n, share, max, ahead (tenant ops only), then per dimension limit, interval, burst,
+    // max_debt, amount
+    let dims =
+      |a: f64, b: f64, share: f64| vec![2.0, share, 1e6, 1e6, 10.0, 1e6, 0.0, 10.0, a, 100.0, 6e7, 5.0, 105.0, b];
     let mut nums = vec![];
     for (op, a, b) in [
       (reserve, 1.0, 60.0),

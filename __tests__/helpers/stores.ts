@@ -34,6 +34,20 @@ export async function makeStore(
     : RedisStore.connect({ ...common, cluster: clusterNodes() })
 }
 
+/**
+ * `n` stores on one fresh key prefix standing for `n` processes (the memory store: one store
+ * shared, as processes share Redis), all on `clock`.
+ */
+export async function makeStores(kind: StoreKind, n: number, clock: ManualClock): Promise<Store[]> {
+  const keyPrefix = freshPrefix()
+  if (kind === 'memory') {
+    const one = new MemoryStore({ keyPrefix, clock })
+    return Array.from({ length: n }, () => one)
+  }
+  const o = kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
+  return Promise.all(Array.from({ length: n }, () => RedisStore.connect({ ...o, keyPrefix, clock })))
+}
+
 /** A plain client to look at what the store wrote (never used to decide anything). */
 export function rawClient(kind: 'redis' | 'cluster'): Redis | Cluster {
   if (kind === 'redis') return new Redis(redisUrl(), { lazyConnect: false })
