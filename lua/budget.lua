@@ -50,7 +50,7 @@ local MAX_TTL_MS = 315360000000
 local MAX_AHEAD_US = 4e15
 local PRUNE = 64
 local WRONG_TYPE = -2
-local OK, REFUSED, NOT_OPEN, INVALID_SHARES = 1, 0, 3, 4
+local OK, REFUSED, NOT_OPEN = 1, 0, 3
 local PPM = 1000000
 
 -- per budget index: tail, open, expired, latest deadline, tats, reserved, borrowed, shares,
@@ -77,10 +77,12 @@ for p = 1, nsets do
   i = i + 1 + 4 * n
 end
 
+-- set in budget/tenants.lua, used by prune in budget/state.lua
+local closed
 -- @include budget/state.lua
 -- @include budget/tenants.lua
 
-local out, nout = {}, 0
+local out, nout, ids = {}, 0, {}
 while i <= nargs do
   local head = tonumber(ARGV[i])
   local op = head % 8
@@ -112,6 +114,10 @@ while i <= nargs do
       nout = nout + 3
     end
     if op >= 5 then nout = tenant_out(out, nout, n, nil) end
+    if op == 4 then
+      for j = 1, 2 + TOP * (2 + n) do out[nout + j] = 0 end
+      nout = nout + 2 + TOP * (2 + n)
+    end
   else
     prune(b)
     expire_active(b)
@@ -139,14 +145,10 @@ while i <= nargs do
         end
       end
     elseif op == 5 then
-      status, delay, who = reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tshare, tmax, tahead)
+      status, delay = reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tshare, tmax, tahead)
+      who = tid
     elseif op == 6 then
-      if register(b, tid, tshare, tmax, n) then
-        dirty[b] = true
-        who = tid
-      else
-        status = INVALID_SHARES
-      end
+      who = tid
     elseif op == 2 or op == 3 then
       local amounts, path, rtid = take(b, id)
       if not amounts then
@@ -170,6 +172,7 @@ while i <= nargs do
             bor[b][d] = adjust_at(bor[b][d], lim[d], itv[d], PPM, back[d])
           end
         end
+        if path ~= 0 then closed(b, rtid) end
         dirty[b] = true
       end
     end
@@ -182,11 +185,8 @@ while i <= nargs do
       out[nout + 1], out[nout + 2], out[nout + 3] = used, res[b][d] or 0, EX[b][d] or 0
       nout = nout + 3
     end
-    if op >= 5 then
-      local x = nil
-      if who then x = tenant_of(b, who) end
-      nout = tenant_out(out, nout, n, x, lim, itv)
-    end
+    if op >= 5 then nout = tenant_out(out, nout, n, tenant_of(b, who), lim, itv, b, tshare, tmax) end
+    if op == 4 then nout = list_tenants(out, nout, n, lim, itv, b, ids) end
   end
 end
 
@@ -207,23 +207,29 @@ for b in pairs(dirty) do
   local px = string.format('%.0f', ttl)
   grow(b, #t)
   local n = #t
-  local f, x = { T[b], O[b], E[b], L[b], n, SH[b], LT[b], AS[b] }, EX[b]
+  local f, x = { T[b], O[b], E[b], L[b], n, 0, LT[b], AS[b] }, EX[b]
   for d = 1, n do
     f[8 + d], f[8 + n + d], f[8 + 2 * n + d], f[8 + 3 * n + d] = t[d], r[d], o[d], x[d]
   end
   redis.call('SET', KEYS[5 * b - 4], struct.pack(doubles(8 + 4 * n), unpack(f)), 'PX', px)
   for tid in pairs(tdirty[b]) do
     local x = ten[b][tid]
-    local m = #x.lane
-    local g = { x.share, x.max, x.tail, x.until_, m }
-    for d = 1, m do
-      g[5 + d], g[5 + m + d], g[5 + 2 * m + d] = x.lane[d], x.ceil[d], x.hold[d]
+    if x then
+      local m = #x.lane
+      local g = { x.share, x.max, x.tail, x.until_, m, x.open, x.last }
+      for d = 1, m do
+        g[7 + d], g[7 + m + d], g[7 + 2 * m + d] = x.lane[d], x.ceil[d], x.hold[d]
+      end
+      redis.call('HSET', KEYS[5 * b - 1], tid, struct.pack(doubles(7 + 3 * m), unpack(g)))
+    else
+      redis.call('HDEL', KEYS[5 * b - 1], tid)
     end
-    redis.call('HSET', KEYS[5 * b - 1], tid, struct.pack(doubles(5 + 3 * m), unpack(g)))
   end
   redis.call('PEXPIRE', KEYS[5 * b - 3], px)
   redis.call('PEXPIRE', KEYS[5 * b - 2], px)
   redis.call('PEXPIRE', KEYS[5 * b - 1], px)
   redis.call('PEXPIRE', KEYS[5 * b], px)
 end
+-- the ids the stats calls list, after every call's numbers
+for k = 1, #ids do out[nout + k] = ids[k] end
 return out

@@ -94,9 +94,10 @@ local function prune(b)
     redis.call('HDEL', kr, id)
     redis.call('ZREM', kd, id)
     if v then
-      local _, amounts = unpack_reservation(v)
+      local _, amounts, path, tid = unpack_reservation(v)
       untotal(b, amounts)
       E[b] = E[b] + 1
+      if path ~= 0 then closed(b, tid) end
     end
     dirty[b] = true
   end
