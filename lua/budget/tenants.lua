@@ -45,8 +45,18 @@ local function rekey(b, tid, x, untilv)
   tdirty[b][tid] = true
 end
 
+-- tenant tid is no longer active: it leaves with its record and its share
+local function leave(b, tid)
+  redis.call('ZREM', KEYS[5 * b], tid)
+  local x = tenant_of(b, tid)
+  if x then AS[b] = AS[b] - x.share end
+  ten[b][tid] = false
+  tdirty[b][tid] = true
+  dirty[b] = true
+end
+
 -- one of tid's reservations closed: with none open it stays active until a second after its
--- latest reservation and its lanes drained
+-- latest reservation and its lanes drained, and leaves at once if that is past
 closed = function(b, tid)
   local x = tenant_of(b, tid)
   if not x then return end
@@ -56,23 +66,19 @@ closed = function(b, tid)
     x.open = 0
     local untilv = x.last + ACTIVE_US
     for d = 1, #x.lane do untilv = later(untilv, x.lane[d]) end
-    rekey(b, tid, x, untilv)
+    if untilv <= now then
+      leave(b, tid)
+    else
+      rekey(b, tid, x, untilv)
+    end
   end
 end
 
 -- tenants no longer active leave with their records, earliest first, at most 64 per call
 local function expire_active(b)
   if aclean[b] then return end
-  local ka = KEYS[5 * b]
-  local ids = redis.call('ZRANGEBYSCORE', ka, '-inf', nowstr, 'LIMIT', 0, PRUNE)
-  for _, tid in ipairs(ids) do
-    redis.call('ZREM', ka, tid)
-    local x = tenant_of(b, tid)
-    if x then AS[b] = AS[b] - x.share end
-    ten[b][tid] = false
-    tdirty[b][tid] = true
-    dirty[b] = true
-  end
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[5 * b], '-inf', nowstr, 'LIMIT', 0, PRUNE)
+  for _, tid in ipairs(ids) do leave(b, tid) end
   if #ids < PRUNE then aclean[b] = true end
 end
 
@@ -110,12 +116,13 @@ local function reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tsha
     if amt[d] > 0 then
       local borrowed = bor[b][d] or 0
       -- idle: its share was lent (and, scaling the active lanes down, what they committed at
-      -- their former rates); active: what was lent before it became active
+      -- their former rates, drained at the full rate); active: what was lent before it became
+      -- active
       local lent = borrowed
       if not idle then
         lent = math.min(old.hold[d] or 0, borrowed)
       elseif active > PPM then
-        lent = later(borrowed, LT[b])
+        lent = later(borrowed, CM[b][d] or 0)
       end
       sg = later(sg, later((old.lane[d] or 0) - tol[d], lent))
       sb = later(sb, later(later(old.ceil[d] or 0, tats[b][d] or 0), borrowed) - tol[d])
@@ -154,6 +161,7 @@ local function reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tsha
       latest = later(latest, x.ceil[d])
       if lane then
         x.lane[d] = cap(later(x.lane[d], s) + math.ceil(amt[d] * itv[d] * PPM / (lim[d] * rate)))
+        CM[b][d] = cap(later(CM[b][d], s) + math.ceil(amt[d] * itv[d] / lim[d]))
         latest = later(latest, x.lane[d])
       else
         bor[b][d] = cap(later(bor[b][d], s) + math.ceil(amt[d] * itv[d] * PPM / (lim[d] * free)))
@@ -173,9 +181,13 @@ local function reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tsha
 end
 
 -- a settle or cancel (back: given back per dimension, negative: debt) on the tenant's ceiling
--- and, for a lane reservation (path 1), its lane at its scaled share now
+-- and, for a lane reservation (path 1), its lane at its scaled share now and the lanes'
+-- commitments at the full rate
 local function settle_tenant(b, n, lim, itv, back, path, rtid)
   if path == 0 then return end
+  if path == 1 then
+    for d = 1, n do CM[b][d] = adjust_at(CM[b][d], lim[d], itv[d], PPM, back[d]) end
+  end
   local x = tenant_of(b, rtid)
   if not x then return end
   local latest = LT[b]

@@ -113,42 +113,6 @@ pub struct Reservation {
   pub tenant: Option<(String, bool)>,
 }
 
-/// A tenant of a budget (see the module docs).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Tenant {
-  /// ppm.
-  pub share: f64,
-  /// ppm.
-  pub max: f64,
-  pub tail_us: f64,
-  /// Per dimension, the lane's tat (at `share`), µs.
-  pub lane: Vec<f64>,
-  /// Per dimension, the ceiling's tat (at `max`), µs.
-  pub ceiling: Vec<f64>,
-  /// Per dimension, `borrowed` when the tenant last became active, µs: what was lent of its
-  /// share before then (charged at a rate that counted it free) its lanes still wait for.
-  pub hold: Vec<f64>,
-  /// Until when it is active (its key in `State::active`), µs: [`tenants::NEVER`] while it
-  /// has an open reservation.
-  pub active_until: f64,
-  /// Its open reservations (waiting or unsettled).
-  pub open: f64,
-  /// When it last reserved (the call's time), µs.
-  pub last_us: f64,
-}
-
-/// Who makes a call through a tenant view.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TenantArg<'a> {
-  pub id: &'a str,
-  /// ppm, integer in `[0, max]`.
-  pub share: f64,
-  /// ppm, integer in `[1, 1e6]`.
-  pub max: f64,
-  /// How far ahead of now borrowed capacity may be committed, µs.
-  pub ahead_us: f64,
-}
-
 /// The state of one budget.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct State {
@@ -171,6 +135,10 @@ pub struct State {
   pub borrowed: Vec<f64>,
   /// The latest time any tenant's tail, lane or ceiling was set to, µs (for the TTL).
   pub latest_tenant_us: f64,
+  /// Per dimension, the tat at the full rate of every lane charge, µs: when what the lanes
+  /// committed (at whatever rate each was charged) has drained. A tenant whose arrival scales
+  /// the active lanes down waits for it.
+  pub committed: Vec<f64>,
   pub tenants: HashMap<String, Tenant>,
   /// The sum of the shares of the active tenants, ppm (over 1e6: lanes scaled down).
   pub active_shares: f64,
@@ -248,6 +216,9 @@ fn grow(state: &mut State, n: usize) {
   if state.excess.len() < n {
     state.excess.resize(n, 0.0);
   }
+  if state.committed.len() < n {
+    state.committed.resize(n, 0.0);
+  }
 }
 
 fn at(v: &[f64], d: usize) -> f64 {
@@ -287,7 +258,7 @@ pub fn prune(state: &mut State, now_us: f64) -> bool {
       state.open -= 1.0;
       state.expired += 1.0;
       if let Some((tenant, _)) = &r.tenant {
-        closed(state, tenant);
+        closed(state, tenant, now_us);
       }
     }
     changed = true;
@@ -411,7 +382,7 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
         }
         give_back(state, dims, &r, &back, now_us);
         if let Some((tenant, _)) = &r.tenant {
-          closed(state, tenant);
+          closed(state, tenant, now_us);
         }
         changed = true;
         (OK, 0.0)
@@ -423,7 +394,7 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
         let back: Vec<f64> = (0..dims.len()).map(|d| r.amounts.get(d).copied().unwrap_or(0.0)).collect();
         give_back(state, dims, &r, &back, now_us);
         if let Some((tenant, _)) = &r.tenant {
-          closed(state, tenant);
+          closed(state, tenant, now_us);
         }
         changed = true;
         (OK, 0.0)
@@ -478,7 +449,7 @@ pub fn ttl_ms(state: &State, now_us: f64) -> f64 {
       busy = t - now_us;
     }
   }
-  for t in &state.borrowed {
+  for t in state.borrowed.iter().chain(&state.committed) {
     if t - now_us > busy {
       busy = t - now_us;
     }
@@ -501,8 +472,8 @@ pub fn ttl_ms(state: &State, now_us: f64) -> f64 {
 }
 
 pub mod tenants;
-pub use tenants::expire_active;
 use tenants::{closed, give_back, level, reserve_as, scaled, TOP};
+pub use tenants::{expire_active, Tenant, TenantArg};
 
 #[cfg(test)]
 mod tests;

@@ -23,8 +23,10 @@
 //!   `borrowed_d` when the tenant is idle (no record): its share was lent, and it waits for what
 //!   others borrowed (committed at most `ahead_us` ahead, see below); an idle tenant whose
 //!   share makes the active shares sum over 1e6 takes rate from the active lanes, which were
-//!   charged at a higher rate: it also waits for `latest_tenant_us`, the latest time any
-//!   tenant's tat was set to. When it is active, `lent_d` is `min(hold_d, borrowed_d)`,
+//!   charged at a higher rate: it also waits for `committed_d`, the tat at the full rate of
+//!   every lane charge (when what the lanes committed has drained; a lane's reservations all
+//!   start before it, so the overlap is at most one reservation per lane, and joiners queue
+//!   behind each other only by their cost at the full rate). When it is active, `lent_d` is `min(hold_d, borrowed_d)`,
 //!   `hold_d` being `borrowed_d` when it became active: what was borrowed before (at a rate that
 //!   counted its share free) still holds its lane. Other tenants' lanes, however long their
 //!   queues, never delay it;
@@ -44,6 +46,42 @@
 //! left to lend they are refused.
 
 use super::*;
+
+/// A tenant of a budget (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tenant {
+  /// ppm.
+  pub share: f64,
+  /// ppm.
+  pub max: f64,
+  pub tail_us: f64,
+  /// Per dimension, the lane's tat (at `share`), µs.
+  pub lane: Vec<f64>,
+  /// Per dimension, the ceiling's tat (at `max`), µs.
+  pub ceiling: Vec<f64>,
+  /// Per dimension, `borrowed` when the tenant last became active, µs: what was lent of its
+  /// share before then (charged at a rate that counted it free) its lanes still wait for.
+  pub hold: Vec<f64>,
+  /// Until when it is active (its key in `State::active`), µs: [`tenants::NEVER`] while it
+  /// has an open reservation.
+  pub active_until: f64,
+  /// Its open reservations (waiting or unsettled).
+  pub open: f64,
+  /// When it last reserved (the call's time), µs.
+  pub last_us: f64,
+}
+
+/// Who makes a call through a tenant view.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TenantArg<'a> {
+  pub id: &'a str,
+  /// ppm, integer in `[0, max]`.
+  pub share: f64,
+  /// ppm, integer in `[1, 1e6]`.
+  pub max: f64,
+  /// How far ahead of now borrowed capacity may be committed, µs.
+  pub ahead_us: f64,
+}
 
 /// A tenant stays active this long after its latest reservation, µs.
 pub const ACTIVE_US: f64 = 1e6;
@@ -74,15 +112,28 @@ fn rekey(state: &mut State, id: &str, until: f64) {
   }
 }
 
-/// One of tenant `id`'s reservations closed (settled, cancelled, expired): with none left
-/// open it stays active until a second after its latest reservation and its lanes drained.
-pub(super) fn closed(state: &mut State, id: &str) {
+/// Tenant `id` is no longer active: it leaves with its record and its share.
+fn leave(state: &mut State, id: &str) {
+  if let Some(t) = state.tenants.remove(id) {
+    state.active.remove(&(t.active_until as u64, id.to_owned()));
+    state.active_shares -= t.share;
+  }
+}
+
+/// One of tenant `id`'s reservations closed (settled, cancelled, expired) at `now_us`: with
+/// none left open it stays active until a second after its latest reservation and its lanes
+/// drained, and leaves at once if that is past.
+pub(super) fn closed(state: &mut State, id: &str, now_us: f64) {
   let Some(t) = state.tenants.get_mut(id) else { return };
   t.open -= 1.0;
   if t.open <= 0.0 {
     t.open = 0.0;
     let until = t.lane.iter().fold(t.last_us + ACTIVE_US, |a, b| later(a, *b));
-    rekey(state, id, until);
+    if until <= now_us {
+      leave(state, id);
+    } else {
+      rekey(state, id, until);
+    }
   }
 }
 
@@ -95,10 +146,7 @@ pub fn expire_active(state: &mut State, now_us: f64) -> bool {
     if until as f64 > now_us {
       break;
     }
-    state.active.pop_first();
-    if let Some(t) = state.tenants.remove(&id) {
-      state.active_shares -= t.share;
-    }
+    leave(state, &id);
     changed = true;
   }
   changed
@@ -154,7 +202,7 @@ pub(super) fn reserve_as(
       let lent = if !idle {
         at(&tenant.hold, d).min(borrowed)
       } else if active > PPM {
-        later(borrowed, state.latest_tenant_us)
+        later(borrowed, at(&state.committed, d))
       } else {
         borrowed
       };
@@ -189,7 +237,7 @@ pub(super) fn reserve_as(
     state.active_shares = active;
   }
   let rate = scaled(t.share, state.active_shares);
-  let borrowed = &mut state.borrowed;
+  let (borrowed, committed) = (&mut state.borrowed, &mut state.committed);
   let Some(tenant) = state.tenants.get_mut(t.id) else { return (REFUSED, delay) };
   tenant.share = t.share;
   tenant.max = t.max;
@@ -205,6 +253,7 @@ pub(super) fn reserve_as(
       latest = later(latest, tenant.ceiling[d]);
       if lane {
         tenant.lane[d] = cap(later(tenant.lane[d], s) + dim.cost_at(amounts[d], rate), now_us);
+        committed[d] = cap(later(committed[d], s) + dim.cost_us(amounts[d]), now_us);
         latest = later(latest, tenant.lane[d]);
       } else {
         borrowed[d] = cap(later(borrowed[d], s) + dim.cost_at(amounts[d], free), now_us);
@@ -246,6 +295,11 @@ pub(super) fn give_back(state: &mut State, dims: &[Dimension], r: &Reservation, 
         }
       }
       state.latest_tenant_us = latest;
+      if *lane {
+        for (d, dim) in dims.iter().enumerate() {
+          adjust_at(&mut state.committed[d], dim, PPM, back[d], now_us);
+        }
+      }
       !*lane
     }
   };
