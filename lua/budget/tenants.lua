@@ -122,7 +122,7 @@ local function reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tsha
       if not idle then
         lent = math.min(old.hold[d] or 0, borrowed)
       elseif active > PPM then
-        lent = later(borrowed, CM[b][d] or 0)
+        lent = later(borrowed, (CM[b][d] or 0) - tol[d])
       end
       sg = later(sg, later((old.lane[d] or 0) - tol[d], lent))
       sb = later(sb, later(later(old.ceil[d] or 0, tats[b][d] or 0), borrowed) - tol[d])
@@ -207,10 +207,11 @@ local function settle_tenant(b, n, lim, itv, back, path, rtid)
 end
 
 -- stats (op 4): the number of active tenants and the first TOP of them, with an open
--- reservation first, then the latest active (ZREVRANGE); their ids go after every call's numbers
+-- reservation first, then the latest active (ZREVRANGEBYSCORE); their ids go after every call's numbers
 local function list_tenants(out, nout, n, lim, itv, b, ids)
-  local listed = redis.call('ZREVRANGE', KEYS[5 * b], 0, TOP - 1)
-  out[nout + 1] = redis.call('ZCARD', KEYS[5 * b])
+  -- those still active now (the others leave lazily, a few per call)
+  local listed = redis.call('ZREVRANGEBYSCORE', KEYS[5 * b], '+inf', '(' .. nowstr, 'LIMIT', 0, TOP)
+  out[nout + 1] = redis.call('ZCOUNT', KEYS[5 * b], '(' .. nowstr, '+inf')
   local k = 0
   local at = nout + 2
   for _, tid in ipairs(listed) do

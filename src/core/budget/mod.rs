@@ -427,8 +427,10 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
   };
   let (mut active, mut tenants) = (0.0, vec![]);
   if let Request::Stats = request {
-    active = state.active.len() as f64;
-    for (_, id) in state.active.iter().rev().take(TOP) {
+    // those still active now (the others leave lazily, a few per call)
+    let now = state.active.iter().rev().take_while(|(until, _)| *until as f64 > now_us);
+    active = now.clone().count() as f64;
+    for (_, id) in now.take(TOP) {
       if let Some(t) = state.tenants.get(id) {
         tenants.push((id.clone(), t.share, t.max, uses(t)));
       }

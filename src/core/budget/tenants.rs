@@ -23,7 +23,7 @@
 //!   `borrowed_d` when the tenant is idle (no record): its share was lent, and it waits for what
 //!   others borrowed (committed at most `ahead_us` ahead, see below); an idle tenant whose
 //!   share makes the active shares sum over 1e6 takes rate from the active lanes, which were
-//!   charged at a higher rate: it also waits for `committed_d`, the tat at the full rate of
+//!   charged at a higher rate: it also waits for `committed_d - tol_d`, `committed_d` the tat at the full rate of
 //!   every lane charge (when what the lanes committed has drained; a lane's reservations all
 //!   start before it, so the overlap is at most one reservation per lane, and joiners queue
 //!   behind each other only by their cost at the full rate). When it is active, `lent_d` is `min(hold_d, borrowed_d)`,
@@ -87,8 +87,10 @@ pub struct TenantArg<'a> {
 pub const ACTIVE_US: f64 = 1e6;
 /// `active_until` of a tenant with an open reservation: later than any time.
 pub const NEVER: f64 = 9e15;
-/// Tenants `stats()` lists at most: the active ones with an open reservation first, then the
-/// latest active (by `active_until`, then id, both descending: a Redis ZREVRANGE).
+/// Tenants `stats()` lists at most: of those active now (`active_until` past now; the others
+/// are leaving, a few per call, and are neither listed nor counted), the ones with an open
+/// reservation first, then the latest active (by `active_until`, then id, both descending: a
+/// Redis ZREVRANGEBYSCORE).
 pub const TOP: usize = 20;
 
 /// The rate of a lane of `share` ppm while the active shares sum to `active` ppm: scaled down
@@ -202,7 +204,7 @@ pub(super) fn reserve_as(
       let lent = if !idle {
         at(&tenant.hold, d).min(borrowed)
       } else if active > PPM {
-        later(borrowed, at(&state.committed, d))
+        later(borrowed, at(&state.committed, d) - tol)
       } else {
         borrowed
       };

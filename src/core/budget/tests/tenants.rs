@@ -338,7 +338,7 @@ proptest! {
         for d in (0..n).filter(|d| amounts[*d] > 0.0) {
           lent = later(lent, at(&st.borrowed, d));
           if idle {
-            lent = later(lent, at(&st.committed, d));
+            lent = later(lent, at(&st.committed, d) - dims[d].tolerance_us());
           }
         }
         let r = Request::ReserveAs { tenant: t, id: &id, amounts: &amounts, ttl_us: 6e8, max_wait_us: 1e15 };
