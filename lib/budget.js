@@ -105,9 +105,6 @@ class Budget {
     this._statsName = o.name
     /** @internal this view's tenant `{ id, sharePpm, maxPpm, aheadUs }`, null for the budget */
     this._tenant = null
-    /** @internal the tenant views made from this budget in this process, by id, and their shares' sum (ppm) */
-    this._tenants = new Map()
-    this._shareSum = 0
   }
 
   /**
@@ -118,9 +115,12 @@ class Budget {
    * (FIFO within a tenant) and for capacity others borrowed (committed at most `borrowAheadMs`
    * ahead, default 1,000), never for other tenants' queues. Beyond its share a tenant borrows
    * what the budget has unused now, up to `maxShare` (default 1) of each rate, committing it
-   * at most `borrowAheadMs` ahead. Shares of one budget sum to at most 1: over it,
-   * ERR_INVALID_CONFIG (here for this process's views, from the store across processes).
-   * Shares are kept in parts per million (rounded down).
+   * at most `borrowAheadMs` ahead. A share is in force while its tenant is active (it has a
+   * waiting or unsettled reservation, or reserved within the last second) and holds nothing
+   * while it is idle; when the active tenants' shares add up to more than 1 they are scaled
+   * down in proportion (weighted fair shares), never refused. Views hold nothing of their
+   * own: make one per call (`budget.tenant(customerId, { share: 0.05 })`) for any number of
+   * ids. Shares are kept in parts per million (rounded down).
    */
   tenant(id, options) {
     if (this._tenant !== null) throw invalidConfig('a tenant view has no tenants: call tenant() on the budget')
@@ -144,16 +144,9 @@ class Budget {
     const maxPpm = fraction('maxShare', o.maxShare ?? 1)
     if (maxPpm < 1 || maxPpm < sharePpm) throw invalidConfig('maxShare must be > 0 and at least share')
     const aheadMs = checkInteger('borrowAheadMs', o.borrowAheadMs ?? DEFAULT_BORROW_AHEAD_MS, 0, MAX_MS)
-    const old = this._tenants.get(id)
-    const sum = this._shareSum - (old === undefined ? 0 : old._tenant.sharePpm) + sharePpm
-    if (sum > PPM) throw invalidConfig(`the shares of budget ${this._name}'s tenants would sum over 1`)
-    this._shareSum = sum
     const view = Object.create(Budget.prototype)
     Object.assign(view, this)
     view._tenant = Object.freeze({ id, sharePpm, maxPpm, aheadUs: aheadMs * 1000 })
-    view._tenants = new Map()
-    view._root = this
-    this._tenants.set(id, view)
     return view
   }
 
@@ -174,13 +167,7 @@ class Budget {
 
   /** @internal the options shown by `store.limiters()` */
   _statsOptions() {
-    const root = this._root || this
-    if (root._tenants.size === 0) return { dimensions: this._dimensions }
-    const tenants = {}
-    for (const [id, v] of root._tenants) {
-      tenants[id] = { share: v._tenant.sharePpm / PPM, maxShare: v._tenant.maxPpm / PPM }
-    }
-    return { dimensions: this._dimensions, tenants }
+    return { dimensions: this._dimensions }
   }
 
   /** @internal `amounts` by dimension index; `most(d)`: the largest amount accepted */
@@ -207,13 +194,7 @@ class Budget {
       op = op === OP.reserve ? OP.reserveAs : OP.statsOf
     }
     const tenant = op === OP.reserveAs || op === OP.statsOf ? t : null
-    const r = await this._store._call(budget, new budget.Call(this, op, id, amounts, ttlUs, maxWaitUs, tenant))
-    if (r.status === STATUS.invalidShares) {
-      throw invalidConfig(
-        `tenant ${JSON.stringify(t.id)}'s share ${t.sharePpm / PPM} would make the shares of budget ${this._name} sum over 1 (set by other processes too)`,
-      )
-    }
-    return r
+    return this._store._call(budget, new budget.Call(this, op, id, amounts, ttlUs, maxWaitUs, tenant))
   }
 
   /**
@@ -269,15 +250,14 @@ class Budget {
    * queued ones and debt included), `reserved` (held by open reservations) and `excess`
    * (settled past `maxDebt`: counted, not charged); the number of
    * open `reservations` and of those that `expired` unsettled; plus this budget's statistics
-   * (admitted, refused, waited...) when the store keeps them.
+   * (admitted, refused, waited...) when the store keeps them. On the budget: `activeTenants`,
+   * the number of active tenants, and `tenants`, at most 20 of them (those with an open
+   * reservation first, then the latest active) with their share, maxShare and per dimension
+   * the use of their share (`used`); on a tenant view: `tenants` holds that tenant alone (its
+   * share as sent and 0s while it is idle). One store call either way.
    */
   async stats() {
-    const views = this._tenant !== null ? [this] : [...this._tenants.values()]
-    const base = this._root || this
-    const [r, ...of] = await Promise.all([
-      base._call(OP.stats, '-', null),
-      ...views.map((v) => v._call(OP.stats, '-', null)),
-    ])
+    const r = await this._call(OP.stats, '-', null)
     const dimensions = {}
     this._names.forEach((name, d) => {
       const limit = this._dimensions[name].limit
@@ -285,14 +265,16 @@ class Budget {
     })
     const counts = this._store._stats === null ? {} : await this._store._statsOf('budget', this._name)
     const out = { ...counts, dimensions, reservations: r.open, expired: r.expired }
-    if (views.length > 0) {
-      out.tenants = {}
-      views.forEach((v, k) => {
-        const t = of[k].tenant
-        const used = {}
-        this._names.forEach((name, d) => (used[name] = t.used[d]))
-        out.tenants[v._tenant.id] = { share: t.sharePpm / PPM, maxShare: t.maxPpm / PPM, used }
-      })
+    const tenant = (t) => {
+      const used = {}
+      this._names.forEach((name, d) => (used[name] = t.used[d]))
+      return { share: t.sharePpm / PPM, maxShare: t.maxPpm / PPM, used }
+    }
+    out.tenants = {}
+    if (this._tenant !== null) out.tenants[this._tenant.id] = tenant(r.tenant)
+    else {
+      out.activeTenants = r.active
+      for (const t of r.listed) out.tenants[t.id] = tenant(t)
     }
     return out
   }

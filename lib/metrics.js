@@ -95,7 +95,8 @@ const BUDGET_HELP = {
   reserved: 'Per budget dimension: held by open reservations, not yet settled.',
   excess:
     "Per budget dimension: settled beyond reservations past the dimension's maxDebt, counted and not charged (a total).",
-  tenantUsed: "Per budget tenant (this process's tenant views) and dimension: charged and not yet replenished.",
+  tenantUsed:
+    'Per active budget tenant (at most 20 per budget, as stats() lists them) and dimension: charged within its share and not yet replenished.',
 }
 
 /**
@@ -153,8 +154,9 @@ function pacedRates(store, limiterLabel) {
 }
 
 /**
- * Per tenant of each budget this process has used (its tenant views), per dimension its use
- * (charged and not yet replenished): `[label, tenant, dimension, used]`.
+ * Per active tenant of each budget this process has used (at most 20 per budget, as its
+ * `stats()` lists them, whichever process made their views), per dimension its use (charged
+ * within its share and not yet replenished): `[label, tenant, dimension, used]`.
  */
 async function tenantUse(store, limiterLabel) {
   const out = []
@@ -180,7 +182,7 @@ async function tenantUse(store, limiterLabel) {
  * `sluice_budget_reserved{limiter,dimension}`, `sluice_budget_excess{limiter,dimension}` (budgets:
  * charged and not yet replenished, held by open reservations, settled past maxDebt and not charged;
  * read at scrape time), `sluice_budget_tenant_used{limiter,tenant,dimension}`
- * (per tenant view this process made: its use, read at scrape time; OpenTelemetry:
+ * (per active tenant, at most 20 per budget: its use, read at scrape time; OpenTelemetry:
  * `sluice.budget.used`, `sluice.budget.reserved`, `sluice.budget.excess`, `sluice.budget.tenant.used`), `sluice_throttled_total{limiter,kind}` and `sluice_blocks_total{limiter,kind}`
  * (sluice/fetch: answers 429/503 seen and blocks recorded, per key), `sluice_paced_rate{limiter}`
  * and `sluice_paced_learned_rate{limiter}` (sluice/fetch: the rate a key is paced at now and

@@ -5,14 +5,14 @@
 --
 -- KEYS[5b-4] budget b's state: doubles '<d...' = tail_us, open, expired, latest_deadline_us,
 --            n, shares (ppm), latest_tenant_us, active_shares (ppm), then tat_us x n,
---            reserved x n, borrowed_us x n, excess x n (n = dimensions ever used; a record
---            without excess: 0s)
+--            reserved x n, borrowed_us x n, excess x n, committed_us x n (n = dimensions
+--            ever used; a record without excess or committed_us: 0s)
 -- KEYS[5b-3] its open reservations: hash id -> doubles deadline_us, m, path (0 no tenant,
 --            1 lane, 2 borrowed), amount x m, then the tenant's id (raw bytes)
 -- KEYS[5b-2] their deadlines: sorted set, member id, score deadline_us
--- KEYS[5b-1] its tenants: hash tenant id -> doubles share, max (ppm), tail_us, active_until_us
---            (0: idle), n, lane_us x n, ceiling_us x n, hold_us x n (a record without hold_us:
---            0s)
+-- KEYS[5b-1] its active tenants' records (an idle tenant has none): hash tenant id -> doubles
+--            share, max (ppm), tail_us, active_until_us, n, open, last_us, lane_us x n,
+--            ceiling_us x n, hold_us x n (a record without open and last_us: 0s)
 -- KEYS[5b]   its active tenants: sorted set, member tenant id, score active_until_us
 -- ARGV[1]    now_us: integer µs, or '' to use the server clock (TIME)
 -- ARGV[2]    P, the number of dimension sets, then per set <n> and n quadruples <limit>
@@ -26,9 +26,11 @@
 -- Returns    flat array, per call: status (1 done, 0 refused, 3 not open, -2 a key of its
 --            budget holds another type: nothing applied), delay_us, now_us (the decision's
 --            time), open, expired, then per dimension used (level, rounded up), reserved,
---            excess (settled past max_debt, counted, not charged); ops 5
---            and 6 then the tenant's share, max and per dimension its lane's level (0s when status 4:
---            the shares would sum over 1e6 ppm, nothing changed); all integers
+--            excess (settled past max_debt, counted, not charged); ops 5 and 6 then the
+--            tenant's share, max and per dimension its lane's level (an idle tenant: as sent,
+--            0s); op 4 then the number of active tenants, k the number listed, and 20 slots of
+--            share, max and n lane levels (the first k used); all integers; after every call's
+--            numbers, the ids of the tenants each op 4 listed (strings), in order
 -- Notes      a budget's keys are written with PX = the time its state matters (queue, levels,
 --            deadlines) in whole seconds + 120 s (at most 10 years), and only when changed.
 --            Expired reservations are removed earliest first, at most 64 per call.
@@ -50,13 +52,13 @@ local MAX_TTL_MS = 315360000000
 local MAX_AHEAD_US = 4e15
 local PRUNE = 64
 local WRONG_TYPE = -2
-local OK, REFUSED, NOT_OPEN, INVALID_SHARES = 1, 0, 3, 4
+local OK, REFUSED, NOT_OPEN = 1, 0, 3
 local PPM = 1000000
 
 -- per budget index: tail, open, expired, latest deadline, tats, reserved, borrowed, shares,
 -- latest tenant time, tenants read (id -> record), tenants changed; loaded, wrong, dirty, clean
 local T, O, E, L, tats, res, bor, SH, LT, ten, tdirty = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
-local AS, aclean, EX = {}, {}, {}
+local AS, aclean, EX, CM = {}, {}, {}, {}
 local loaded, wrong, dirty, clean = {}, {}, {}, {}
 
 -- dimension sets: per set n, limit, interval, burst, most debt and tolerance per dimension
@@ -77,10 +79,12 @@ for p = 1, nsets do
   i = i + 1 + 4 * n
 end
 
+-- set in budget/tenants.lua, used by prune in budget/state.lua
+local closed
 -- @include budget/state.lua
 -- @include budget/tenants.lua
 
-local out, nout = {}, 0
+local out, nout, ids = {}, 0, {}
 while i <= nargs do
   local head = tonumber(ARGV[i])
   local op = head % 8
@@ -112,6 +116,10 @@ while i <= nargs do
       nout = nout + 3
     end
     if op >= 5 then nout = tenant_out(out, nout, n, nil) end
+    if op == 4 then
+      for j = 1, 2 + TOP * (2 + n) do out[nout + j] = 0 end
+      nout = nout + 2 + TOP * (2 + n)
+    end
   else
     prune(b)
     expire_active(b)
@@ -139,14 +147,10 @@ while i <= nargs do
         end
       end
     elseif op == 5 then
-      status, delay, who = reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tshare, tmax, tahead)
+      status, delay = reserve_as(b, n, lim, itv, tol, amt, id, ttl, max_wait, tid, tshare, tmax, tahead)
+      who = tid
     elseif op == 6 then
-      if register(b, tid, tshare, tmax, n) then
-        dirty[b] = true
-        who = tid
-      else
-        status = INVALID_SHARES
-      end
+      who = tid
     elseif op == 2 or op == 3 then
       local amounts, path, rtid = take(b, id)
       if not amounts then
@@ -170,6 +174,7 @@ while i <= nargs do
             bor[b][d] = adjust_at(bor[b][d], lim[d], itv[d], PPM, back[d])
           end
         end
+        if path ~= 0 then closed(b, rtid) end
         dirty[b] = true
       end
     end
@@ -182,11 +187,8 @@ while i <= nargs do
       out[nout + 1], out[nout + 2], out[nout + 3] = used, res[b][d] or 0, EX[b][d] or 0
       nout = nout + 3
     end
-    if op >= 5 then
-      local x = nil
-      if who then x = tenant_of(b, who) end
-      nout = tenant_out(out, nout, n, x, lim, itv)
-    end
+    if op >= 5 then nout = tenant_out(out, nout, n, tenant_of(b, who), lim, itv, b, tshare, tmax) end
+    if op == 4 then nout = list_tenants(out, nout, n, lim, itv, b, ids) end
   end
 end
 
@@ -198,6 +200,7 @@ for b in pairs(dirty) do
   end
   for d = 1, #o do
     if o[d] - now > busy then busy = o[d] - now end
+    if CM[b][d] and CM[b][d] - now > busy then busy = CM[b][d] - now end
   end
   if L[b] - now > busy then busy = L[b] - now end
   if LT[b] - now > busy then busy = LT[b] - now end
@@ -207,23 +210,29 @@ for b in pairs(dirty) do
   local px = string.format('%.0f', ttl)
   grow(b, #t)
   local n = #t
-  local f, x = { T[b], O[b], E[b], L[b], n, SH[b], LT[b], AS[b] }, EX[b]
+  local f, x, c = { T[b], O[b], E[b], L[b], n, 0, LT[b], AS[b] }, EX[b], CM[b]
   for d = 1, n do
-    f[8 + d], f[8 + n + d], f[8 + 2 * n + d], f[8 + 3 * n + d] = t[d], r[d], o[d], x[d]
+    f[8 + d], f[8 + n + d], f[8 + 2 * n + d], f[8 + 3 * n + d], f[8 + 4 * n + d] = t[d], r[d], o[d], x[d], c[d]
   end
-  redis.call('SET', KEYS[5 * b - 4], struct.pack(doubles(8 + 4 * n), unpack(f)), 'PX', px)
+  redis.call('SET', KEYS[5 * b - 4], struct.pack(doubles(8 + 5 * n), unpack(f)), 'PX', px)
   for tid in pairs(tdirty[b]) do
     local x = ten[b][tid]
-    local m = #x.lane
-    local g = { x.share, x.max, x.tail, x.until_, m }
-    for d = 1, m do
-      g[5 + d], g[5 + m + d], g[5 + 2 * m + d] = x.lane[d], x.ceil[d], x.hold[d]
+    if x then
+      local m = #x.lane
+      local g = { x.share, x.max, x.tail, x.until_, m, x.open, x.last }
+      for d = 1, m do
+        g[7 + d], g[7 + m + d], g[7 + 2 * m + d] = x.lane[d], x.ceil[d], x.hold[d]
+      end
+      redis.call('HSET', KEYS[5 * b - 1], tid, struct.pack(doubles(7 + 3 * m), unpack(g)))
+    else
+      redis.call('HDEL', KEYS[5 * b - 1], tid)
     end
-    redis.call('HSET', KEYS[5 * b - 1], tid, struct.pack(doubles(5 + 3 * m), unpack(g)))
   end
   redis.call('PEXPIRE', KEYS[5 * b - 3], px)
   redis.call('PEXPIRE', KEYS[5 * b - 2], px)
   redis.call('PEXPIRE', KEYS[5 * b - 1], px)
   redis.call('PEXPIRE', KEYS[5 * b], px)
 end
+-- the ids the stats calls list, after every call's numbers
+for k = 1, #ids do out[nout + k] = ids[k] end
 return out

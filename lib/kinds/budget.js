@@ -4,18 +4,22 @@
 // id, amounts, ttlUs, maxWaitUs, tenant }`, the dimensions from the owner's `_spec`, `tenant`
 // (the reserve-as and stats-of ops) `{ id, sharePpm, maxPpm, aheadUs }`. Result per call:
 // `[status, delayUs, nowUs, open, expired, (used, reserved, excess) per dimension]`, for the tenant ops
-// then `[share, max, used per dimension]`; the wrong-type marker in `status`
-// (src/store/kinds/budget.rs, lua/budget.lua).
+// then `[share, max, used per dimension]`, for stats then `[active tenants, k listed, TOP slots
+// of (share, max, used per dimension)]` with the k listed ids in the reply's text (every stats
+// call's, in call order); the wrong-type marker in `status` (src/store/kinds/budget.rs,
+// lua/budget.lua).
 
 const native = require('../native')
-const { encodeParts } = require('../codec')
+const { encodeParts, decodeParts } = require('../codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
 const NATIVE_NAME = 'budget'
 const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
 const OP = OPS[NATIVE_NAME]
-/** A call's status (src/core/budget.rs): done, refused (over its max wait), not open. */
-const STATUS = Object.freeze({ ok: 1, refused: 0, notOpen: 3, invalidShares: 4 })
+/** A call's status (src/core/budget/mod.rs): done, refused (over its max wait), not open. */
+const STATUS = Object.freeze({ ok: 1, refused: 0, notOpen: 3 })
+/** Tenants a stats call lists at most (src/core/budget/tenants.rs `TOP`). */
+const TOP = 20
 
 class BudgetCall {
   constructor(owner, op, id, amounts, ttlUs, maxWaitUs, tenant = null) {
@@ -32,7 +36,7 @@ class BudgetCall {
 /** Numbers of the result of a call. */
 const resultLength = (c) => {
   const n = c.owner._names.length
-  return 5 + 3 * n + (c.tenant === null ? 0 : 2 + n)
+  return 5 + 3 * n + (c.tenant === null ? 0 : 2 + n) + (c.op === OP.stats ? 2 + TOP * (2 + n) : 0)
 }
 
 function encode(calls, nowUs) {
@@ -68,8 +72,11 @@ function encode(calls, nowUs) {
   return { keys: encodeParts(text), nums, nowUs }
 }
 
-/** The decoded result at `o` of a flat result of call `c`. */
-function result(c, out, o, degraded) {
+/**
+ * The decoded result at `o` of a flat result of call `c`; `ids` (a stats call): the listed
+ * tenants' ids still to be read, in order (taken from its front).
+ */
+function result(c, out, o, degraded, ids) {
   const owner = c.owner
   const n = owner._names.length
   const used = new Array(n)
@@ -88,7 +95,20 @@ function result(c, out, o, degraded) {
     for (let d = 0; d < n; d++) tenantUsed[d] = out[t + 2 + d]
     tenant = { sharePpm: out[t], maxPpm: out[t + 1], used: tenantUsed }
   }
-  return { status, delayUs, nowUs, open, expired, used, reserved, excess, tenant, degraded }
+  let active = 0
+  let listed = null
+  if (c.op === OP.stats) {
+    const t = o + 5 + 3 * n
+    active = out[t]
+    listed = []
+    for (let k = 0; k < out[t + 1]; k++) {
+      const at = t + 2 + k * (2 + n)
+      const tenantUsed = new Array(n)
+      for (let d = 0; d < n; d++) tenantUsed[d] = out[at + 2 + d]
+      listed.push({ id: ids.shift(), sharePpm: out[at], maxPpm: out[at + 1], used: tenantUsed })
+    }
+  }
+  return { status, delayUs, nowUs, open, expired, used, reserved, excess, tenant, active, listed, degraded }
 }
 
 const budget = {
@@ -112,18 +132,21 @@ const budget = {
 
   memory(store, c, degraded) {
     const b = encode([c], store._begin())
-    return result(c, native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs), 0, degraded)
+    const out = native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs)
+    return result(c, out.values, 0, degraded, decodeParts(out.text))
   },
 
   encode,
   keyOf: (c) => c.owner._key,
 
-  settle(store, out, calls, resolve, reject) {
+  settle(store, reply, calls, resolve, reject) {
+    const out = reply.values
+    const ids = decodeParts(reply.text)
     let o = 0
     for (let e = 0; e < calls.length; e++) {
       const c = calls[e]
       if (out[o] === WRONG_TYPE) reject[e](wrongType('budget', store.keyPrefix))
-      else resolve[e](result(c, out, o, false))
+      else resolve[e](result(c, out, o, false, ids))
       o += resultLength(c)
     }
   },
@@ -151,9 +174,7 @@ const budget = {
 
 budget.inspect = {
   limiter(lib, store, { name, options: o }) {
-    const b = new lib.Budget(store, { name, dimensions: o.dimensions })
-    for (const [id, t] of Object.entries(o.tenants || {})) b.tenant(id, t)
-    return b
+    return new lib.Budget(store, { name, dimensions: o.dimensions })
   },
   async state(limiter) {
     const s = await limiter.stats()
@@ -163,10 +184,13 @@ budget.inspect = {
       reservations: s.reservations,
       fill: Math.max(0, ...dims.map(([, d]) => Math.min(1, d.used / d.limit))),
     }
-    if (s.tenants) out.tenants = s.tenants
+    if (s.activeTenants > 0) {
+      out.tenants = s.tenants
+      out.activeTenants = s.activeTenants
+    }
     return out
   },
-  /** sluice/metrics: per tenant of this process's views, per dimension its use, read now */
+  /** sluice/metrics: per active tenant (at most the first 20 `stats()` lists), per dimension its use, read now */
   tenantUse: async (limiter) => (await limiter.stats()).tenants || {},
   /** sluice/metrics: per dimension `{ used, reserved }`, read now */
   dimensionUse: async (limiter) => (await limiter.stats()).dimensions,
@@ -178,7 +202,7 @@ budget.inspect = {
     Object.entries(st.dimensions)
       .map(([name, d]) => `${f.count(d.used)}/${f.count(d.limit)} ${name} used`)
       .concat(`${f.count(st.reservations)} open`)
-      .concat(st.tenants ? [`${f.count(Object.keys(st.tenants).length)} tenants`] : [])
+      .concat(st.activeTenants ? [`${f.count(st.activeTenants)} active tenants`] : [])
       .join(', '),
 }
 

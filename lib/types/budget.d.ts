@@ -74,14 +74,19 @@ export interface BudgetStats<D extends string = string> extends Partial<LimiterS
   reservations: number
   /** Reservations that expired unsettled (counted as spent). */
   expired: number
-  /** Per tenant (the views this process made; a view: itself): share and maxShare as stored, per dimension its use. */
+  /**
+   * On the budget: at most 20 active tenants (those with an open reservation first, then the
+   * latest active), by id; on a tenant view: that tenant alone (as sent, 0s, while it is idle).
+   */
   tenants?: Record<string, BudgetTenantStats<D>>
+  /** On the budget: how many tenants are active (a waiting or unsettled reservation, or one made within the last second). */
+  activeTenants?: number
 }
 
 export interface BudgetTenantStats<D extends string = string> {
   share: number
   maxShare: number
-  /** Per dimension: what the tenant charged and is not yet replenished (at its maxShare's rate). */
+  /** Per dimension: what the tenant charged within its share and is not yet replenished (at its share's rate now). */
   used: Record<D, number>
 }
 
@@ -106,8 +111,10 @@ export interface Budget<D extends string = string> {
   stats(): Promise<BudgetStats<D>>
   /**
    * A view for tenant `id` (1..256 UTF-8 bytes): its reservations charge the tenant's
-   * allowance and the whole budget, all or nothing. Shares of one budget sum to at most 1
-   * (ERR_INVALID_CONFIG: here, or from the store across processes).
+   * allowance and the whole budget, all or nothing. A share is in force while its tenant is
+   * active (a waiting or unsettled reservation, or one made within the last second); when the
+   * active tenants' shares add up to more than 1 they are scaled down in proportion, never
+   * refused. A view holds nothing: make one per call, for any number of ids.
    */
   tenant(id: string, options: BudgetTenantOptions): Budget<D>
   /** The tenant of a view from `tenant()`, undefined for the budget. */

@@ -33,25 +33,27 @@ local function load(b)
     return
   end
   T[b], O[b], E[b], L[b], tats[b], res[b], bor[b], SH[b], LT[b], ten[b], tdirty[b] = 0, 0, 0, 0, {}, {}, {}, 0, 0, {}, {}
-  AS[b], EX[b] = 0, {}
+  AS[b], EX[b], CM[b] = 0, {}, {}
   if v and #v >= 64 then
     local n = struct.unpack('<d', v, 33)
-    -- a record written before the excess counts (3 doubles per dimension) reads with 0s
-    if n == math.floor(n) and n >= 0 and n <= 64 and (#v == 64 + 24 * n or #v == 64 + 32 * n) then
-      local counted = #v == 64 + 32 * n
-      local f
-      if counted then f = { struct.unpack(doubles(8 + 4 * n), v) } else f = { struct.unpack(doubles(8 + 3 * n), v) } end
+    -- a record written before the excess counts (3 doubles per dimension) or the lanes'
+    -- commitments (4) reads them as 0s
+    local k = 5
+    if n >= 1 then k = (#v - 64) / (8 * n) end
+    if n == math.floor(n) and n >= 0 and n <= 64 and (k == 3 or k == 4 or k == 5) then
+      local f = { struct.unpack(doubles(8 + k * n), v) }
       T[b], O[b], E[b], L[b], SH[b], LT[b], AS[b] = f[1], f[2], f[3], f[4], f[6], f[7], f[8]
       for d = 1, n do
-        tats[b][d], res[b][d], bor[b][d] = f[8 + d], f[8 + n + d], f[8 + 2 * n + d]
-        if counted then EX[b][d] = f[8 + 3 * n + d] else EX[b][d] = 0 end
+        tats[b][d], res[b][d], bor[b][d], EX[b][d], CM[b][d] = f[8 + d], f[8 + n + d], f[8 + 2 * n + d], 0, 0
+        if k >= 4 then EX[b][d] = f[8 + 3 * n + d] end
+        if k == 5 then CM[b][d] = f[8 + 4 * n + d] end
       end
     end
   end
 end
 
 local function grow(b, n)
-  local t, r, o, x = tats[b], res[b], bor[b], EX[b]
+  local t, r, o, x, c = tats[b], res[b], bor[b], EX[b], CM[b]
   for d = #t + 1, n do
     t[d], r[d] = 0, 0
   end
@@ -60,6 +62,9 @@ local function grow(b, n)
   end
   for d = #x + 1, n do
     x[d] = 0
+  end
+  for d = #c + 1, n do
+    c[d] = 0
   end
 end
 
@@ -94,9 +99,10 @@ local function prune(b)
     redis.call('HDEL', kr, id)
     redis.call('ZREM', kd, id)
     if v then
-      local _, amounts = unpack_reservation(v)
+      local _, amounts, path, tid = unpack_reservation(v)
       untotal(b, amounts)
       E[b] = E[b] + 1
+      if path ~= 0 then closed(b, tid) end
     end
     dirty[b] = true
   end

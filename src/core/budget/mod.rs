@@ -64,8 +64,6 @@ pub const REFUSED: f64 = 0.0;
 /// Settle or cancel of a reservation that is not open (settled, cancelled, expired, or never
 /// made), or a reservation under an id already open: nothing changed.
 pub const NOT_OPEN: f64 = 3.0;
-/// A tenant's share would make the budget's shares sum over 1 (1e6 ppm): nothing changed.
-pub const INVALID_SHARES: f64 = 4.0;
 /// Shares are parts per million.
 pub const PPM: f64 = 1e6;
 
@@ -115,37 +113,6 @@ pub struct Reservation {
   pub tenant: Option<(String, bool)>,
 }
 
-/// A tenant of a budget (see the module docs).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Tenant {
-  /// ppm.
-  pub share: f64,
-  /// ppm.
-  pub max: f64,
-  pub tail_us: f64,
-  /// Per dimension, the lane's tat (at `share`), µs.
-  pub lane: Vec<f64>,
-  /// Per dimension, the ceiling's tat (at `max`), µs.
-  pub ceiling: Vec<f64>,
-  /// Per dimension, `borrowed` when the tenant last became active, µs: what was lent of its
-  /// share before then (charged at a rate that counted it free) its lanes still wait for.
-  pub hold: Vec<f64>,
-  /// While active (in `State::active`): until when, µs; 0 otherwise.
-  pub active_until: f64,
-}
-
-/// Who makes a call through a tenant view.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TenantArg<'a> {
-  pub id: &'a str,
-  /// ppm, integer in `[0, max]`.
-  pub share: f64,
-  /// ppm, integer in `[1, 1e6]`.
-  pub max: f64,
-  /// How far ahead of now borrowed capacity may be committed, µs.
-  pub ahead_us: f64,
-}
-
 /// The state of one budget.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct State {
@@ -166,14 +133,16 @@ pub struct State {
   pub deadlines: BTreeSet<(u64, String)>,
   /// Per dimension, the tat of what tenants borrowed (and reservations without a tenant), µs.
   pub borrowed: Vec<f64>,
-  /// The sum of the tenants' shares, ppm.
-  pub shares: f64,
   /// The latest time any tenant's tail, lane or ceiling was set to, µs (for the TTL).
   pub latest_tenant_us: f64,
+  /// Per dimension, the tat at the full rate of every lane charge, µs: when what the lanes
+  /// committed (at whatever rate each was charged) has drained. A tenant whose arrival scales
+  /// the active lanes down waits for it.
+  pub committed: Vec<f64>,
   pub tenants: HashMap<String, Tenant>,
-  /// The sum of the shares of the active tenants (a lane not drained), ppm.
+  /// The sum of the shares of the active tenants, ppm (over 1e6: lanes scaled down).
   pub active_shares: f64,
-  /// `(until, id)` of every active tenant: until its lanes drain, in that order.
+  /// `(until, id)` of every active tenant (every tenant with a record), in that order.
   pub active: BTreeSet<(u64, String)>,
 }
 
@@ -202,7 +171,7 @@ pub enum Request<'a> {
     ttl_us: f64,
     max_wait_us: f64,
   },
-  /// The budget's stats and the tenant's (registering it).
+  /// The budget's stats and the tenant's (as held while active, else as sent and unused).
   StatsOf {
     tenant: TenantArg<'a>,
   },
@@ -226,6 +195,10 @@ pub struct Reply {
   /// level, rounded up (what it charged within its share and is not yet replenished, queued
   /// reservations included; 0 for a share of 0).
   pub tenant: Option<(f64, f64, Vec<f64>)>,
+  /// [`Request::Stats`]: the number of active tenants, and the first [`tenants::TOP`] of them
+  /// (see there) as `(id, share, max, lane levels)`.
+  pub active: f64,
+  pub tenants: Vec<(String, f64, f64, Vec<f64>)>,
 }
 
 fn tat(state: &State, d: usize) -> f64 {
@@ -242,6 +215,9 @@ fn grow(state: &mut State, n: usize) {
   }
   if state.excess.len() < n {
     state.excess.resize(n, 0.0);
+  }
+  if state.committed.len() < n {
+    state.committed.resize(n, 0.0);
   }
 }
 
@@ -281,6 +257,9 @@ pub fn prune(state: &mut State, now_us: f64) -> bool {
       }
       state.open -= 1.0;
       state.expired += 1.0;
+      if let Some((tenant, _)) = &r.tenant {
+        closed(state, tenant, now_us);
+      }
     }
     changed = true;
   }
@@ -378,22 +357,15 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
       of = Some(tenant.id);
       if state.reservations.contains_key(id) {
         (NOT_OPEN, 0.0)
-      } else if !register(state, &tenant, dims.len()) {
-        of = None;
-        (INVALID_SHARES, 0.0)
       } else {
-        changed = true;
-        reserve_as(state, dims, &tenant, id, amounts, ttl_us, max_wait_us, now_us)
+        let (status, delay) = reserve_as(state, dims, &tenant, id, amounts, ttl_us, max_wait_us, now_us);
+        changed = changed || status == OK;
+        (status, delay)
       }
     }
     Request::StatsOf { tenant } => {
-      if register(state, &tenant, dims.len()) {
-        changed = true;
-        of = Some(tenant.id);
-        (OK, 0.0)
-      } else {
-        (INVALID_SHARES, 0.0)
-      }
+      of = Some(tenant.id);
+      (OK, 0.0)
     }
     Request::Settle { id, actual } => match take(state, id, now_us) {
       None => (NOT_OPEN, 0.0),
@@ -409,6 +381,9 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
           }
         }
         give_back(state, dims, &r, &back, now_us);
+        if let Some((tenant, _)) = &r.tenant {
+          closed(state, tenant, now_us);
+        }
         changed = true;
         (OK, 0.0)
       }
@@ -418,6 +393,9 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
       Some(r) => {
         let back: Vec<f64> = (0..dims.len()).map(|d| r.amounts.get(d).copied().unwrap_or(0.0)).collect();
         give_back(state, dims, &r, &back, now_us);
+        if let Some((tenant, _)) = &r.tenant {
+          closed(state, tenant, now_us);
+        }
         changed = true;
         (OK, 0.0)
       }
@@ -433,16 +411,34 @@ pub fn step(state: &mut State, dims: &[Dimension], request: &Request, now_us: f6
       (used, state.reserved.get(d).copied().unwrap_or(0.0))
     })
     .collect();
-  let tenant = of.and_then(|id| state.tenants.get(id)).map(|t| {
-    let used = dims
-      .iter()
-      .enumerate()
-      .map(|(d, dim)| if t.share > 0.0 { level(dim, at(&t.lane, d), t.share, now_us) } else { 0.0 })
-      .collect();
-    (t.share, t.max, used)
-  });
+  // a tenant's lane use, at its scaled share now
+  let uses = |t: &Tenant| -> Vec<f64> {
+    let rate = scaled(t.share, state.active_shares);
+    (0..dims.len()).map(|d| if rate > 0.0 { level(&dims[d], at(&t.lane, d), rate, now_us) } else { 0.0 }).collect()
+  };
+  let tenant = match (request, of) {
+    (Request::ReserveAs { tenant: a, .. } | Request::StatsOf { tenant: a }, Some(id)) => {
+      Some(match state.tenants.get(id) {
+        Some(t) => (t.share, t.max, uses(t)),
+        None => (a.share, a.max, vec![0.0; dims.len()]),
+      })
+    }
+    _ => None,
+  };
+  let (mut active, mut tenants) = (0.0, vec![]);
+  if let Request::Stats = request {
+    // those still active now (the others leave lazily, a few per call)
+    let now = state.active.iter().rev().take_while(|(until, _)| *until as f64 > now_us);
+    active = now.clone().count() as f64;
+    for (_, id) in now.take(TOP) {
+      if let Some(t) = state.tenants.get(id) {
+        tenants.push((id.clone(), t.share, t.max, uses(t)));
+      }
+    }
+  }
   let excess = (0..dims.len()).map(|d| at(&state.excess, d)).collect();
-  let reply = Reply { status, delay_us, open: state.open, expired: state.expired, dimensions, excess, tenant };
+  let (open, expired) = (state.open, state.expired);
+  let reply = Reply { status, delay_us, open, expired, dimensions, excess, tenant, active, tenants };
   (reply, changed)
 }
 
@@ -455,7 +451,7 @@ pub fn ttl_ms(state: &State, now_us: f64) -> f64 {
       busy = t - now_us;
     }
   }
-  for t in &state.borrowed {
+  for t in state.borrowed.iter().chain(&state.committed) {
     if t - now_us > busy {
       busy = t - now_us;
     }
@@ -478,8 +474,8 @@ pub fn ttl_ms(state: &State, now_us: f64) -> f64 {
 }
 
 pub mod tenants;
-pub use tenants::expire_active;
-use tenants::{give_back, level, register, reserve_as};
+use tenants::{closed, give_back, level, reserve_as, scaled, TOP};
+pub use tenants::{expire_active, Tenant, TenantArg};
 
 #[cfg(test)]
 mod tests;

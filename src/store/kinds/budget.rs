@@ -18,6 +18,7 @@
 //! (Redis: nothing applied).
 
 use super::{Kind, Reply, WRONG_TYPE};
+use crate::core::budget::tenants::TOP;
 use crate::core::budget::{step, ttl_ms, Dimension, Request, State, TenantArg, PPM};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
@@ -153,7 +154,7 @@ fn decode_call(key: &str, id: &str, tenant: &str, nums: &[f64]) -> Result<(Call,
   Ok((call, 7 + PER_DIMENSION * n))
 }
 
-fn flatten(out: &mut Vec<f64>, call: &Call, reply: &crate::core::budget::Reply, now_us: f64) {
+fn flatten(out: &mut Vec<f64>, ids: &mut Vec<String>, call: &Call, reply: &crate::core::budget::Reply, now_us: f64) {
   out.extend([reply.status, reply.delay_us, now_us, reply.open, reply.expired]);
   for ((used, reserved), excess) in reply.dimensions.iter().zip(&reply.excess) {
     out.extend([*used, *reserved, *excess]);
@@ -167,12 +168,22 @@ fn flatten(out: &mut Vec<f64>, call: &Call, reply: &crate::core::budget::Reply, 
       None => out.extend(std::iter::repeat_n(0.0, 2 + call.dimensions.len())),
     }
   }
+  if call.op == STATS {
+    let n = call.dimensions.len();
+    out.extend([reply.active, reply.tenants.len() as f64]);
+    for (id, share, max, used) in &reply.tenants {
+      ids.push(id.clone());
+      out.extend([*share, *max]);
+      out.extend(used);
+    }
+    out.extend(std::iter::repeat_n(0.0, (TOP - reply.tenants.len()) * (2 + n)));
+  }
 }
 
 /// Numbers in the result of `call`.
 fn width(call: &Call) -> usize {
   let n = call.dimensions.len();
-  5 + 3 * n + if call.tenant.is_some() { 2 + n } else { 0 }
+  5 + 3 * n + if call.tenant.is_some() { 2 + n } else { 0 } + if call.op == STATS { 2 + TOP * (2 + n) } else { 0 }
 }
 
 impl Kind for Budget {
@@ -209,33 +220,44 @@ impl Kind for Budget {
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
     let mut inner = store.lock();
-    let mut out = vec![];
+    let (mut out, mut ids) = (vec![], vec![]);
     for call in calls {
       let (state, expires_us) = inner.keyed::<Budget>(&call.key, now_us);
       let (reply, changed) = step(state, &call.dimensions, &call.request(), now_us);
       if changed {
         *expires_us = now_us + ttl_ms(state, now_us) * 1000.0;
       }
-      flatten(&mut out, call, &reply, now_us);
+      flatten(&mut out, &mut ids, call, &reply, now_us);
     }
-    Ok(Reply::numbers(out))
+    Ok(Reply { numbers: out, text: Some(crate::codec::encode(&ids)), failed: None })
   }
 
   async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
     let groups = store.groups(calls.iter().map(|c| c.key.as_str()));
     let replies = store.per_slot(&groups, "budget", |part| script_call(store, calls, part, now_us, lane)).await?;
-    Ok(replies.reply(|v| v.into_iter().flatten().collect()))
+    let mut ids = vec![];
+    let mut reply = replies.reply(|v| {
+      v.into_iter()
+        .flat_map(|(numbers, listed)| {
+          ids.extend(listed);
+          numbers
+        })
+        .collect()
+    });
+    reply.text = Some(crate::codec::encode(&ids));
+    Ok(reply)
   }
 }
 
-/// The calls `part` of `calls` (one hash slot) in one script call; each call's flat result.
+/// The calls `part` of `calls` (one hash slot) in one script call; each call's flat result and
+/// the tenant ids it lists (stats: after every call's numbers, in call order).
 async fn script_call(
   store: &RedisStore,
   calls: &[Call],
   part: &[usize],
   now_us: Option<f64>,
   lane: &Lane,
-) -> Result<Vec<Vec<f64>>> {
+) -> Result<Vec<(Vec<f64>, Vec<String>)>> {
   // budgets (3 keys each) and dimension sets numbered from 1 in order of first use; a
   // set's numbers are sent once, each call names its set
   let mut keys: Vec<Key> = vec![];
@@ -283,7 +305,7 @@ async fn script_call(
   args.extend(entries);
   let reply = store.run(lane, &SCRIPT, keys, args).await?;
   let mut fields = reply.iter();
-  let results = part
+  let numbers = part
     .iter()
     .map(|i| {
       let width = width(&calls[*i]);
@@ -293,7 +315,24 @@ async fn script_call(
       }
       Ok(values)
     })
-    .collect::<Result<Vec<_>>>()?;
+    .collect::<Result<Vec<Vec<f64>>>>()?;
+  // then the ids the stats calls list, in call order
+  let mut results = Vec::with_capacity(numbers.len());
+  for (i, values) in part.iter().zip(numbers) {
+    let call = &calls[*i];
+    let listed = if call.op == STATS && values[0] != WRONG_TYPE {
+      let k = values[width(call) - TOP * (2 + call.dimensions.len()) - 1];
+      if !(0.0..=TOP as f64).contains(&k) {
+        return Err(malformed("budget"));
+      }
+      (0..k as usize)
+        .map(|_| fields.next().and_then(|v| v.as_string()).ok_or_else(|| malformed("budget")))
+        .collect::<Result<Vec<String>>>()?
+    } else {
+      vec![]
+    };
+    results.push((values, listed));
+  }
   if fields.next().is_some() {
     return Err(malformed("budget"));
   }
@@ -318,7 +357,9 @@ mod tests {
     let store = MemoryStore::new();
     let reply = Budget::memory(&store, &calls, 1e6).unwrap();
     let first = [1.0, 0.0, 1e6, 1.0, 0.0, 3.0, 3.0, 0.0, 105.0, 105.0, 0.0];
-    assert_eq!(reply.numbers, [first, first].concat());
+    // stats then lists the active tenants (none), padded to TOP
+    assert_eq!(reply.numbers, [&first[..], &first[..], &[0.0; 2 + TOP * 4]].concat());
+    assert_eq!(reply.text.as_deref(), Some(crate::codec::encode::<&str>(&[]).as_str()));
     // through a tenant: its share, max and use follow
     let nums = [RESERVE_AS, 1e6, 0.0, 1.0, 500_000.0, 1e6, 0.0, 10.0, 1e6, 0.0, 10.0, 2.0];
     let calls = Budget::decode(&crate::codec::encode(&["k2", "b", "t\n1"]), &nums).unwrap();
