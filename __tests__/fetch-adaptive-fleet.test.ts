@@ -2,9 +2,14 @@
 // settles far below the upstream's limit. The real door (pacedFetch, `adaptive: { maxQps:
 // 10 L, startQps: 10 L }`, retries 3) on one MemoryStore driven by a ManualClock, with a door
 // per process (its own callers, successes not yet told, spacing and spare slots), each store
-// call taking a round trip of 2 ms, against a modelled token bucket of L = 100/s with a burst
-// of 20 that answers after 50 ms (__tests__/helpers/adaptive-sim.js): the issue's fleet of 4
-// processes x 16 callers, and one process of 16 callers, which shows it too.
+// call taking a round trip of 2 ms, against a modelled token bucket that answers after a
+// fixed latency (__tests__/helpers/adaptive-sim.js): the issue's fleet (L = 100/s, a burst of
+// 20, 50 ms, 4 processes x 16 callers; one process shows it too), and one cell of each other
+// way the grid of the issue misses its targets today (bench/fetch-sim-grid.js runs the whole
+// grid: 30 of its 54 offered cells miss them). The figures asserted are today's, as lower
+// bounds (429 shares as upper bounds): a fix raises them here.
+// On Redis with real processes (bench/fetch.js, FETCH_BENCH_BURST=20, 4 x 16, 30 s) the
+// issue's cells read 0.50 L (L = 100) and 0.62 L (L = 150), the plateau from the 3rd second.
 //
 // The mechanism (traced with `SIM_TRACE=1 node bench/fetch-sim.js`, these settings):
 // - t = 0: 10 L, the bucket's 20 served, then 429s: what was served (a few calls answered by
@@ -20,6 +25,12 @@
 //   stays at 0.55-0.68 L for the rest of a run. One process with 5 ms of latency and 64
 //   callers (bench/fetch-sim.js's default) cuts below L at the first 429 and climbs for more
 //   than a second before the next: its measure is a whole second's, 0.99 L.
+// Other ways the grid misses today: a burst of 1 with several processes at a low rate (L = 10:
+// calls of different processes' slots land a ms or two closer than 1 / L, a 429 and a block of
+// a second each, and the queue of 64 callers holds 6 s of slots taken at old rates); a burst
+// of 1 at L = 2000 (this model's clock steps 1 ms and a bucket of burst 1 passes one call per
+// step: at most 0.5 L, a limit of the model as much as of the door); 200 ms of latency (the
+// same partial-second measure, with more calls on their way).
 // A partial second's successes read as a second's rate is the cause; counting it as a
 // provisional mark (climbed from fast, no plateau) removes the plateau but the next measure,
 // over a second after a block, counts the refilled burst (and the calls on their way) and
@@ -30,9 +41,8 @@ import { describe, expect, it } from 'vitest'
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { simulate } = require('./helpers/adaptive-sim.js')
 
-const L = 100
 const SECONDS = 20
-const avg = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length
+const sum = (a: number[]) => a.reduce((x, y) => x + y, 0)
 
 interface Run {
   served: number[]
@@ -40,33 +50,39 @@ interface Run {
   failed: number
 }
 
+// limit (/s), burst, latency (ms), processes, callers per process; today's served / L from
+// the 5th second (a lower bound) and share of calls answered 429 from the 5th second (an upper
+// bound), measured on this model
+const CELLS: [number, number, number, number, number, number, number][] = [
+  [100, 20, 50, 4, 16, 0.67, 0.001], // the issue's fleet: 0.676 (target 0.9)
+  [100, 20, 50, 1, 16, 0.55, 0.001], // one process: 0.553
+  [150, 8, 200, 4, 16, 0.6, 0.006], // 200 ms: 0.609
+  [10, 1, 2, 4, 16, 0.29, 0.121], // burst 1, low rate: 0.293 with 12 % 429s
+  [2000, 1, 2, 4, 16, 0.3, 0.001], // burst 1, high rate (1 ms steps): 0.310
+  [2000, 100, 50, 4, 64, 0.76, 0.001], // 0.765
+]
+
 describe('sluice/fetch adaptive rate of a fleet, no rate headers (deterministic)', () => {
-  it.each([
-    // processes, callers per process, today's steady figure (served / L, seconds 5-20)
-    [4, 16, 0.6],
-    [1, 16, 0.5],
-  ])(
-    "issue-36-adaptive-fleet (today's figure): %i process(es) x %i callers, a bucket of 100/s with a burst of 20, 50 ms latency, settle at 0.55-0.68 L (target 0.9 L)",
-    async (processes, callers, today) => {
+  it.each(CELLS)(
+    "issue-36-adaptive-fleet (today's figure): L = %i/s, burst %i, %i ms, %i process(es) x %i callers: served >= %f L from the 5th second (target 0.8, 0.9 at steady state), 429 share <= %f",
+    async (limit, burst, latencyMs, processes, callers, today, share429) => {
       const r: Run = await simulate({
         shape: 'bucket',
         seconds: SECONDS,
-        limit: L,
-        burst: 20,
-        latencyMs: 50,
+        limit,
+        burst,
+        latencyMs,
         storeRttMs: 2,
         processes,
         callers,
       })
-      const steady = avg(r.served.slice(5)) / L
-      // today's figure, a lower bound it meets (not the goal: the issue asks >= 0.9 L); a fix
-      // raises it here
-      expect(steady).toBeGreaterThanOrEqual(today)
-      // at most 2 % of the calls answered 429 at steady state (today: none, the plateau)
-      const refused = r.refused.slice(5).reduce((x, y) => x + y, 0)
-      const served = r.served.slice(5).reduce((x, y) => x + y, 0)
-      expect(refused / (refused + served)).toBeLessThanOrEqual(0.02)
-      expect(r.failed).toBe(0)
+      const served = sum(r.served.slice(5))
+      const refused = sum(r.refused.slice(5))
+      // today's figures (not the goal): a fix raises the first and may lower the second
+      expect(served / (SECONDS - 5) / limit).toBeGreaterThanOrEqual(today)
+      expect(refused / (served + refused)).toBeLessThanOrEqual(share429)
+      // (calls refused by maxWaitMs's default, in r.failed, are not sent: at L = 10, 64 callers
+      // queue past it)
     },
     60_000,
   )

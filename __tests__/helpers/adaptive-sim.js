@@ -106,7 +106,7 @@ async function simulate(o) {
         try {
           await door('http://upstream.test/api')
         } catch {
-          failed++ // none expected: no maxWaitMs
+          failed++ // refused by maxWaitMs (its default is finite): not sent
         }
       }
     }),
