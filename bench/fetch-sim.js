@@ -16,7 +16,9 @@
 //                              SIM_START (10: startQps = maxQps = SIM_START x L), SIM_DECREASE,
 //                              SIM_INCREASE (the adaptive options; default theirs), SIM_PHASE_MS
 //                              (0: where in the window's second the run starts), SIM_TRACE=1
-//                              (the key's rate every 100 ms)
+//                              (the key's rate every 100 ms), SIM_PROCS (1: doors standing
+//                              for processes, each with SIM_CALLERS callers), SIM_RTT_MS (0:
+//                              each store call's round trip), SIM_BURST (the upstream's burst)
 const { simulate, settledFrom } = require('../__tests__/helpers/adaptive-sim.js')
 
 const SECONDS = Number(process.env.SIM_SECONDS || 15)
@@ -38,6 +40,9 @@ async function run(shape) {
     callers: Number(process.env.SIM_CALLERS || 64),
     latencyMs: Number(process.env.SIM_LATENCY_MS || 5),
     phaseMs: Number(process.env.SIM_PHASE_MS || 0),
+    processes: Number(process.env.SIM_PROCS || 1),
+    storeRttMs: Number(process.env.SIM_RTT_MS || 0),
+    ...(process.env.SIM_BURST ? { burst: Number(process.env.SIM_BURST) } : {}),
     trace: process.env.SIM_TRACE === '1',
     adaptive,
   })

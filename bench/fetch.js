@@ -13,7 +13,7 @@
 // door on a RedisStore (an upstream with no limit, 64 in flight): calls/s and Node CPU per call,
 // bare fetch vs pacedFetch.
 // FETCH_BENCH_SECONDS (10: the rows without sluice), FETCH_BENCH_SLUICE_SECONDS (30),
-// FETCH_BENCH_LIMIT (100), FETCH_BENCH_PROCS (4), FETCH_BENCH_SHAPES
+// FETCH_BENCH_LIMIT (100), FETCH_BENCH_BURST (L/20), FETCH_BENCH_PROCS (4), FETCH_BENCH_SHAPES
 // (bucket,window), FETCH_BENCH_DIALECTS (none,draft10,xrl-epoch,xrl-delta), FETCH_BENCH_MODES,
 // FETCH_BENCH_TRACE=1 (served/429 per second, on stderr).
 const { fork } = require('node:child_process')
@@ -26,6 +26,8 @@ const SECONDS = Number(process.env.FETCH_BENCH_SECONDS || 10)
 const SLUICE_SECONDS = Number(process.env.FETCH_BENCH_SLUICE_SECONDS || 30)
 const LIMIT = Number(process.env.FETCH_BENCH_LIMIT || 100)
 const PROCS = Number(process.env.FETCH_BENCH_PROCS || 4)
+// the token bucket's burst (default L/20, at least 1)
+const BURST = Number(process.env.FETCH_BENCH_BURST) || Math.max(1, Math.round(LIMIT / 20))
 const CONCURRENCY = 16
 const list = (name, def) => (process.env[name] || def).split(',')
 const SHAPES = list('FETCH_BENCH_SHAPES', 'bucket,window')
@@ -63,7 +65,7 @@ const { settledFrom: convergence } = require('../__tests__/helpers/adaptive-sim.
 
 async function scenario(redis, shape, dialect, mode) {
   const [d, reset] = dialect.startsWith('xrl') ? ['xrl', dialect.slice(4)] : [dialect, 'epoch']
-  const up = await startUpstream({ limit: LIMIT, burst: Math.max(1, Math.round(LIMIT / 20)), shape, dialect: d, reset })
+  const up = await startUpstream({ limit: LIMIT, burst: BURST, shape, dialect: d, reset })
   const prefix = `fb${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
   const base = {
     url: up.url + '/api',

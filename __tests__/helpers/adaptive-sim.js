@@ -11,12 +11,13 @@
 
 const { MemoryStore, ManualClock } = require('../../lib/index.js')
 const { pacedFetch } = require('../../lib/fetch.js')
+const { Spares } = require('../../lib/store/spares.js')
 
 const T0 = 1_800_000_000_000
 
 /** The upstream's decision at `t` (ms): ok, and the Retry-After it would send when not. */
-function upstream(shape, limit, phaseMs) {
-  const burst = shape === 'bucket-burst' ? limit : Math.max(1, Math.round(limit / 20))
+function upstream(shape, limit, phaseMs, burstGiven) {
+  const burst = burstGiven ?? (shape === 'bucket-burst' ? limit : Math.max(1, Math.round(limit / 20)))
   let tokens = burst
   let last = T0
   let windowStart = T0 - phaseMs
@@ -48,6 +49,25 @@ function settledFrom(served, limit) {
   return at
 }
 
+/**
+ * One process's view of the shared store: its own spare slots, and each store call taking
+ * `rttMs` (half on the way there, half back), as a Redis round trip does.
+ */
+function processStore(store, clock, rttMs) {
+  const view = Object.create(store)
+  view._spares = new Spares()
+  if (rttMs > 0) {
+    const later = (ms) => new Promise((resolve) => clock._schedule(ms, resolve))
+    view._call = async (kind, c) => {
+      await later(rttMs / 2)
+      const out = await store._call(kind, c)
+      await later(rttMs / 2)
+      return out
+    }
+  }
+  return view
+}
+
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
 /**
@@ -56,10 +76,11 @@ const turn = () => new Promise((resolve) => setImmediate(resolve))
  */
 async function simulate(o) {
   const { shape, seconds = 15, limit = 100, callers = 64, latencyMs = 5, phaseMs = 0, trace = false } = o
+  const { processes = 1, storeRttMs = 0 } = o
   const adaptive = o.adaptive ?? { maxQps: limit * 10, startQps: limit * 10 }
   const clock = new ManualClock(T0)
   const store = new MemoryStore({ clock, stats: false })
-  const decide = upstream(shape, limit, phaseMs)
+  const decide = upstream(shape, limit, phaseMs, o.burst)
   const served = new Array(seconds).fill(0)
   const refused = new Array(seconds).fill(0)
   const second = () => Math.floor((clock.now() - T0) / 1000)
@@ -73,18 +94,23 @@ async function simulate(o) {
         resolve(new Response(d.ok ? 'ok' : 'slow down', { status: d.ok ? 200 : 429, headers })),
       )
     })
-  const f = pacedFetch({ store, fetch: send, retry: { maxRetries: 3 }, adaptive })
+  const doors = Array.from({ length: processes }, () =>
+    pacedFetch({ store: processStore(store, clock, storeRttMs), fetch: send, retry: { maxRetries: 3 }, adaptive }),
+  )
+  const f = doors[0]
   let stop = false
   let failed = 0
-  const running = Array.from({ length: callers }, async () => {
-    while (!stop) {
-      try {
-        await f('http://upstream.test/api')
-      } catch {
-        failed++ // none expected: no maxWaitMs
+  const running = doors.flatMap((door) =>
+    Array.from({ length: callers }, async () => {
+      while (!stop) {
+        try {
+          await door('http://upstream.test/api')
+        } catch {
+          failed++ // refused by maxWaitMs (its default is finite): not sent
+        }
       }
-    }
-  })
+    }),
+  )
   const rates = []
   for (let ms = 0; ms < seconds * 1000; ms++) {
     clock.advance(1)
