@@ -279,3 +279,36 @@ describe.each(STORE_KINDS)('issue-36-pacer-cancel on %s', (kind) => {
     }
   })
 })
+
+describe.each(STORE_KINDS)('issue-36-bullmq-refused-slot on %s', (kind) => {
+  // sluice/bullmq's paced admission probes the queue, then takes a slot; a slot that callers of
+  // other processes pushed past maxWaitMs in between was kept, spent, and the job rescheduled
+  it.each([1, 3, 10])(
+    'a slot pushed past maxWaitMs by %i callers in between is given back to the next caller',
+    async (between) => {
+      const clock = new ManualClock(T0)
+      const [s0, s1] = await makeStores(kind, 2, clock)
+      try {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { admit } = require('../lib/bullmq/admit.js')
+        const key = `bull-${between}`
+        const mine = new DistributedPacer(s0, { key, qps: 10 })
+        const other = new DistributedPacer(s1, { key, qps: 10 })
+        const probe = mine.rateLimit.bind(mine)
+        let last = 0
+        mine.rateLimit = async (w?: number) => {
+          const o = await probe(w)
+          for (let i = 0; i < between; i++) last = (await other.pace()).delayMs
+          return o
+        }
+        const maxWaitMs = 50
+        const retryMs = await admit(mine, maxWaitMs, null)
+        expect(retryMs).toBe(last + 100)
+        // the slot it refused goes to the next caller of any process: the queue did not grow
+        expect((await other.pace()).delayMs).toBe(last + 100)
+      } finally {
+        await closeAll([s0, s1])
+      }
+    },
+  )
+})

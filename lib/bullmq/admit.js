@@ -36,13 +36,17 @@ async function admit(limiter, maxWaitMs, prefetch) {
  * user's `backoff`): a slot in its queue (FIFO over every process, exactly `qps`) when the
  * queue's tail is within `maxWaitMs`; 0 once the slot has come, or the ms to retry after.
  * The probe (weight 0) charges nothing; a slot pushed past `maxWaitMs` by a concurrent
- * caller in between is given up.
+ * caller in between is given back (`outcome.cancel()`: the next caller takes it; a failure
+ * to give it back leaves it spent, admitting less, never more).
  */
 async function paced(pacer, maxWaitMs) {
   const probe = await pacer.rateLimit(0)
   if (probe.delayMs > maxWaitMs) return probe.delayMs
   const slot = await pacer.pace()
-  if (slot.delayMs > maxWaitMs) return slot.delayMs
+  if (slot.delayMs > maxWaitMs) {
+    await slot.cancel().catch(() => false)
+    return slot.delayMs
+  }
   if (slot.delayMs > 0) await sleep(slot.delayMs)
   return 0
 }
