@@ -13,7 +13,7 @@ const { sleep, nowMs, aborted } = require('./limiter')
 /** Reservations of one tenant in flight to the store at once, at most (their starts are not known yet). */
 const IN_FLIGHT = 4
 
-/** One tenant's held callers in this process: kept while it has callers or a committed queue ahead. */
+/** One tenant's callers in this process: kept while it has any. */
 class Held {
   constructor() {
     /** Callers waiting to be sent, FIFO: `{ go, aheadUs }`. */
@@ -23,6 +23,8 @@ class Held {
     /** The store's time minus this process's clock, µs (from the latest answer). */
     this.skewUs = 0
     this.inflight = 0
+    /** Callers answered and waiting for their turn (their starts make up the committed queue). */
+    this.waiting = 0
     this.timer = false
   }
 }
@@ -91,6 +93,7 @@ class Holds {
     h.inflight--
     h.skewUs = storeNowUs - nowMs(this._store) * 1000
     if (startUs > h.tailUs) h.tailUs = startUs
+    if (startUs > -Infinity) h.waiting++
     this._pump(id, h)
   }
 
@@ -102,18 +105,21 @@ class Holds {
     this._pump(id, h)
   }
 
-  /** A caller's turn came (its wait ended): the hold leaves when nothing is held or ahead. */
+  /** A caller's turn came (or its wait was aborted): the hold leaves with its last caller. */
   done(id) {
     const h = this._byTenant.get(id)
-    if (h !== undefined) this._drop(id, h)
+    if (h === undefined) return
+    h.waiting--
+    this._drop(id, h)
   }
 
   _nowUs(h) {
     return nowMs(this._store) * 1000 + h.skewUs
   }
 
+  /** A hold is kept while it has callers (held, in flight or waiting for their turn): its memory is theirs. */
   _drop(id, h) {
-    if (h.queue.length === 0 && h.inflight === 0 && !h.timer && h.tailUs <= this._nowUs(h)) {
+    if (h.queue.length === 0 && h.inflight === 0 && h.waiting <= 0 && !h.timer) {
       this._byTenant.delete(id)
     }
   }
