@@ -17,6 +17,7 @@ const {
 } = require('./limiter')
 const { NAME, MAX_LIMIT, MAX_MS } = require('./limiter')
 const budget = require('./kinds/budget')
+const { Holds } = require('./budget-hold')
 
 const { OP, STATUS } = budget
 /** Most dimensions of one budget. */
@@ -105,6 +106,8 @@ class Budget {
     this._statsName = o.name
     /** @internal this view's tenant `{ id, sharePpm, maxPpm, aheadUs }`, null for the budget */
     this._tenant = null
+    /** @internal the tenants' callers held in this process (shared by the views made from this budget) */
+    this._holds = new Holds(store)
   }
 
   /**
@@ -221,16 +224,37 @@ class Budget {
     )
     checkSignal(signal)
     const store = this._store
+    const book = store._stats
     const id = nextId()
     const start = nowMs(store)
-    const r = await this._call(OP.reserve, id, charged, ttlMs * 1000, maxWaitMs * 1000)
-    const book = store._stats
+    const t = this._tenant
+    const holds = this._holds
+    let heldMs = 0
+    if (t !== null) {
+      // held here until the tenant's committed queue is within its horizon (nothing charged yet)
+      heldMs = await holds.turn(t.id, t.aheadUs, maxWaitMs, signal, (ms) => {
+        if (book) book.decision(this, false, 1, false, false)
+        return overLimit(this, ms)
+      })
+    }
+    let r
+    try {
+      const left = Math.max(0, maxWaitMs - (nowMs(store) - start))
+      r = await this._call(OP.reserve, id, charged, ttlMs * 1000, left * 1000)
+    } catch (err) {
+      if (t !== null) holds.failed(t.id)
+      throw err
+    }
+    const ok = r.status === STATUS.ok
+    if (t !== null) holds.answered(t.id, ok ? r.nowUs + r.delayUs : -Infinity, r.nowUs)
     if (r.status === STATUS.refused) {
       if (book) book.decision(this, false, 1, false, r.degraded)
       throw overLimit(this, Math.ceil(r.delayUs / 1000))
     }
-    if (r.status !== STATUS.ok) throw new SluiceError('ERR_INTERNAL', 'a reservation id was used twice')
+    if (!ok) throw new SluiceError('ERR_INTERNAL', 'a reservation id was used twice')
     const reservation = new Reservation(this, id, charged, r)
+    reservation.delayMs += heldMs
+    const waited = nowMs(store) - start
     if (r.delayUs > 0) {
       try {
         await sleep(store, Math.ceil(r.delayUs / 1000), signal)
@@ -238,9 +262,11 @@ class Budget {
         // give the charge back; if that fails the reservation expires as spent (admits less, never more)
         await reservation.cancel().catch(() => {})
         throw err
+      } finally {
+        if (t !== null) holds.done(t.id)
       }
-      if (book) book.waited(this, nowMs(store) - start)
-    }
+    } else if (t !== null) holds.done(t.id)
+    if (book && (r.delayUs > 0 || waited > 0)) book.waited(this, nowMs(store) - start)
     if (book) book.decision(this, true, 1, false, r.degraded)
     return reservation
   }
