@@ -11,12 +11,19 @@
 // second, >= 0.9 L at steady state, <= 2 % 429s). A 20 s cell takes 0.1-15 s.
 //   node bench/fetch-sim-grid.js   SIM_L (10,150,2000), SIM_BURSTS (1,L/20,L: a number, L/k
 //                                  or L), SIM_LATENCY_MS (2,50,200), SIM_PROCS (1,4,8),
-//                                  SIM_SECONDS (20), SIM_RTT_MS (2)
+//                                  SIM_SECONDS (20), SIM_RTT_MS (2), SIM_SHAPE (bucket, or
+//                                  window: 1 s fixed windows), SIM_MODEL (a JSON of
+//                                  bench/adaptive-model.js's switches: the rule in JS)
 const { simulate } = require('../__tests__/helpers/adaptive-sim.js')
+const model = require('./adaptive-model.js')
+if (process.env.SIM_MODEL) model.install(JSON.parse(process.env.SIM_MODEL))
 
 const list = (name, def) => (process.env[name] || def).split(',')
 const SECONDS = Number(process.env.SIM_SECONDS || 20)
 const RTT_MS = Number(process.env.SIM_RTT_MS || 2)
+// 'bucket' (the grid's), or 'window': a fixed window of L per second entered 300 ms into it
+// (bursts do not apply: one burst value runs)
+const SHAPE = process.env.SIM_SHAPE || 'bucket'
 
 /** The burst `spec` ('1', 'L/20', 'L') for a limit of `L`, rounded up. */
 function burstOf(spec, L) {
@@ -29,14 +36,16 @@ async function main() {
   const sum = (a) => a.reduce((x, y) => x + y, 0)
   const missed = []
   for (const L of list('SIM_L', '10,150,2000').map(Number)) {
-    const bursts = [...new Set(list('SIM_BURSTS', '1,L/20,L').map((b) => burstOf(b, L)))]
+    const bursts = SHAPE === 'window' ? [L] : [...new Set(list('SIM_BURSTS', '1,L/20,L').map((b) => burstOf(b, L)))]
     for (const burst of bursts) {
       for (const latencyMs of list('SIM_LATENCY_MS', '2,50,200').map(Number)) {
         for (const processes of list('SIM_PROCS', '1,4,8').map(Number)) {
           const callers = Math.min(64, Math.max(16, Math.ceil((1.5 * L * latencyMs) / (1000 * processes))))
           if ((processes * callers * 1000) / latencyMs < 1.5 * L) continue // not offered
+          model.reset()
           const r = await simulate({
-            shape: 'bucket',
+            shape: SHAPE,
+            phaseMs: 300,
             seconds: SECONDS,
             limit: L,
             burst,

@@ -18,8 +18,12 @@
 //                              (0: where in the window's second the run starts), SIM_TRACE=1
 //                              (the key's rate every 100 ms), SIM_PROCS (1: doors standing
 //                              for processes, each with SIM_CALLERS callers), SIM_RTT_MS (0:
-//                              each store call's round trip), SIM_BURST (the upstream's burst)
+//                              each store call's round trip), SIM_BURST (the upstream's burst),
+//                              SIM_MODEL (a JSON of bench/adaptive-model.js's switches: the
+//                              rule ported to JS, to try changes without a build)
 const { simulate, settledFrom } = require('../__tests__/helpers/adaptive-sim.js')
+const model = require('./adaptive-model.js')
+if (process.env.SIM_MODEL) model.install(JSON.parse(process.env.SIM_MODEL))
 
 const SECONDS = Number(process.env.SIM_SECONDS || 15)
 const LIMIT = Number(process.env.SIM_LIMIT || 100)
@@ -33,6 +37,7 @@ async function run(shape) {
     ...(process.env.SIM_DECREASE ? { decrease: Number(process.env.SIM_DECREASE) } : {}),
     ...(process.env.SIM_INCREASE ? { increase: Number(process.env.SIM_INCREASE) } : {}),
   }
+  model.reset()
   const { served, refused, rates } = await simulate({
     shape,
     seconds: SECONDS,

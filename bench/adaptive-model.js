@@ -1,0 +1,223 @@
+'use strict'
+// A JavaScript port of the adaptive rule (src/core/adaptive/mod.rs, as on main at ff6f156), for
+// trying changes to the rule in seconds instead of a release build: `install()` makes the
+// MemoryStore's adaptive kind decide with it (lib/kinds/adaptive.js's `memory`), so the door
+// and the simulation (__tests__/helpers/adaptive-sim.js) run unchanged. `SIM_MODEL=<json>` in
+// bench/fetch-sim.js and bench/fetch-sim-grid.js installs it with those variant switches:
+//   provisional: a throttled answer after less than a second of calls (since the record was
+//     made or the last back-off period ended) keeps a provisional mark (negative): the rate
+//     settles under it but climbs fast, with no plateau;
+//   noClimbed: a settle after a fast climb keeps the (1 - decrease) margin too;
+//   latePos: late successes (calls sent before a decrease, told during its block) raise a
+//     measured mark only, not a provisional one;
+//   cycle: each throttled answer ends a cycle (see BENCHMARKS.md, issue 36 item 4): the rate
+//     settles under the largest of what the cycle served over its length, over its calls less
+//     the upstream's burst (what a fresh record served before its first refusal), and the last
+//     second's count; it needs the refused call's send time in the report (nums[3]), which the
+//     gate on main does not send (without it the refusal's own time stands for it).
+// `SIM_MODEL={}` is the rule itself (the same numbers as the native core, per second, on the
+// issue's cell: L 100, burst 20, 50 ms, 4 x 16). Not the rule: the rule is the Rust core and its
+// Lua mirror; a change found here is made there.
+
+const SECOND = 1e6
+const WINDOW = 1e6
+const PLATEAU = 30e6
+const INC_CAP = 1.5
+const BLIND = 16
+const FAST = 0.25
+
+let V = {}
+
+class State {
+  constructor() {
+    this.rate = 0
+  }
+
+  init(p, now) {
+    if (this.rate > 0) return
+    Object.assign(this, { rate: p.start, tail: 0, bu: 0, hu: 0, li: now, ws: now, cur: 0, prev: 0, cr: now })
+    Object.assign(this, { lq: 0, lu: 0, mark: 0, cs: now, cok: 0, be: -1 })
+  }
+
+  ceiling(p, now) {
+    return this.lq > 0 && this.lu > now ? Math.min(p.max, this.lq) : p.max
+  }
+
+  clamp(p, now) {
+    this.rate = Math.min(Math.max(this.rate, p.min), this.ceiling(p, now))
+  }
+
+  roll(now) {
+    if (now >= this.ws + 2 * WINDOW) {
+      this.prev = 0
+      this.cur = 0
+      this.ws += Math.floor((now - this.ws) / WINDOW) * WINDOW
+    } else if (now >= this.ws + WINDOW) {
+      this.prev = this.cur
+      this.cur = 0
+      this.ws += WINDOW
+    }
+  }
+
+  served(now) {
+    const into = Math.min(1, Math.max(0, (now - this.ws) / WINDOW))
+    return this.prev * (1 - into) + this.cur
+  }
+
+  flowServed(now) {
+    const flowing = Math.min(WINDOW, Math.max(WINDOW / 10, now - Math.max(this.hu, this.cr)))
+    return (this.served(now) * WINDOW) / flowing
+  }
+
+  countOk(p, ok, ago, now) {
+    if (ok <= 0) return
+    if (V.cycle && now - ago >= this.cs) this.cok += ok
+    const late = V.latePos ? this.mark > 0 : this.mark !== 0
+    if (!V.cycle && late && now < this.bu && now < this.hu && now < this.ws + WINDOW && now - ago < this.ws) {
+      const k = this.rate / Math.abs(this.mark)
+      this.mark += Math.sign(this.mark) * ok
+      this.rate = Math.abs(this.mark) * k
+      return
+    }
+    this.cur += ok
+    if (now >= this.hu && now >= this.li && this.rate < INC_CAP * this.flowServed(now)) {
+      const rel = this.mark <= 0 || this.rate < 0.9 * this.mark ? FAST : p.incRel
+      this.rate += (p.incAbs + this.rate * rel) * Math.min(ok / this.rate, 1)
+    }
+  }
+
+  pace(p, weight, ok, ago, maxWait, now) {
+    this.init(p, now)
+    this.roll(now)
+    this.countOk(p, ok, ago, now)
+    this.clamp(p, now)
+    const burst = V.cycle && this.be >= 0 ? Math.min(p.burst, Math.max(0, this.be - 1)) : p.burst
+    const start = Math.max(this.tail, now - (burst * SECOND) / this.rate, this.bu)
+    const delay = Math.max(0, start - now)
+    if (maxWait >= 0 && delay > maxWait) return [delay, this.rate, 0]
+    this.tail = start + (weight * SECOND) / this.rate
+    return [delay, this.rate, 1]
+  }
+
+  give(p, weight, startIn, now) {
+    this.init(p, now)
+    this.roll(now)
+    const width = (weight * SECOND) / this.rate
+    const given = this.tail > now && Math.abs(this.tail - (now + startIn + width)) <= Math.min(width / 2, 1000)
+    if (given) this.tail = Math.max(this.tail - width, now)
+    return [0, this.rate, given ? 1 : 0]
+  }
+
+  report(p, a, now) {
+    this.init(p, now)
+    this.roll(now)
+    this.countOk(p, a.ok, a.ago, now)
+    if (a.learned > 0) {
+      this.lq = a.learned
+      this.lu = now + a.ttl
+    }
+    if (a.block > 0 && now + a.block > Math.max(this.bu, now) + SECOND * (this.bu > now ? 1 : 0)) {
+      this.bu = now + a.block
+    }
+    let decreased = false
+    if (a.throttled && now >= this.hu) {
+      const served = this.served(now)
+      let plateau = 0
+      const learned = this.lu > now ? this.lq : 0
+      if (V.cycle && learned === 0) {
+        const sendT = a.tAgo >= 0 ? now - a.tAgo : now
+        const S = this.cok
+        if (this.be < 0) {
+          // the first refusal of a fresh record: what was served before it is the burst, about
+          this.be = S
+          this.mark = 0
+          this.rate = Math.min(Math.max(Math.sqrt(served * this.rate), this.rate / BLIND), this.rate * 0.5)
+        } else {
+          const blockT = Math.max(0, this.hu - this.cs)
+          const f = sendT - Math.max(this.hu, this.cs)
+          const lower = (S / Math.max(1, blockT + Math.max(f, 0))) * SECOND
+          const corrected = f > 0 ? ((S - this.be) / f) * SECOND : 0
+          const short = f < Math.max(0.2 * SECOND, (4 * SECOND) / this.rate)
+          const est = short ? this.rate : Math.max(lower, corrected, f >= SECOND ? served : 0)
+          if (V.trace)
+            console.log('cycle', {
+              t: (now - this.cr) / 1e6,
+              S,
+              blockT,
+              f,
+              lower,
+              corrected,
+              rate: this.rate,
+              be: this.be,
+            })
+          this.mark = Math.min(this.rate, est)
+          this.rate = this.mark * (1 - p.dec)
+          plateau = PLATEAU
+        }
+        this.cs = now
+        this.cok = 0
+      } else if (learned > 0) {
+        this.mark = Math.min(this.rate, learned)
+        this.rate = this.mark * (1 - p.dec)
+        plateau = PLATEAU
+      } else if (served * BLIND >= this.rate) {
+        const flowed = now - Math.max(this.cr, this.hu) >= SECOND
+        const measure = Math.min(this.rate, V.flowMark ? this.flowServed(now) : served)
+        if (V.provisional && !flowed) {
+          this.rate = measure * (1 - p.dec)
+          this.mark = -measure
+        } else {
+          const climbed = this.mark <= 0 && flowed && !V.noClimbed
+          this.mark = measure
+          this.rate = measure * (climbed ? 1 : 1 - p.dec)
+          plateau = PLATEAU
+        }
+      } else {
+        this.mark = 0
+        this.rate = Math.min(Math.max(Math.sqrt(served * this.rate), this.rate / BLIND), this.rate * 0.5)
+      }
+      this.hu = now + Math.max(a.block, SECOND)
+      this.li = this.hu + plateau
+      this.prev = 0
+      this.cur = 0
+      this.ws = now
+      decreased = true
+    }
+    this.clamp(p, now)
+    return [Math.max(0, this.bu - now), this.rate, decreased ? 1 : 0]
+  }
+}
+
+const states = new Map()
+
+/** Makes the MemoryStore's adaptive kind decide with this model, with `variant`'s switches. */
+function install(variant = {}) {
+  V = variant
+  const kind = require('../lib/kinds/adaptive.js')
+  kind.memory = (store, c, degraded) => {
+    const now = store._begin()
+    const n = c.nums
+    const key = c.owner._storeKey
+    let s = states.get(key)
+    if (s === undefined) states.set(key, (s = new State()))
+    const p = { max: n[8], min: n[9], start: n[10], incAbs: n[11], incRel: n[12], dec: n[13], burst: n[14] }
+    let r
+    if (n[0] === kind.OP.pace) r = s.pace(p, n[1], n[2], n[15], n[3], now)
+    else if (n[0] === kind.OP.report) {
+      r = s.report(
+        p,
+        { ok: n[2], ago: n[15], tAgo: n[3], throttled: n[4] === 1, block: n[5], learned: n[6], ttl: n[7] },
+        now,
+      )
+    } else r = s.give(p, n[1], Math.max(n[3], 0), now)
+    // as the store answers: µs rounded up, the rate in milli-qps rounded down
+    return [Math.ceil(r[0]), Math.floor(r[1] * 1000), r[2], Math.ceil(Math.max(0, s.bu - now)), degraded]
+  }
+}
+
+/** Forgets every key (a new run). */
+function reset() {
+  states.clear()
+}
+
+module.exports = { install, reset }
