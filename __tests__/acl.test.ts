@@ -20,7 +20,7 @@ import {
   SlidingWindowLimiter,
   WindowLimiter,
   type Store,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { clusterNodes } from './helpers/stores.js'
 import { freePort, startRedis, stop, timed } from './helpers/servers.js'
 

@@ -17,7 +17,7 @@ import {
   SlidingWindowLimiter,
   SluiceError,
   WindowLimiter,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { frame, parseUrl } from '../lib/store/direct.js'
 import { clusterNodes, freshPrefix } from './helpers/stores.js'
 import { eventually, freePort, startRedis, stop } from './helpers/servers.js'

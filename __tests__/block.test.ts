@@ -11,7 +11,7 @@ import {
   PointsLimiter,
   SlidingWindowLimiter,
   WindowLimiter,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { STORE_KINDS, keysUnder, useStore } from './helpers/stores.js'
 
 const T0 = 1_800_000_000_000

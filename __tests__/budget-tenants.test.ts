@@ -3,7 +3,7 @@
 // what idle tenants leave. Deterministic: a MemoryStore on a ManualClock, callers that reserve,
 // wait their turn and settle at once, the clock moved 1 ms at a time.
 import { describe, expect, it } from 'vitest'
-import { Budget, ManualClock, MemoryStore, SluiceError } from '../lib/index.js'
+import { Budget, ManualClock, MemoryStore, SluiceError } from '../lib/entries/index.js'
 
 const T0 = 1_800_000_000_000
 const L = 6000 // tokens per second

@@ -6,12 +6,12 @@ import { fork, spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
-import { Budget, ManualClock, MemoryStore, OverLimitError, RedisStore, SluiceError } from '../lib/index.js'
+import { Budget, ManualClock, MemoryStore, OverLimitError, RedisStore, SluiceError } from '../lib/entries/index.js'
 import { STORE_KINDS, clusterNodes, freshPrefix, makeStore, redisUrl, useStore } from './helpers/stores.js'
 import { freePort } from './helpers/servers.js'
 import { timerArmed, flush, eventually } from './helpers/clock.js'
 import { codeOf } from './helpers/errors.js'
-import { collectMetrics } from '../lib/metrics.js'
+import { collectMetrics } from '../lib/entries/metrics.js'
 
 const T0 = 1_800_000_000_000
 
@@ -620,7 +620,7 @@ describe.each(['redis', 'cluster'] as const)('Budget tenants across 4 processes 
 describe('Budget in the CLI and dashboard registry', () => {
   it('is listed with its dimensions, its state read without charging, in words', async () => {
     type Info = { kind: string; name: string; options: unknown }
-    const inspect = (await import('../lib/inspect.js' as string)) as {
+    const inspect = (await import('../lib/doors/inspect.js' as string)) as {
       limitText(info: Info): string
       stateOf(store: MemoryStore, info: Info): Promise<{ fill: number }>
       stateWords(info: Info, state: unknown): string
@@ -738,7 +738,7 @@ describe('Budget in npx sluice', () => {
 
 describe('Budget on a MemoryStore built by hand', () => {
   it('is exported from both module systems', async () => {
-    const esm = (await import('../lib/index.mjs' as string)) as { Budget: unknown }
+    const esm = (await import('../lib/entries/index.mjs' as string)) as { Budget: unknown }
     expect(esm.Budget).toBe(Budget)
     const b = new Budget(new MemoryStore(), { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1 } } })
     expect(b.dimensions).toEqual({ a: { limit: 1, intervalMs: 1, maxBurst: 0, maxDebt: 1 } })

@@ -6,8 +6,8 @@ import { join } from 'node:path'
 import { Cluster } from 'ioredis'
 import { Queue, type Job } from 'bullmq'
 import { afterAll, describe, expect, it } from 'vitest'
-import { BucketLimiter, FairTenant, RedisStore, SluiceError } from '../lib/index.js'
-import { FairQueues, limitProcessor, weightedWorkers } from '../lib/bullmq.js'
+import { BucketLimiter, FairTenant, RedisStore, SluiceError } from '../lib/entries/index.js'
+import { FairQueues, limitProcessor, weightedWorkers } from '../lib/entries/bullmq.js'
 import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 
 const closers: (() => Promise<unknown>)[] = []

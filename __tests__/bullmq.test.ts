@@ -8,8 +8,8 @@ import {
   OverLimitError,
   RedisStore,
   SluiceError,
-} from '../lib/index.js'
-import { limitProcessor, sidekiqBackoff } from '../lib/bullmq.js'
+} from '../lib/entries/index.js'
+import { limitProcessor, sidekiqBackoff } from '../lib/entries/bullmq.js'
 import { freshPrefix, redisUrl } from './helpers/stores.js'
 import { runScenario } from './helpers/bullmq-pacing.js'
 

@@ -2,15 +2,21 @@
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { BucketLimiter, ConcurrentLimiter, DistributedPacer, RedisStore, SlidingWindowLimiter } from '../lib/index.js'
+import {
+  BucketLimiter,
+  ConcurrentLimiter,
+  DistributedPacer,
+  RedisStore,
+  SlidingWindowLimiter,
+} from '../lib/entries/index.js'
 import { createRequire } from 'node:module'
 import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 import { freePort } from './helpers/servers.js'
 
 const BIN = join(__dirname, '..', 'bin', 'sluice.js')
 
-// lib/inspect.js is internal (no .d.ts): the helpers the CLI shows names and URLs with
-const { jsonText, maskUrl, quoted, redactIn, termText } = createRequire(__filename)('../lib/inspect.js') as {
+// lib/doors/inspect.js is internal (no .d.ts): the helpers the CLI shows names and URLs with
+const { jsonText, maskUrl, quoted, redactIn, termText } = createRequire(__filename)('../lib/doors/inspect.js') as {
   jsonText: (value: unknown, indent?: number) => string
   maskUrl: (url: string) => string
   redactIn: (text: string, url: string) => string

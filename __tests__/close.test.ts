@@ -1,7 +1,7 @@
 // close() ends everything at once (but what Redis was already asked to do): queued concurrent-limiter waiters settle with ERR_CLOSED
 // right away (not at their deadlines), on every store.
 import { describe, expect, it } from 'vitest'
-import { ConcurrentLimiter, RedisStore, WindowLimiter } from '../lib/index.js'
+import { ConcurrentLimiter, RedisStore, WindowLimiter } from '../lib/entries/index.js'
 import { STORE_KINDS, clusterNodes, freshPrefix, makeStore, redisUrl } from './helpers/stores.js'
 
 describe.each(STORE_KINDS)('close() on %s', (kind) => {

@@ -1,7 +1,7 @@
 // ConcurrentLimiter: the distributed semaphore, each scenario run on every store with a
 // ManualClock (lock and wait timeouts move with the clock; wake-ups are pushed, not timed).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConcurrentLimiter, ManualClock, OverLimitError, type Lease, type Store } from '../lib/index.js'
+import { ConcurrentLimiter, ManualClock, OverLimitError, type Lease, type Store } from '../lib/entries/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
 import { eventually, flush, timerArmed } from './helpers/clock.js'
 

@@ -3,7 +3,7 @@
 // as soon as the refusal is known, and keeps dialling in the background. Store errors read as
 // sentences, not Rust debug text.
 import { describe, expect, it } from 'vitest'
-import { RedisStore } from '../lib/index.js'
+import { RedisStore } from '../lib/entries/index.js'
 import { freePort } from './helpers/servers.js'
 
 describe('issue-24-connect-refused', () => {

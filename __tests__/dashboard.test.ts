@@ -19,8 +19,8 @@ import {
   RedisStore,
   SlidingWindowLimiter,
   type Store,
-} from '../lib/index.js'
-import { dashboard, defaultGroup } from '../lib/dashboard.js'
+} from '../lib/entries/index.js'
+import { dashboard, defaultGroup } from '../lib/entries/dashboard.js'
 import { STORE_KINDS, freshPrefix, redisUrl, useStore } from './helpers/stores.js'
 import { request, startCliDashboard, withoutHost } from './helpers/dashboard-http.js'
 
@@ -432,7 +432,7 @@ describe('the page in a real browser (chromium)', () => {
     const store = new MemoryStore()
     const key = 'api<img src=x onerror="window.__pwned=1">&amp;\u202e'
     const answers = [new Response('', { status: 429, headers: { 'Retry-After': '1' } }), new Response('')]
-    const { pacedFetch } = await import('../lib/fetch.js')
+    const { pacedFetch } = await import('../lib/entries/fetch.js')
     const f = pacedFetch({ store, key: () => key, qps: 1e6, retry: false, fetch: async () => answers.shift()! })
     expect((await f('http://upstream.invalid/')).status).toBe(429)
     const srv = await serve(dashboard({ store, refreshMs: 0 }))

@@ -3,7 +3,7 @@
 // later call silently got the previous call's decision (another user's "allowed"). Now they
 // drop the connection (a protocol error, like any framing error) and the lane is redialled.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { BucketLimiter, RedisStore } from '../lib/index.js'
+import { BucketLimiter, RedisStore } from '../lib/entries/index.js'
 import { HostileProxy } from './helpers/hostile-proxy.js'
 import { freshPrefix, redisUrl } from './helpers/stores.js'
 

@@ -4,7 +4,7 @@
 // ACL user, as managed services refuse CONFIG) gets one warning, never a failure.
 import { execFileSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RedisStore, SluiceError, WindowLimiter } from '../lib/index.js'
+import { RedisStore, SluiceError, WindowLimiter } from '../lib/entries/index.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 import { freshPrefix } from './helpers/stores.js'
 

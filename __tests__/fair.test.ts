@@ -1,7 +1,7 @@
 // FairTenant: sidekiq-fair_tenant's routing on every store with a ManualClock, against a
 // model of both modes; then its bad inputs.
 import { describe, expect, it } from 'vitest'
-import { FairTenant, ManualClock, MemoryStore } from '../lib/index.js'
+import { FairTenant, ManualClock, MemoryStore } from '../lib/entries/index.js'
 import { STORE_KINDS, keysUnder, useStore } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 

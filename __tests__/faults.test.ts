@@ -13,7 +13,7 @@ import {
   RedisStore,
   SlidingWindowLimiter,
   SluiceError,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { freshPrefix, makeStore, redisUrl } from './helpers/stores.js'
 import { eventually, freePort, startCluster, startRedis, stop, timed } from './helpers/servers.js'
 
@@ -198,7 +198,7 @@ describe('store failures', () => {
   })
 
   it('a process that never closes its store still exits, also after waiting on a limiter', () => {
-    const program = `const { RedisStore, ConcurrentLimiter } = require('./lib/index.js')
+    const program = `const { RedisStore, ConcurrentLimiter } = require('./lib/entries/index.js')
       RedisStore.connect(${JSON.stringify(redisUrl())}).then(async (s) => {
         const m = new ConcurrentLimiter(s, { name: 'exit${Date.now()}', limit: 1 })
         const a = await m.acquire()
@@ -211,7 +211,7 @@ describe('store failures', () => {
   })
 
   it('a process that never closes its store still exits', () => {
-    const program = `const { RedisStore, DistributedPacer } = require('./lib/index.js')
+    const program = `const { RedisStore, DistributedPacer } = require('./lib/entries/index.js')
       RedisStore.connect(${JSON.stringify(redisUrl())})
         .then((s) => new DistributedPacer(s, { key: 'exit', qps: 10 }).pace())
         .then((o) => console.log('paced', o.delayMs))`

@@ -1,10 +1,10 @@
-// sluice/fetch reading an upstream's answer (lib/fetch/headers.js): Retry-After, IETF RateLimit
+// sluice/fetch reading an upstream's answer (lib/doors/fetch/headers.js): Retry-After, IETF RateLimit
 // and RateLimit-Policy (draft-10 and draft-6/7/8), X-RateLimit-* (epoch seconds, epoch ms or
 // delta resets), x-ratelimit-*-requests (Go durations), and hostile values: ignored or clamped
 // and counted, never thrown.
 import { describe, expect, it } from 'vitest'
 
-const { learn } = require('../lib/fetch/headers.js') as {
+const { learn } = require('../lib/doors/fetch/headers.js') as {
   learn: (
     get: (name: string) => string | string[] | null | undefined,
     nowMs: number,
@@ -207,8 +207,8 @@ describe('the window of X-RateLimit-* (no window stated) is estimated from the l
     ['delta seconds', () => '1', 1000],
     ['epoch seconds, a 60 s window', (nowMs: number) => String(Math.ceil((nowMs + 60_000) / 1000)), 59_700], // 60.7 s read, less the rounding,
   ])('%s', async (_, reset, windowMs) => {
-    const { ManualClock, MemoryStore } = await import('../lib/index.js')
-    const { pacedFetch } = await import('../lib/fetch.js')
+    const { ManualClock, MemoryStore } = await import('../lib/entries/index.js')
+    const { pacedFetch } = await import('../lib/entries/fetch.js')
     const clock = new ManualClock(1_800_000_000_300)
     const store = new MemoryStore({ clock })
     const f = pacedFetch({

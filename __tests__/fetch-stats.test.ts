@@ -5,15 +5,15 @@
 // exposition and read back whole.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Registry } from 'prom-client'
-import { ManualClock, type Store } from '../lib/index.js'
-import { pacedFetch } from '../lib/fetch.js'
-import { collectMetrics } from '../lib/metrics.js'
+import { ManualClock, type Store } from '../lib/entries/index.js'
+import { pacedFetch } from '../lib/entries/fetch.js'
+import { collectMetrics } from '../lib/entries/metrics.js'
 import { STORE_KINDS, type StoreKind, makeStores } from './helpers/stores.js'
 import { timerArmed } from './helpers/clock.js'
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { startUpstream } = require('./helpers/upstream.js')
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { createApi } = require('../lib/dashboard/api.js')
+const { createApi } = require('../lib/doors/dashboard/api.js')
 
 const T0 = 1_800_000_000_000
 /** A key of hostile bytes: quotes, a backslash, a newline, braces, %, HTML, a NUL, non-ASCII. */

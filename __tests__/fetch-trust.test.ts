@@ -4,8 +4,8 @@
 // outcome.cancel()), swept over rates, timeouts, offered loads and processes, on a
 // ManualClock (several doors on one store prefix stand for several processes).
 import { describe, expect, it } from 'vitest'
-import { DistributedPacer, ManualClock, type Store } from '../lib/index.js'
-import { pacedFetch } from '../lib/fetch.js'
+import { DistributedPacer, ManualClock, type Store } from '../lib/entries/index.js'
+import { pacedFetch } from '../lib/entries/fetch.js'
 import { STORE_KINDS, type StoreKind, makeStores } from './helpers/stores.js'
 
 const T0 = 1_800_000_000_000
@@ -290,7 +290,7 @@ describe.each(STORE_KINDS)('issue-36-bullmq-refused-slot on %s', (kind) => {
       const [s0, s1] = await makeStores(kind, 2, clock)
       try {
         // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const { admit } = require('../lib/bullmq/admit.js')
+        const { admit } = require('../lib/doors/bullmq/admit.js')
         const key = `bull-${between}`
         const mine = new DistributedPacer(s0, { key, qps: 10 })
         const other = new DistributedPacer(s1, { key, qps: 10 })

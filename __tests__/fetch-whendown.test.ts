@@ -2,8 +2,8 @@
 // as degraded, 'local' paces them per process on the embedded store, 'deny' and 'error' reject
 // them before anything is sent. These tests start and kill their own redis-server.
 import { describe, expect, it } from 'vitest'
-import { RedisStore, SluiceError } from '../lib/index.js'
-import { pacedFetch } from '../lib/fetch.js'
+import { RedisStore, SluiceError } from '../lib/entries/index.js'
+import { pacedFetch } from '../lib/entries/fetch.js'
 import { freshPrefix } from './helpers/stores.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 import { eventually } from './helpers/clock.js'

@@ -3,8 +3,8 @@
 // several processes), blocks that do not stack, retries, maxWaitMs, aborts, learned limits,
 // hostile headers, Request/URL inputs, the undici interceptor and @octokit/core.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock, MemoryStore, SluiceError, type Store } from '../lib/index.js'
-import { pacedFetch, interceptor, type PacedFetch } from '../lib/fetch.js'
+import { ManualClock, MemoryStore, SluiceError, type Store } from '../lib/entries/index.js'
+import { pacedFetch, interceptor, type PacedFetch } from '../lib/entries/fetch.js'
 import { STORE_KINDS, type StoreKind, makeStores } from './helpers/stores.js'
 import { eventually, flush, timerArmed } from './helpers/clock.js'
 import { codeOf } from './helpers/errors.js'

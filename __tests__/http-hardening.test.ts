@@ -23,15 +23,15 @@ import {
   SlidingWindowLimiter,
   WindowLimiter,
   type Store,
-} from '../lib/index.js'
-import { rateLimit } from '../lib/express.js'
-import sluiceFastify from '../lib/fastify.js'
+} from '../lib/entries/index.js'
+import { rateLimit } from '../lib/entries/express.js'
+import sluiceFastify from '../lib/entries/fastify.js'
 import { freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
 
 const internal = createRequire(__filename)
-const { Door, DOOR } = internal('../lib/http/door.js') as { Door: any; DOOR: symbol }
-const { doorConfig } = internal('../lib/http/options.js') as { doorConfig: (options: object) => any }
-const { keyId, escapeName } = internal('../lib/http/key.js') as {
+const { Door, DOOR } = internal('../lib/doors/http/door.js') as { Door: any; DOOR: symbol }
+const { doorConfig } = internal('../lib/doors/http/options.js') as { doorConfig: (options: object) => any }
+const { keyId, escapeName } = internal('../lib/doors/http/key.js') as {
   keyId: (key: string) => string
   escapeName: (text: string) => string
 }
@@ -372,9 +372,9 @@ describe('doors: keys, names and identifiers', () => {
   it('issue-24-key-cache-heap: 200 distinct 100 KB keys leave under 2 MB on the heap (were 20 MB)', () => {
     // a child with --expose-gc: the heap after a full collection, before and after the keys
     const program = `
-      const { Door } = require(${JSON.stringify(join(__dirname, '..', 'lib', 'http', 'door.js'))})
-      const { doorConfig } = require(${JSON.stringify(join(__dirname, '..', 'lib', 'http', 'options.js'))})
-      const { MemoryStore } = require(${JSON.stringify(join(__dirname, '..', 'lib', 'index.js'))})
+      const { Door } = require(${JSON.stringify(join(__dirname, '..', 'lib', 'doors', 'http', 'door.js'))})
+      const { doorConfig } = require(${JSON.stringify(join(__dirname, '..', 'lib', 'doors', 'http', 'options.js'))})
+      const { MemoryStore } = require(${JSON.stringify(join(__dirname, '..', 'lib', 'entries', 'index.js'))})
       const door = new Door(doorConfig({ store: new MemoryStore(), limit: 5, windowMs: 60000, identifier: 'heap',
         keyGenerator: (req) => req.body.email }))
       ;(async () => {

@@ -5,15 +5,15 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock, MemoryStore, RedisStore, type Store } from '../lib/index.js'
+import { ManualClock, MemoryStore, RedisStore, type Store } from '../lib/entries/index.js'
 import { makeStore } from './helpers/stores.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 import { get, limitHeaders, type Reply } from './helpers/http.js'
 import Fastify from 'fastify'
 import express5 from 'express'
 import express4 from 'express4'
-import { rateLimit, ipKeyGenerator } from '../lib/express.js'
-import sluiceFastify from '../lib/fastify.js'
+import { rateLimit, ipKeyGenerator } from '../lib/entries/express.js'
+import sluiceFastify from '../lib/entries/fastify.js'
 
 const T0 = 1_800_000_000_000 // ms, on a whole minute (UTC)
 const S = 1000

@@ -5,14 +5,14 @@
 // hash slot (fixed, window, leaky and gcra), one-window doors keep their key.
 import { createRequire } from 'node:module'
 import { describe, expect, it } from 'vitest'
-import { ManualClock, type Store } from '../lib/index.js'
+import { ManualClock, type Store } from '../lib/entries/index.js'
 import { STORE_KINDS, keysUnder, useStore } from './helpers/stores.js'
 
 const internal = createRequire(__filename)
-const { Door } = internal('../lib/http/door.js') as { Door: any }
-const { doorConfig } = internal('../lib/http/options.js') as { doorConfig: (options: object) => any }
-const { keyId } = internal('../lib/http/key.js') as { keyId: (key: string) => string }
-const { stateOf } = internal('../lib/inspect.js') as { stateOf: (store: Store, info: object) => Promise<any> }
+const { Door } = internal('../lib/doors/http/door.js') as { Door: any }
+const { doorConfig } = internal('../lib/doors/http/options.js') as { doorConfig: (options: object) => any }
+const { keyId } = internal('../lib/doors/http/key.js') as { keyId: (key: string) => string }
+const { stateOf } = internal('../lib/doors/inspect.js') as { stateOf: (store: Store, info: object) => Promise<any> }
 
 const T0 = 1_800_000_000_000 // a whole second (and minute)
 

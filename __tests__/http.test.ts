@@ -9,14 +9,14 @@ import {
   SlidingWindowLimiter,
   SluiceError,
   type Store,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { freshPrefix, makeStore, redisUrl } from './helpers/stores.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 import { FRAMEWORKS, get, limitHeaders, serve, type Served } from './helpers/http.js'
 
 import Fastify from 'fastify'
-import { rateLimit, ipKeyGenerator } from '../lib/express.js'
-import sluiceFastify from '../lib/fastify.js'
+import { rateLimit, ipKeyGenerator } from '../lib/entries/express.js'
+import sluiceFastify from '../lib/entries/fastify.js'
 
 const T0 = 1_800_000_000_000 // ms, on a whole minute (UTC)
 const PK = 'MTJjYTE3YjQ5YWYy' // express-rate-limit's draft-8 partition key of 127.0.0.1
@@ -516,7 +516,7 @@ describe('door options', () => {
 describe('the doors with a RedisStore', () => {
   it('localDenyCache: a hot key refused stays refused in this process, with no round trip, until its reset', async () => {
     const clock = new ManualClock(T0 + 2500)
-    const { RedisStore } = await import('../lib/index.js')
+    const { RedisStore } = await import('../lib/entries/index.js')
     const store = await RedisStore.connect({ url: redisUrl(), keyPrefix: freshPrefix(), clock, localDenyCache: true })
     // 'fixed': the calendar-aligned window (the default before issue 29)
     const s = await serve('express5', { store, algorithm: 'fixed', limit: 3, windowMs: 10_000 })
@@ -541,7 +541,7 @@ describe('the doors with a RedisStore', () => {
   it('passOnStoreError lets requests through while the store fails; without it they go to the error handler', async () => {
     const port = await freePort()
     const server = await startRedis(port)
-    const { RedisStore } = await import('../lib/index.js')
+    const { RedisStore } = await import('../lib/entries/index.js')
     const store = await RedisStore.connect({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300 })
     const passing = await serve('express5', { store, limit: 3, windowMs: 10_000, passOnStoreError: true })
     const failing = await serve('fastify', { store, limit: 3, windowMs: 10_000 })

@@ -3,7 +3,7 @@
 // `x\n1\n\nincr\n1\n<ANY KEY>\n3\n1,,0` was read as an extra operation (Redis ran PEXPIRE on
 // another application's key), and a plain newline stopped every later flush, silently. Every
 // list that crosses to the native side now goes through one length-prefixed codec
-// (lib/codec.js, src/codec.rs). Here, on a Redis server of this file's own (so a SCAN of the
+// (lib/base/codec.js, src/codec.rs). Here, on a Redis server of this file's own (so a SCAN of the
 // whole server can be compared with the keys expected), and on the shared cluster (a SCAN of
 // every node under this test's prefix).
 import type { ChildProcess } from 'node:child_process'
@@ -20,8 +20,8 @@ import {
   RedisStore,
   SlidingWindowLimiter,
   WindowLimiter,
-} from '../lib/index.js'
-import { decodeParts, encodeParts } from '../lib/codec.js'
+} from '../lib/entries/index.js'
+import { decodeParts, encodeParts } from '../lib/base/codec.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 

@@ -3,7 +3,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ConcurrentLimiter, RedisStore } from '../lib/index.js'
+import { ConcurrentLimiter, RedisStore } from '../lib/entries/index.js'
 import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 import { eventually } from './helpers/clock.js'
 

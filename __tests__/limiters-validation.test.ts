@@ -9,7 +9,7 @@ import {
   PointsLimiter,
   WindowLimiter,
   type Store,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 

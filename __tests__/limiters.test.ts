@@ -11,7 +11,7 @@ import {
   WindowLimiter,
   type Decision,
   type Store,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
 import { flush, timerArmed } from './helpers/clock.js'
 

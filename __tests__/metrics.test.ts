@@ -3,8 +3,8 @@
 import { Registry } from 'prom-client'
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { describe, expect, it } from 'vitest'
-import { BucketLimiter, ConcurrentLimiter, DistributedPacer, MemoryStore, RedisStore } from '../lib/index.js'
-import { collectMetrics } from '../lib/metrics.js'
+import { BucketLimiter, ConcurrentLimiter, DistributedPacer, MemoryStore, RedisStore } from '../lib/entries/index.js'
+import { collectMetrics } from '../lib/entries/metrics.js'
 import { freshPrefix, redisUrl } from './helpers/stores.js'
 
 interface Sample {

@@ -1,6 +1,13 @@
 // The pacer behaviour suite, written once, run on every store with a ManualClock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DistributedPacer, ManualClock, MemoryStore, PacerComposite, SluiceError, type Store } from '../lib/index.js'
+import {
+  DistributedPacer,
+  ManualClock,
+  MemoryStore,
+  PacerComposite,
+  SluiceError,
+  type Store,
+} from '../lib/entries/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
 
 const T0 = 1_800_000_000_000 // ms

@@ -79,7 +79,7 @@ describe('package', () => {
   }, 180_000) // tsc checks Express' and Fastify's own types too: 15 s of CPU here
 
   it('native errors from async calls become SluiceError instances', async () => {
-    const s = await import('../lib/index.js')
+    const s = await import('../lib/entries/index.js')
     const err = await s.RedisStore.connect({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 200 }).catch(
       (e: unknown) => e,
     )

@@ -13,7 +13,7 @@ import {
   RedisStore,
   SlidingWindowLimiter,
   type Store,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { freePort, startRedis, stop, timed } from './helpers/servers.js'
 
 const TIMEOUT_MS = 400

@@ -2,7 +2,13 @@
 // atomic checkAndUse, on every store with explicit timestamps or a ManualClock; then its bad
 // inputs.
 import { beforeAll, describe, expect, it } from 'vitest'
-import { ManualClock, QuotaLimiter, SlidingWindowLimiter, type Quota, type RequestedQuota } from '../lib/index.js'
+import {
+  ManualClock,
+  QuotaLimiter,
+  SlidingWindowLimiter,
+  type Quota,
+  type RequestedQuota,
+} from '../lib/entries/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient, useStore } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 

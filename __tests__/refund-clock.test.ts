@@ -9,8 +9,8 @@ import express from 'express'
 import { Redis } from 'ioredis'
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
-import { RedisStore } from '../lib/index.js'
-import { rateLimit } from '../lib/express.js'
+import { RedisStore } from '../lib/entries/index.js'
+import { rateLimit } from '../lib/entries/express.js'
 import { freshPrefix, redisUrl } from './helpers/stores.js'
 
 describe('issue-24-refund-clock-step', () => {

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { BucketLimiter, LeakyLimiter, ManualClock, MemoryStore, RedisStore, type Store } from '../lib/index.js'
+import { BucketLimiter, LeakyLimiter, ManualClock, MemoryStore, RedisStore, type Store } from '../lib/entries/index.js'
 import {
   STORE_KINDS,
   freshPrefix,
@@ -19,15 +19,17 @@ import {
 } from './helpers/stores.js'
 
 const internal = createRequire(__filename)
-const { Door } = internal('../lib/http/door.js') as { Door: any }
-const { doorConfig } = internal('../lib/http/options.js') as { doorConfig: (options: object) => any }
-const { MAX_LIMITERS, MAX_PROTECTED, MAX_BOOK_BYTES, StatsBook } = internal('../lib/stats.js') as {
+const { Door } = internal('../lib/doors/http/door.js') as { Door: any }
+const { doorConfig } = internal('../lib/doors/http/options.js') as { doorConfig: (options: object) => any }
+const { MAX_LIMITERS, MAX_PROTECTED, MAX_BOOK_BYTES, StatsBook } = internal('../lib/store/stats.js') as {
   MAX_LIMITERS: number
   MAX_PROTECTED: number
   MAX_BOOK_BYTES: number
   StatsBook: any
 }
-const { createApi } = internal('../lib/dashboard/api.js') as { createApi: (store: Store, groupOf: unknown) => any }
+const { createApi } = internal('../lib/doors/dashboard/api.js') as {
+  createApi: (store: Store, groupOf: unknown) => any
+}
 const BIN = join(__dirname, '..', 'bin', 'sluice.js')
 
 const T0 = 1_800_000_000_000

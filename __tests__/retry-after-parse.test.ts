@@ -2,7 +2,7 @@
 // delta-seconds or an HTTP-date), with fractions of a second rounded up to the ms.
 import { describe, expect, it } from 'vitest'
 
-const { retryAfterMs } = require('../lib/retryafter.js') as {
+const { retryAfterMs } = require('../lib/base/retryafter.js') as {
   retryAfterMs: (value: unknown, nowMs: number) => number
 }
 

@@ -26,8 +26,8 @@ import {
   SlidingCounterLimiter,
   SlidingWindowLimiter,
   WindowLimiter,
-} from '../lib/index.js'
-import { pacedFetch } from '../lib/fetch.js'
+} from '../lib/entries/index.js'
+import { pacedFetch } from '../lib/entries/fetch.js'
 import { freePort, startCluster, startRedis, stop } from './helpers/servers.js'
 import { freshPrefix } from './helpers/stores.js'
 

@@ -5,7 +5,7 @@
 import util from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ChildProcess } from 'node:child_process'
-import { BucketLimiter, ConcurrentLimiter, RedisStore } from '../lib/index.js'
+import { BucketLimiter, ConcurrentLimiter, RedisStore } from '../lib/entries/index.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 
 const SECRET = 'Zq7-s3cr3t-PW'

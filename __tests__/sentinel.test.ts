@@ -7,7 +7,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RedisStore, WindowLimiter } from '../lib/index.js'
+import { RedisStore, WindowLimiter } from '../lib/entries/index.js'
 import { freshPrefix } from './helpers/stores.js'
 import { startSentinelSetup } from './helpers/sentinel.js'
 import { eventually } from './helpers/servers.js'

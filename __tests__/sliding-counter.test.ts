@@ -4,7 +4,7 @@
 import { fork } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ManualClock, MemoryStore, OverLimitError, RedisStore, SlidingCounterLimiter } from '../lib/index.js'
+import { ManualClock, MemoryStore, OverLimitError, RedisStore, SlidingCounterLimiter } from '../lib/entries/index.js'
 import { STORE_KINDS, clusterNodes, freshPrefix, redisUrl, useStore } from './helpers/stores.js'
 import { freePort } from './helpers/servers.js'
 import { FRAMEWORKS, get, serve } from './helpers/http.js'

@@ -1,7 +1,7 @@
 // SlidingWindowLimiter: several exact sliding windows, all or nothing, on every store with a
 // ManualClock; then its bad inputs.
 import { describe, expect, it } from 'vitest'
-import { ManualClock, OverLimitError, SlidingWindowLimiter } from '../lib/index.js'
+import { ManualClock, OverLimitError, SlidingWindowLimiter } from '../lib/entries/index.js'
 import { STORE_KINDS, useStore } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 

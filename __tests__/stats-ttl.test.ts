@@ -4,7 +4,7 @@
 // most statsTtlMs), refreshed with every write; the registry's cap deletes the hashes of the
 // limiters it drops.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DistributedPacer, RedisStore, WindowLimiter, ConcurrentLimiter } from '../lib/index.js'
+import { DistributedPacer, RedisStore, WindowLimiter, ConcurrentLimiter } from '../lib/entries/index.js'
 import { clusterNodes, freshPrefix, keysUnder, rawClient, redisUrl } from './helpers/stores.js'
 import type { Cluster, Redis } from 'ioredis'
 

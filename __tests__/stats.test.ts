@@ -18,7 +18,7 @@ import {
   RedisStore,
   SlidingWindowLimiter,
   WindowLimiter,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import {
   STORE_KINDS,
   clusterNodes,

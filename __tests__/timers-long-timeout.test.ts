@@ -1,11 +1,11 @@
 // issue 24 item 8: setTimeout fires after 1 ms when asked for more than 2^31-1 ms (~24.8
-// days); lib/timers.js's longTimeout re-arms in steps instead. Fake timers here, and only
+// days); lib/base/timers.js's longTimeout re-arms in steps instead. Fake timers here, and only
 // here: they emulate that overflow as Node does (a delay above 2^31-1 becomes 1 ms).
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { ManualClock } from '../lib/index.js'
+import { ManualClock } from '../lib/entries/index.js'
 
 type Cancel = () => void
-const { longTimeout, MAX_TIMEOUT_MS } = require('../lib/timers.js') as {
+const { longTimeout, MAX_TIMEOUT_MS } = require('../lib/base/timers.js') as {
   longTimeout: (fn: () => void, ms: number, o?: { clock?: ManualClock | null; unref?: boolean }) => Cancel
   MAX_TIMEOUT_MS: number
 }

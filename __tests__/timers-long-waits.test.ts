@@ -4,7 +4,7 @@
 // system clock (real timers: the path a ManualClock does not take), and the same scenario on
 // a ManualClock.
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ConcurrentLimiter, LeakyLimiter, ManualClock, WindowLimiter } from '../lib/index.js'
+import { ConcurrentLimiter, LeakyLimiter, ManualClock, WindowLimiter } from '../lib/entries/index.js'
 import { STORE_KINDS, useStore } from './helpers/stores.js'
 import { eventually, flush, timerArmed } from './helpers/clock.js'
 

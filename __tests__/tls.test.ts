@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import util from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { BucketLimiter, ConcurrentLimiter, RedisStore, SlidingWindowLimiter, type Store } from '../lib/index.js'
+import { BucketLimiter, ConcurrentLimiter, RedisStore, SlidingWindowLimiter, type Store } from '../lib/entries/index.js'
 import { freePort, startRedisIn, stop, timed } from './helpers/servers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-'))

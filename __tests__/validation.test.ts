@@ -10,14 +10,14 @@ import {
   RedisStore,
   SluiceError,
   type Store,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient, redisUrl } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
-import { QuotaLimiter } from '../lib/index.js'
+import { QuotaLimiter } from '../lib/entries/index.js'
 import { createRequire } from 'node:module'
 
-// the HTTP doors' counter names (lib/http/key.js has no public types)
-const { counterName } = createRequire(__filename)('../lib/http/key.js') as {
+// the HTTP doors' counter names (lib/doors/http/key.js has no public types)
+const { counterName } = createRequire(__filename)('../lib/doors/http/key.js') as {
   counterName: (identifier: string, key: string) => string
 }
 
@@ -180,7 +180,7 @@ describe('store options', () => {
 
 describe('secrets in errors', () => {
   it('no error or store object shows the password of a Redis URL', async () => {
-    const { RedisStore } = await import('../lib/index.js')
+    const { RedisStore } = await import('../lib/entries/index.js')
     const util = await import('node:util')
     const secret = 'Zq9pW0rdSECRET'
     const port = new URL(redisUrl()).port
@@ -228,7 +228,7 @@ describe('a polluted Object.prototype', () => {
       BucketLimiter,
       SlidingWindowLimiter,
       QuotaLimiter,
-    } = await import('../lib/index.js')
+    } = await import('../lib/entries/index.js')
     const proto = Object.prototype as any
     const polluted = {
       maxBurst: 100,

@@ -16,7 +16,7 @@ import {
   SlidingWindowLimiter,
   SluiceError,
   WindowLimiter,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { freshPrefix, redisUrl } from './helpers/stores.js'
 import { freePort, startCluster, startRedis, stop, timed } from './helpers/servers.js'
 import { KINDS, hashTag, type KindName } from './helpers/every-kind.js'
@@ -487,7 +487,7 @@ describe('whenDown on a Redis Cluster (a private one)', () => {
     const { Circuit } = createRequire(__filename)('../lib/store/circuit.js') as {
       Circuit: new (store: object, probeIntervalMs: number, policy: { mode: string }) => Circuit
     }
-    const { fromNative } = createRequire(__filename)('../lib/errors.js') as { fromNative: (e: Error) => Error }
+    const { fromNative } = createRequire(__filename)('../lib/base/errors.js') as { fromNative: (e: Error) => Error }
     const node = [
       'redis: Failed to route command.',
       'redis: Connection reset by peer (os error 104)',

@@ -18,7 +18,7 @@ import {
   WindowLimiter,
   type RedisStore,
   type SlidingDecision,
-} from '../lib/index.js'
+} from '../lib/entries/index.js'
 import { useStore } from './helpers/stores.js'
 
 const HEALTHY = 20

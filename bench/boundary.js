@@ -43,7 +43,9 @@ async function makeDecide(cfg) {
     const rl = new RateLimiterRedis({ storeClient: redis, points, duration: 60, keyPrefix: `${cfg.prefix}rlf` })
     return { decide: (key) => rl.consume(key), close: () => redis.quit() }
   }
-  const sluice = require(path.join(cfg.root, 'lib/index.js'))
+  // the package entry of the tree, as lib/ is laid out now or was before its layers
+  const entry = path.join(cfg.root, 'lib/entries/index.js')
+  const sluice = require(require('node:fs').existsSync(entry) ? entry : path.join(cfg.root, 'lib/index.js'))
   const store = await sluice.RedisStore.connect({
     url: cfg.url,
     keyPrefix: cfg.prefix,

@@ -5,7 +5,7 @@
 // tenant (32 at a time), Redis CPU (INFO cpu) and Node CPU per reserve+settle; and the same on
 // a budget without tenants. One process, its own Redis unless SLUICE_REDIS_URL is set.
 // TENANT_COUNTS=1,1000,100000
-const { Budget, RedisStore } = require('../lib/index.js')
+const { Budget, RedisStore } = require('../lib/entries/index.js')
 const { spawn } = require('node:child_process')
 const fs = require('node:fs')
 const net = require('node:net')

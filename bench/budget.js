@@ -78,7 +78,7 @@ function startApi() {
 // --- a client process ----------------------------------------------------------------------
 
 async function client(cfg) {
-  const { RedisStore, Budget, DistributedPacer } = require('../lib/index.js')
+  const { RedisStore, Budget, DistributedPacer } = require('../lib/entries/index.js')
   const store = await RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix })
   const agent = new http.Agent({ keepAlive: true, maxSockets: CALLERS })
   const call = (payload) =>

@@ -2,7 +2,7 @@
 // The load of bench/callgrind.sh: N decisions over KEYS keys, INFLIGHT in flight (default 256). KIND: pacer
 // (pace()), bucket / window / leaky (check()), sliding (check() of 5 s + 1 min), or concurrent (acquire + release, counted as
 // one decision).
-const sluice = require('../lib/index.js')
+const sluice = require('../lib/entries/index.js')
 
 const LIMITERS = { bucket: sluice.BucketLimiter, window: sluice.WindowLimiter, leaky: sluice.LeakyLimiter }
 

@@ -4,7 +4,7 @@
 // RateLimiterMemory refusing in memory. Same-tick pattern (1,000 calls per Promise.all) and
 // server pattern (a setImmediate per decision, 256 in flight); 3 rounds, decisions/s each.
 // SLUICE_REDIS_URL=redis://127.0.0.1:6379 node bench/deny-cache.js
-const { RedisStore, BucketLimiter } = require('../lib/index.js')
+const { RedisStore, BucketLimiter } = require('../lib/entries/index.js')
 const { RateLimiterMemory } = require('rate-limiter-flexible')
 
 const perSecond = (n, start) => Math.round(n / (Number(process.hrtime.bigint() - start) / 1e9))

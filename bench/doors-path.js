@@ -15,9 +15,14 @@ const path = require('node:path')
 const root = path.resolve(process.argv[2] || path.join(__dirname, '..'))
 const N = Number(process.argv[3] || 200_000)
 const CLIENTS = 10_000
-const { MemoryStore } = require(path.join(root, 'lib/index.js'))
-const { rateLimit } = require(path.join(root, 'lib/express.js'))
-const { DOOR } = require(path.join(root, 'lib/http/door.js'))
+/** A module of the tree at `root`: its path in lib/ as laid out now, else as before the layers (a tree to compare). */
+const inTree = (now, before) => {
+  const p = path.join(root, now)
+  return require(require('node:fs').existsSync(p) ? p : path.join(root, before))
+}
+const { MemoryStore } = inTree('lib/entries/index.js', 'lib/index.js')
+const { rateLimit } = inTree('lib/entries/express.js', 'lib/express.js')
+const { DOOR } = inTree('lib/doors/http/door.js', 'lib/http/door.js')
 const algorithm = process.env.BENCH_DOORS_ALGORITHM ? { algorithm: process.env.BENCH_DOORS_ALGORITHM } : {}
 const REFUSED = process.env.BENCH_DOORS_REFUSED === '1'
 const LIMIT = REFUSED ? 1 : 1e9
@@ -84,7 +89,7 @@ async function fastify() {
     const route = { url: '/', method: 'GET' }
     hooks.push({ fn, route })
   }
-  await require(path.join(root, 'lib/fastify.js'))(app, {
+  await inTree('lib/entries/fastify.js', 'lib/fastify.js')(app, {
     store,
     max: LIMIT,
     timeWindow: 60_000,

@@ -18,7 +18,7 @@ const chosen = cfg.algorithm || process.env.BENCH_DOORS_ALGORITHM
 const algorithm = chosen ? { algorithm: chosen } : {}
 
 async function sluiceStore() {
-  const { RedisStore } = require('../lib/index.js')
+  const { RedisStore } = require('../lib/entries/index.js')
   const options = { url: cfg.url, keyPrefix: cfg.prefix }
   if (cfg.localDenyCache) options.localDenyCache = true
   return RedisStore.connect(options)
@@ -30,7 +30,7 @@ async function expressApp() {
   let close = () => {}
   let store = null
   if (cfg.impl === 'sluice') {
-    const { rateLimit } = require('../lib/express.js')
+    const { rateLimit } = require('../lib/entries/express.js')
     store = await sluiceStore()
     app.use(
       rateLimit({
@@ -77,7 +77,7 @@ async function fastifyApp() {
   let store = null
   if (cfg.impl === 'sluice') {
     store = await sluiceStore()
-    await app.register(require('../lib/fastify.js'), {
+    await app.register(require('../lib/entries/fastify.js'), {
       store,
       max: cfg.limit,
       timeWindow: cfg.windowMs,

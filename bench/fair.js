@@ -30,8 +30,8 @@ async function redisCpuUs(client) {
 }
 
 async function enqueueRun(client, url, impl, shape, round) {
-  const { RedisStore, FairTenant } = require('../lib/index.js')
-  const { FairQueues } = require('../lib/bullmq.js')
+  const { RedisStore, FairTenant } = require('../lib/entries/index.js')
+  const { FairQueues } = require('../lib/entries/bullmq.js')
   const u = new URL(url)
   const connection = { host: u.hostname, port: Number(u.port) }
   const prefix = `benchfair${round}${impl}${shape}`
@@ -96,7 +96,7 @@ async function enqueueRun(client, url, impl, shape, round) {
 }
 
 async function tradeOff(client, url) {
-  const { RedisStore, FairTenant, ManualClock } = require('../lib/index.js')
+  const { RedisStore, FairTenant, ManualClock } = require('../lib/entries/index.js')
   const T0 = 1_800_000_000_000
   const clock = new ManualClock(T0)
   const prefix = `benchfairday${process.pid}`

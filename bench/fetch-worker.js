@@ -6,8 +6,8 @@
 // qps), 'sluice-learn' (pacedFetch, no rate given: learned from headers), 'sluice-adaptive'
 // (pacedFetch, adaptive with startQps = maxQps), 'bare' (fetch alone) and 'sluice-unpaced'
 // (pacedFetch with no limit, for the overhead). Prints one JSON line: its counts and CPU.
-const { RedisStore } = require('../lib/index.js')
-const { pacedFetch } = require('../lib/fetch.js')
+const { RedisStore } = require('../lib/entries/index.js')
+const { pacedFetch } = require('../lib/entries/fetch.js')
 
 const cfg = JSON.parse(process.argv[2])
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))

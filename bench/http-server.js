@@ -11,7 +11,7 @@ const BIG = 1e9 // a limit nobody reaches: every request is admitted and writes
 async function makeDecide() {
   if (cfg.impl === 'none') return { decide: null, close: () => {} }
   if (cfg.impl === 'sluice') {
-    const { RedisStore, BucketLimiter } = require('../lib/index.js')
+    const { RedisStore, BucketLimiter } = require('../lib/entries/index.js')
     const store = await RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix })
     return {
       // a limiter object per request, as a handler would create it for a per-client name

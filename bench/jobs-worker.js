@@ -25,8 +25,8 @@ async function main() {
   let store = null
   const options = { connection, prefix: cfg.prefix, concurrency: cfg.concurrency, autorun: false }
   if (cfg.impl === 'sluice') {
-    const { RedisStore, BucketLimiter } = require('../lib/index.js')
-    const { limitProcessor } = require('../lib/bullmq.js')
+    const { RedisStore, BucketLimiter } = require('../lib/entries/index.js')
+    const { limitProcessor } = require('../lib/entries/bullmq.js')
     store = await RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix })
     const bucket = new BucketLimiter(store, { name: 'jobs', limit: 1e9, interval: 'minute' })
     processor = limitProcessor(work, { limiter: () => bucket })

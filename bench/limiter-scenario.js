@@ -9,7 +9,7 @@ const BIG = 1e9 // rate limits nobody reaches: every check is admitted and write
 
 async function makeDecide() {
   if (cfg.impl.startsWith('sluice-')) {
-    const sluice = require('../lib/index.js')
+    const sluice = require('../lib/entries/index.js')
     // '-nostats': the same limiter on a store with statistics off (what statistics cost)
     const stats = !cfg.impl.endsWith('-nostats')
     const store = await sluice.RedisStore.connect({

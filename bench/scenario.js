@@ -13,7 +13,7 @@ const BURST = 1000
 async function makeDecide() {
   if (cfg.impl === 'sluice-memory-reused') {
     // long-lived pacers (one per key, created up front) instead of one per decision
-    const { MemoryStore, DistributedPacer } = require('../lib/index.js')
+    const { MemoryStore, DistributedPacer } = require('../lib/entries/index.js')
     const store = new MemoryStore()
     const pacers = new Map()
     const pacer = (key) => {
@@ -24,7 +24,7 @@ async function makeDecide() {
     return { decide: (key) => pacer(key).pace(), close: () => store.close() }
   }
   if (cfg.impl === 'sluice' || cfg.impl === 'sluice-memory') {
-    const { RedisStore, MemoryStore, DistributedPacer } = require('../lib/index.js')
+    const { RedisStore, MemoryStore, DistributedPacer } = require('../lib/entries/index.js')
     const store =
       cfg.impl === 'sluice' ? await RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix }) : new MemoryStore()
     return {

@@ -28,7 +28,7 @@ function admitted(ok, what) {
 
 async function makeDecide() {
   if (cfg.impl.startsWith('sluice-')) {
-    const sluice = require('../lib/index.js')
+    const sluice = require('../lib/entries/index.js')
     const store = await sluice.RedisStore.connect({ url: cfg.url, keyPrefix: cfg.prefix })
     const close = () => store.close()
     const batching = () => store.batching

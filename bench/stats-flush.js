@@ -4,7 +4,7 @@
 // Redis' CPU (INFO). Several rounds: the first also writes every limiter's registry record.
 //   SLUICE_REDIS_URL=redis://127.0.0.1:6379 node bench/stats-flush.js
 const Redis = require('ioredis')
-const sluice = require('../lib/index.js')
+const sluice = require('../lib/entries/index.js')
 
 const N = Number(process.env.BENCH_FLUSH_LIMITERS || 10000)
 

@@ -13,8 +13,8 @@
 
 const net = require('node:net')
 const readline = require('node:readline')
-const sluice = require('../lib/index.js')
-const { checkAllowedHosts } = require('../lib/dashboard.js')
+const sluice = require('../lib/entries/index.js')
+const { checkAllowedHosts } = require('../lib/entries/dashboard.js')
 
 /** Whether `h` is an entry `dashboard({ allowedHosts })` takes. */
 function isHostName(h) {
@@ -37,7 +37,7 @@ const {
   jsonText,
   maskUrl,
   redactIn,
-} = require('../lib/inspect.js')
+} = require('../lib/doors/inspect.js')
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -278,7 +278,7 @@ async function run(o, out, warn) {
 /** Serves the dashboard until SIGINT or SIGTERM, then closes the server and the store. */
 async function serveDashboard(o, store, where, out, warn) {
   const http = require('node:http')
-  const { createDashboard } = require('../lib/dashboard.js')
+  const { createDashboard } = require('../lib/entries/dashboard.js')
   // the Host names the page answers to besides loopback names and IP literals: --host when it
   // is a name, and each --allowed-host (a page elsewhere rebinding its name to this address
   // is refused: DNS rebinding)

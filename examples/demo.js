@@ -13,7 +13,7 @@ const {
   LeakyLimiter,
   SlidingWindowLimiter,
   QuotaLimiter,
-} = require('../lib/index.js')
+} = require('../lib/entries/index.js')
 
 const seconds = Number(process.argv[2] || 5)
 const qps = Number(process.argv[3] || 40)
@@ -135,7 +135,7 @@ async function windows(store) {
 // client (all or nothing), with the IETF draft-10 headers; 7 requests from one client.
 async function http(store) {
   const express = require('express')
-  const { rateLimit } = require('../lib/express.js')
+  const { rateLimit } = require('../lib/entries/express.js')
   const app = express()
   app.use(
     rateLimit({

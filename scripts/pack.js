@@ -161,9 +161,9 @@ function publishListing(dir) {
 /** What the main package must and must not ship. */
 function checkMainListing(files) {
   for (const must of [
-    'lib/index.js',
-    'lib/index.d.ts',
-    'lib/index.mjs',
+    'lib/entries/index.js',
+    'lib/entries/index.d.ts',
+    'lib/entries/index.mjs',
     'index.js',
     'index.d.ts',
     'lua/limiter.lua',

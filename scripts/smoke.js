@@ -9,7 +9,9 @@
 const path = require('node:path')
 
 const root = path.resolve(process.argv[2] || path.join(__dirname, '..'))
-const sluice = require(path.join(root, 'lib', 'index.js'))
+// the package entry: lib/entries/ (lib/index.js in a tree from before lib/ had layers)
+const entry = path.join(root, 'lib', 'entries', 'index.js')
+const sluice = require(require('node:fs').existsSync(entry) ? entry : path.join(root, 'lib', 'index.js'))
 const {
   MemoryStore,
   RedisStore,

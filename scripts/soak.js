@@ -12,7 +12,7 @@ const fs = require('node:fs')
 const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
-const sluice = require('../lib/index.js')
+const sluice = require('../lib/entries/index.js')
 
 const MINUTES = Number(process.env.SOAK_MINUTES || 30)
 const RESTART_S = Number(process.env.SOAK_RESTART_S || 300)

@@ -31,12 +31,13 @@ trap 'node scripts/redis-servers.js stop' EXIT
 echo "standalone: $SLUICE_REDIS_URL"
 echo "cluster:    $SLUICE_REDIS_CLUSTER"
 
-echo "== lint: rustfmt, clippy (both feature sets), prettier, tsc"
+echo "== lint: rustfmt, clippy (both feature sets), prettier, tsc, lib/'s layers"
 cargo fmt --check
 cargo clippy --no-default-features --all-targets -- -D warnings
 cargo clippy --all-targets -- -D warnings
 npx prettier --check . >/dev/null
 npx tsc -p tsconfig.json
+node scripts/layers.js
 
 logs=$(mktemp -d)
 trap 'node scripts/redis-servers.js stop; rm -rf "$logs"' EXIT

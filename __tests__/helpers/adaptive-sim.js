@@ -9,8 +9,8 @@
 // settings give the same numbers every time. Used by __tests__/fetch-adaptive.test.ts and
 // bench/fetch-sim.js. It is not the benchmark (bench/fetch.js): one process, no Redis, no HTTP.
 
-const { MemoryStore, ManualClock } = require('../../lib/index.js')
-const { pacedFetch } = require('../../lib/fetch.js')
+const { MemoryStore, ManualClock } = require('../../lib/entries/index.js')
+const { pacedFetch } = require('../../lib/entries/fetch.js')
 const { Spares } = require('../../lib/store/spares.js')
 
 const T0 = 1_800_000_000_000

@@ -5,7 +5,7 @@
 // the store's decision time and its start (Redis' clock), every settlement with the local times
 // around it. It counts; the test judges. `mode: 'hold'` reserves once, reports, and waits to be
 // killed.
-const { Budget, ManualClock } = require('../../lib/index.js')
+const { Budget, ManualClock } = require('../../lib/entries/index.js')
 const { sleep, storeOf, runWorker } = require('./worker-support.js')
 
 async function hold(cfg) {

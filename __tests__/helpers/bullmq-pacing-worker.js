@@ -12,8 +12,8 @@ const {
   WindowLimiter,
   LeakyLimiter,
   SlidingWindowLimiter,
-} = require('../../lib/index.js')
-const { limitProcessor } = require('../../lib/bullmq.js')
+} = require('../../lib/entries/index.js')
+const { limitProcessor } = require('../../lib/entries/bullmq.js')
 
 function makeLimiter(store, cfg) {
   const { kind, name, limit, intervalMs, maxBurst } = cfg

@@ -1,6 +1,6 @@
 // Waiting for sluice to arm a timer on a ManualClock before the test moves the clock. This
 // waits for I/O (a round trip to Redis), never for time logic.
-import type { ManualClock } from '../../lib/index.js'
+import type { ManualClock } from '../../lib/entries/index.js'
 
 export async function timerArmed(clock: ManualClock, count = 1): Promise<void> {
   const pending = () => (clock as unknown as { _timers: unknown[] })._timers.length

@@ -3,8 +3,8 @@
 // several windows on a shared Redis, hammered by `inflight` loops on one client key with
 // seeded weights 1..3 until the start time plus `durationMs`. Each admitted weight goes back
 // over IPC; the test counts.
-const { Door } = require('../../lib/http/door.js')
-const { doorConfig } = require('../../lib/http/options.js')
+const { Door } = require('../../lib/doors/http/door.js')
+const { doorConfig } = require('../../lib/doors/http/options.js')
 
 const { runWorker, sleep, storeOf } = require('./worker-support')
 

@@ -1,6 +1,6 @@
 // The code of the SluiceError a synchronous call throws (undefined when it does not throw).
 import { expect } from 'vitest'
-import { SluiceError } from '../../lib/index.js'
+import { SluiceError } from '../../lib/entries/index.js'
 
 export function codeOf(fn: () => unknown): string | undefined {
   try {

@@ -1,5 +1,5 @@
 // Types of every-kind.js, for the TypeScript tests.
-import type { Store } from '../../lib/index.js'
+import type { Store } from '../../lib/entries/index.js'
 
 export type KindName =
   'window' | 'leaky' | 'sliding' | 'sliding-counter' | 'pacer' | 'quota' | 'concurrent' | 'budget' | 'fair' | 'adaptive'

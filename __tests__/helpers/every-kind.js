@@ -2,8 +2,8 @@
 // Every kind of limiter the stores run, as the failover tests call it (failover.test.ts through
 // failover-kinds-worker.js, whendown.test.ts): per kind, a call on a name that answers whether
 // it was admitted, and the hash tag of the name's keys (what decides its cluster slot).
-const lib = require('../../lib/index.js')
-const { pacedFetch } = require('../../lib/fetch.js')
+const lib = require('../../lib/entries/index.js')
+const { pacedFetch } = require('../../lib/entries/fetch.js')
 
 const HOUR_MS = 3_600_000
 

@@ -6,7 +6,7 @@
 // calls for several masters), then pauses `pauseMs`. argv[2] = JSON { cluster, prefix, kinds,
 // names, limit, commandTimeoutMs, loops, group, pauseMs }: `names` per kind, `limit` what each
 // name of a counting kind admits, for a run far shorter than any of their intervals.
-const lib = require('../../lib/index.js')
+const lib = require('../../lib/entries/index.js')
 const { KINDS } = require('./every-kind.js')
 
 async function main() {

@@ -3,7 +3,7 @@
 // limit per a long window) as fast as it can until told to stop, recording every decision:
 // admitted, refused, or a store code, and how long it took. argv[2] = JSON { cluster or
 // sentinel, prefix, names, limit, commandTimeoutMs }.
-const { RedisStore, WindowLimiter } = require('../../lib/index.js')
+const { RedisStore, WindowLimiter } = require('../../lib/entries/index.js')
 
 async function main() {
   const cfg = JSON.parse(process.argv[2])

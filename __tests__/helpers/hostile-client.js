@@ -4,7 +4,7 @@
 // 'pool' }. 'call': connects, says 'ready', waits for 'go' (the proxy is armed), makes one
 // decision, then retries until one succeeds. 'connect': the proxy is armed before it starts;
 // connect() itself meets the hostile reply, then is retried. Sends a report and exits 0.
-const { RedisStore, BucketLimiter } = require('../../lib/index.js')
+const { RedisStore, BucketLimiter } = require('../../lib/entries/index.js')
 
 const cfg = JSON.parse(process.argv[2])
 const options = {

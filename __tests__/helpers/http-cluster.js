@@ -28,7 +28,7 @@ if (cluster.isPrimary) {
     process.exit(0)
   })
 } else {
-  const { RedisStore } = require('../../lib/index.js')
+  const { RedisStore } = require('../../lib/entries/index.js')
   const port = Number(process.env.SLUICE_TEST_PORT)
   ;(async () => {
     const store = await RedisStore.connect(config.store)
@@ -41,7 +41,7 @@ if (cluster.isPrimary) {
         reply.header('x-worker', String(process.pid))
         done()
       })
-      await app.register(require('../../lib/fastify.js'), door)
+      await app.register(require('../../lib/entries/fastify.js'), door)
       app.get('/', async (req, reply) => {
         reply.header('x-reset-epoch', String(Math.ceil(req.rateLimit.resetTime.getTime() / 1000)))
         return { degraded: req.rateLimit.degraded }
@@ -49,7 +49,7 @@ if (cluster.isPrimary) {
       await app.listen({ port, host: '127.0.0.1' })
     } else {
       const express = require('express')
-      const { rateLimit } = require('../../lib/express.js')
+      const { rateLimit } = require('../../lib/entries/express.js')
       const app = express()
       app.use((req, res, next) => {
         res.setHeader('x-worker', String(process.pid))

@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import express5 from 'express'
 import express4 from 'express4'
-import { rateLimit } from '../../lib/express.js'
-import sluiceFastify from '../../lib/fastify.js'
+import { rateLimit } from '../../lib/entries/express.js'
+import sluiceFastify from '../../lib/entries/fastify.js'
 
 export const FRAMEWORKS = ['express5', 'express4', 'fastify'] as const
 export type Framework = (typeof FRAMEWORKS)[number]

@@ -5,7 +5,7 @@
 // yieldBetween the whole run never leaves the microtask queue (a batch job's loop: the
 // embedded store answers synchronously), so memory that only an event-loop turn frees piles
 // up as well. Run with --expose-gc.
-const sluice = require('../../lib/index.js')
+const sluice = require('../../lib/entries/index.js')
 
 const cfg = JSON.parse(process.argv[2])
 const store = new sluice.MemoryStore()

@@ -9,7 +9,7 @@ const {
   LeakyLimiter,
   SlidingWindowLimiter,
   QuotaLimiter,
-} = require('../../lib/index.js')
+} = require('../../lib/entries/index.js')
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const LIMITERS = { bucket: BucketLimiter, window: WindowLimiter, leaky: LeakyLimiter }

@@ -4,8 +4,8 @@
 // in argv[2]. Each job returns when it started; on 'block' over IPC this process blocks the
 // pacer and reports when the block was recorded.
 const { Worker } = require('bullmq')
-const { RedisStore, DistributedPacer } = require('../../lib/index.js')
-const { limitProcessor } = require('../../lib/bullmq.js')
+const { RedisStore, DistributedPacer } = require('../../lib/entries/index.js')
+const { limitProcessor } = require('../../lib/entries/bullmq.js')
 
 async function main() {
   const cfg = JSON.parse(process.argv[2])

@@ -2,7 +2,7 @@
 // One process of the SlidingCounterLimiter multi-process test. Config comes as JSON in
 // argv[2]; each admission goes back over IPC with the local time it was received and its
 // resetAfterMs (which names the calendar window it was charged to). It counts; the test judges.
-const { SlidingCounterLimiter } = require('../../lib/index.js')
+const { SlidingCounterLimiter } = require('../../lib/entries/index.js')
 const { runWorker, sleep, storeOf } = require('./worker-support')
 
 runWorker(async (cfg) => {

@@ -1,7 +1,7 @@
 'use strict'
 // One process of the statistics test: `count` checks on one bucket, then close() (which
 // flushes its statistics). Config as JSON in argv[2]; reports { admitted, refused } over IPC.
-const { RedisStore, BucketLimiter } = require('../../lib/index.js')
+const { RedisStore, BucketLimiter } = require('../../lib/entries/index.js')
 
 async function main() {
   const cfg = JSON.parse(process.argv[2])

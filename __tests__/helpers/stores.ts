@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, expect } from 'vitest'
 import Redis, { Cluster } from 'ioredis'
-import { ManualClock, MemoryStore, RedisStore, type Store } from '../../lib/index.js'
+import { ManualClock, MemoryStore, RedisStore, type Store } from '../../lib/entries/index.js'
 
 export const STORE_KINDS = ['memory', 'redis', 'cluster'] as const
 export type StoreKind = (typeof STORE_KINDS)[number]

@@ -2,7 +2,7 @@
 // What the multi-process tests' worker processes share: their store from the test's config
 // (a Redis URL or cluster nodes, a key prefix), waiting until the common start, and running
 // main() so that a failure exits non-zero (the test then fails on the exit code).
-const { RedisStore } = require('../../lib/index.js')
+const { RedisStore } = require('../../lib/entries/index.js')
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 

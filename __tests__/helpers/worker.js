@@ -1,7 +1,7 @@
 'use strict'
 // One load-generating process of the multi-process tests. Config comes as JSON in argv[2];
 // the result is sent back over IPC. It counts, it does not judge.
-const { DistributedPacer } = require('../../lib/index.js')
+const { DistributedPacer } = require('../../lib/entries/index.js')
 const { sleep, storeOf } = require('./worker-support')
 
 async function main() {

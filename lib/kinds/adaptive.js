@@ -4,10 +4,10 @@
 // of src/store/kinds/adaptive.rs (`pace`: reserve a slot, successes reported; `report`: what a
 // response said). Result: 4 numbers (pace: delayUs, rate in milli-qps, admitted; report:
 // blockUs left, rate in milli-qps, decreased; then for both the blockUs left), the wrong-type
-// marker in the first (lua/adaptive.lua). Used by lib/fetch/gate.js.
+// marker in the first (lua/adaptive.lua). Used by lib/doors/fetch/gate.js.
 
 const native = require('../native')
-const { encodeParts } = require('../codec')
+const { encodeParts } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
 const NATIVE_NAME = 'adaptive'
@@ -80,7 +80,7 @@ class AdaptiveView {
     this.store = store
     this.name = name
     this.params = Array.isArray(o.params) && o.params.length === 7 ? o.params.map(Number) : null
-    this._storeKey = `${store.keyPrefix}:adaptive:{${require('../stats').escapeKey(name)}}`
+    this._storeKey = `${store.keyPrefix}:adaptive:{${require('../store/stats').escapeKey(name)}}`
   }
 
   /** A probe: a slot of weight 0 (charges nothing: the queue's tail stays where the next call finds it). */
@@ -95,7 +95,7 @@ class AdaptiveView {
 }
 
 adaptive.inspect = {
-  limiter: (lib, store, { name, options }) => new AdaptiveView(store, name, options || {}),
+  limiter: (classes, store, { name, options }) => new AdaptiveView(store, name, options || {}),
   async state(view) {
     const p = await view.probe()
     if (p === null) return { fill: null }
@@ -112,7 +112,7 @@ adaptive.inspect = {
   rates: (store) => ratesOf(store),
 }
 
-/** The sluice/fetch doors made on each store (weakly held; lib/fetch/door.js adds them). */
+/** The sluice/fetch doors made on each store (weakly held; lib/doors/fetch/door.js adds them). */
 const DOORS = new WeakMap()
 
 /** Remembers `door` (a sluice/fetch Door: `gates`, each with `key` and `stats()`) made on `store`. */

@@ -1,5 +1,5 @@
 'use strict'
-// The budget's kind (Budget, lib/budget.js): reservations of several dimensions charged all or
+// The budget's kind (Budget, lib/classes/budget.js): reservations of several dimensions charged all or
 // nothing in one fleet-wide FIFO, settled, cancelled, or expired as spent. Call: `{ owner, op,
 // id, amounts, ttlUs, maxWaitUs, tenant }`, the dimensions from the owner's `_spec`, `tenant`
 // (the reserve-as and stats-of ops) `{ id, sharePpm, maxPpm, aheadUs }`. Result per call:
@@ -10,7 +10,7 @@
 // lua/budget.lua).
 
 const native = require('../native')
-const { encodeParts, decodeParts } = require('../codec')
+const { encodeParts, decodeParts } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 
 const NATIVE_NAME = 'budget'
@@ -173,8 +173,8 @@ const budget = {
 // --- How the sites above the stores see it (see lib/kinds/kind.js) --
 
 budget.inspect = {
-  limiter(lib, store, { name, options: o }) {
-    return new lib.Budget(store, { name, dimensions: o.dimensions })
+  limiter(classes, store, { name, options: o }) {
+    return new classes.Budget(store, { name, dimensions: o.dimensions })
   },
   async state(limiter) {
     const s = await limiter.stats()

@@ -1,11 +1,11 @@
 'use strict'
 // The concurrent limiters' kind (ConcurrentLimiter): leases and their waiters. Call: `{ key,
 // op, id, nums }`, `nums` = `[limit, lockUs, waitUs, ttlMs]`. Result: 9 numbers (see
-// lib/concurrent.js), the marker in the first; grants for this process's waiters come back
+// lib/classes/concurrent.js), the marker in the first; grants for this process's waiters come back
 // with the reply and wake them.
 
 const native = require('../native')
-const { encodeParts, appendPart, decodeParts } = require('../codec')
+const { encodeParts, appendPart, decodeParts } = require('../base/codec')
 const { OPS, WRONG_TYPE, numbers, wrongType } = require('./kind')
 
 const { acquire, release, extend, poll, cancel, stats } = OPS.concurrent
@@ -101,8 +101,8 @@ const concurrent = {
 // --- How the sites above the stores see a concurrent limiter (see lib/kinds/kind.js) ------
 
 concurrent.inspect = {
-  limiter: (lib, store, { name, options: o }) =>
-    new lib.ConcurrentLimiter(store, { name, limit: o.limit, lockTimeoutMs: o.lockTimeoutMs }),
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.ConcurrentLimiter(store, { name, limit: o.limit, lockTimeoutMs: o.lockTimeoutMs }),
   async state(limiter, info) {
     const s = await limiter.stats()
     const limit = info.options.limit

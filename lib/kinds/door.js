@@ -5,7 +5,7 @@
 // of its clients are the limiters of its algorithm's kind (lib/kinds/<kind>.js `door`), kept
 // out of the registry (a flood of client keys must not own it). Options in the registry:
 // `{ algorithm, windows: [{ limit, windowMs }] }` (null for a limit or window given by a
-// function). What the inspecting tools (lib/inspect.js) do with it: its statistics, its limit
+// function). What the inspecting tools (lib/doors/inspect.js) do with it: its statistics, its limit
 // in words, and one client's counter by its key (`sluice reset <door> --key K`).
 
 const { longest } = require('./kind')
@@ -30,24 +30,23 @@ const door = {
   inspect: {
     /** no one limiter: a door's state is its clients' counters */
     limiter: () => null,
-    stats: (lib, store, info) => store._statsOf('door', info.name),
+    stats: (classes, store, info) => store._statsOf('door', info.name),
     limitText,
     /**
      * The counter (or counters, one per window) of the client of `key`, as the door made it
-     * (null when its options do not say enough: a window given by a function). Required here,
-     * not at the top: lib/http requires the kind registry.
+     * (null when its options do not say enough: a window given by a function). `http`: what
+     * the site gives of the HTTP doors (lib/doors/inspect.js): their `algorithms` by name and
+     * `counterName(name, key)`, the name of a client's counter.
      */
-    keyLimiter(lib, store, info, key) {
-      const { ALGORITHMS } = require('../http/options')
-      const { nameOf, keyId } = require('../http/key')
+    keyLimiter(classes, store, info, key, http) {
       const o = info.options || {}
-      const algorithm = ALGORITHMS.get(o.algorithm)
+      const algorithm = http.algorithms.get(o.algorithm)
       const windows = Array.isArray(o.windows) ? o.windows : []
       if (algorithm === undefined || windows.length === 0 || algorithm.resettable === false) return null
       if (windows.some((w) => w === null || typeof w !== 'object' || !(w.windowMs > 0))) return null
       // a limit given by a function: any limit names the same counter (as Door.resetKey)
       const made = windows.map((w) => ({ limit: w.limit === null ? 1 : w.limit, windowMs: w.windowMs }))
-      return algorithm.make(lib, store, nameOf(info.name, keyId(String(key))), made)
+      return algorithm.make(classes, store, http.counterName(info.name, key), made)
     },
   },
 }

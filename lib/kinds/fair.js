@@ -5,7 +5,7 @@
 // in the first.
 
 const native = require('../native')
-const { encodeParts, appendPart } = require('../codec')
+const { encodeParts, appendPart } = require('../base/codec')
 const { OPS, WRONG_TYPE, numbers, wrongType, longest } = require('./kind')
 
 /** The first number of a call: how the tenant's jobs are counted (FairTenant's `mode`). */
@@ -76,8 +76,8 @@ const fair = {
 // --- How the sites above the stores see a fair tenant (see lib/kinds/kind.js) -------------
 
 fair.inspect = {
-  limiter: (lib, store, { name, options: o }) =>
-    new lib.FairTenant(store, {
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.FairTenant(store, {
       name,
       mode: o.mode,
       rules: o.rules.map((r) => ({ queue: r.queue, threshold: r.threshold, perMs: r.perMs })),

@@ -1,7 +1,7 @@
 'use strict'
 // The kind registry: every kind of call the stores run, one line each, in the order and with
 // the codes of src/store/kinds/mod.rs. The stores, the store-down policy, the statistics, the
-// HTTP doors, lib/inspect.js (CLI, dashboard), sluice/metrics and sluice/bullmq iterate it
+// HTTP doors, lib/doors/inspect.js (CLI, dashboard), sluice/metrics and sluice/bullmq iterate it
 // instead of switching on kinds (see lib/kinds/kind.js for what a kind file gives each).
 
 const KINDS = [
@@ -36,7 +36,7 @@ const entriesByPath = new Map()
 /**
  * Every `[className, entry]` of the section at `path` (e.g. 'bullmq', 'door.limiters') of
  * every kind, in registry order: a section maps the name of a limiter class, as the package
- * exports it (lib/index.js), to what a site knows of that class.
+ * exports it (lib/classes/index.js), to what a site knows of that class.
  */
 function classEntries(path) {
   let list = entriesByPath.get(path)
@@ -50,11 +50,11 @@ function classEntries(path) {
 
 /**
  * The entry of the section at `path` for the class `limiter` is an instance of, or undefined.
- * `lib` is the package's exports (lib/index.js), injected by the site: a kind file names its
- * classes and never requires them (they require it).
+ * `classes` is the public classes by name (lib/classes/index.js), given by the site: a kind
+ * file names its classes and never requires them (they require it).
  */
-function classEntry(lib, limiter, path) {
-  for (const [name, entry] of classEntries(path)) if (limiter instanceof lib[name]) return entry
+function classEntry(classes, limiter, path) {
+  for (const [name, entry] of classEntries(path)) if (limiter instanceof classes[name]) return entry
   return undefined
 }
 

@@ -24,11 +24,11 @@
 //   lib/store/whendown.js), or throws.
 //
 // How the sites above the stores see a kind (each optional: a kind with nothing to say for a
-// site omits it). Classes are named as the package exports them (lib/index.js); the sites
-// pass those exports in as `lib`, so a kind file never requires its classes. See
-// lib/kinds/index.js `classEntry` for how a limiter object finds its entry.
-// - `door` (HTTP doors, lib/http/): `algorithms: { <algorithm>: { order, refunds,
-//   resettable?, make(lib, store, name, windows), members?(limiter), check(door, limiter,
+// site omits it). Classes are named as the package exports them (lib/classes/index.js); the
+// sites pass that object in as `classes`, so a kind file never requires its classes (they are
+// a layer above it). See lib/kinds/index.js `classEntry` for how a limiter object finds its entry.
+// - `door` (HTTP doors, lib/doors/http/): `algorithms: { <algorithm>: { order, refunds,
+//   resettable?, make(classes, store, name, windows), members?(limiter), check(door, limiter,
 //   key, weight, windows, at) } }`: the door's `algorithm` names (`order`: where each is
 //   listed in messages; `refunds`: skipFailedRequests/skipSuccessfulRequests allowed;
 //   `resettable: false`: no resetKey), the limiter (or array of them) made for a door key of
@@ -37,9 +37,10 @@
 //   window's `remaining` and `resetMs`). `limiters: { <ClassName>: { refunds, check(door,
 //   limiter, key, weight, at) } }`: what `limiter(req)` may return, and its outcome (windows
 //   named by `door.named(windows)`).
-// - `inspect` (lib/inspect.js: CLI, sluice/dashboard, sluice/metrics): `limiter(lib, store,
-//   info)` a limiter object from a registry entry `{ kind, name, options }` (null: none),
-//   `stats?(lib, store, info)` (default: the limiter's `stats()`), `state?(limiter, info)`
+// - `inspect` (lib/doors/inspect.js: CLI, sluice/dashboard, sluice/metrics): `limiter(classes,
+//   store, info)` a limiter object from a registry entry `{ kind, name, options }` (null: none),
+//   `stats?(classes, store, info)` (default: the limiter's `stats()`), `keyLimiter?(classes,
+//   store, info, key, http)` one client's counter of an HTTP door, `state?(limiter, info)`
 //   its live state with `fill` 0..1 (none: `{ fill: null }`), `limitText(options, per,
 //   info)` its limit in words, `words?(state, f)` its state in words (`f`: `count`, `ms`,
 //   `interval`), `resettable` (`reset()` forgets its counts), `leasesHeld?(limiter)`,
@@ -49,7 +50,7 @@
 //   paces?, members?(limiter) } }`.
 
 const native = require('../native')
-const { SluiceError } = require('../errors')
+const { SluiceError } = require('../base/errors')
 
 /**
  * The operation codes and other numbers of each kind's calls, by kind name, as the native

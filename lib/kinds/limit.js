@@ -5,7 +5,7 @@
 // `[allowed, remaining, retryAfterUs, resetAfterUs]`, the marker in `remaining`.
 
 const native = require('../native')
-const { appendPart } = require('../codec')
+const { appendPart } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 const { input } = require('../store/slots')
 
@@ -268,14 +268,15 @@ async function checkGroup(door, limiters, key, weight, windows, at) {
  * the one-window layout `<prefix>:<segment>:{<name>}`, which stays.
  */
 const groupKey = (store, segment, name, i) => `${store.keyPrefix}:${segment}:v2:{${name}}:${i}`
+limit.groupKey = groupKey
 
 /** A door algorithm of counters of `statsKind`: one limiter per window. */
 const counters = (statsKind, order) => ({
   order,
   refunds: true,
-  make(lib, store, name, windows) {
+  make(classes, store, name, windows) {
     const made = windows.map((w, i) => {
-      const l = new lib[CLASS[statsKind]](store, {
+      const l = new classes[CLASS[statsKind]](store, {
         // `_<window>`: a second `_`, so never the name of one window of another key
         name: windows.length === 1 ? name : `${name}_${i}`,
         limit: w.limit,
@@ -283,11 +284,7 @@ const counters = (statsKind, order) => ({
         waitTimeoutMs: 0,
       })
       // several windows: keys under one hash tag (statistics keep the window's name)
-      if (windows.length > 1) {
-        l._key = groupKey(store, statsKind, name, i)
-        l._window = { group: name, index: i }
-      }
-      return l
+      return windows.length > 1 ? l._asWindow(name, i) : l
     })
     return made.length === 1 ? made[0] : new LimitGroup(made)
   },
@@ -321,13 +318,12 @@ limit.door = {
 
 limit.inspect = {
   resettable: true,
-  limiter(lib, store, { kind, name, options: o }) {
-    if (kind === 'points') return new lib.PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
-    const l = new lib[CLASS[kind]](store, { name, limit: o.limit, interval: o.intervalMs })
+  limiter(classes, store, { kind, name, options: o }) {
+    if (kind === 'points') return new classes.PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
+    const l = new classes[CLASS[kind]](store, { name, limit: o.limit, interval: o.intervalMs })
     // a window of a door's several windows lives under the door key's hash tag
     const w = o.window
-    if (w && typeof w.group === 'string' && Number.isInteger(w.index)) l._key = groupKey(store, kind, w.group, w.index)
-    return l
+    return w && typeof w.group === 'string' && Number.isInteger(w.index) ? l._asWindow(w.group, w.index) : l
   },
   async state(limiter) {
     const d = await limiter.peek()

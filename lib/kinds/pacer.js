@@ -5,7 +5,7 @@
 // `[delayUs, watermark, paced]`, the marker in `delayUs`.
 
 const native = require('../native')
-const { encodeParts } = require('../codec')
+const { encodeParts } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 const { input } = require('../store/slots')
 
@@ -223,6 +223,13 @@ const pacerRequest = (composite) => ({
   },
 })
 
+/**
+ * The store key of window `i` of a door's several windows of counter `name`: one hash tag per
+ * door key, so a composite of them is one script call on a cluster; `v2` sets it apart from a
+ * pacer's own key `<prefix>:pacer:{<key>}`.
+ */
+pacer.groupKey = (store, name, i) => `${store.keyPrefix}:pacer:v2:{${name}}:${i}`
+
 pacer.door = {
   algorithms: {
     gcra: {
@@ -235,18 +242,17 @@ pacer.door = {
        * composite is one script call on a cluster too (no undo); one window keeps
        * `<prefix>:pacer:{<counter>}`. A counter name needs no escaping (`[A-Za-z0-9_-]`).
        */
-      make(lib, store, name, windows) {
+      make(classes, store, name, windows) {
         const pacers = windows.map((w, i) => {
-          const p = new lib.DistributedPacer(store, {
+          const p = new classes.DistributedPacer(store, {
             // a pacer's key may hold any character: `.` is in no counter name
             key: windows.length === 1 ? name : `${name}.${i}`,
             qps: (w.limit * 1000) / w.windowMs,
             maxBurst: w.limit,
           })
-          if (windows.length > 1) p._storeKey = `${store.keyPrefix}:pacer:v2:{${name}}:${i}`
-          return p
+          return windows.length > 1 ? p._asWindow(name, i) : p
         })
-        return pacers.length === 1 ? pacers[0] : new lib.PacerComposite(pacers)
+        return pacers.length === 1 ? pacers[0] : new classes.PacerComposite(pacers)
       },
       members: (limiter) => limiter._leaves ?? [limiter],
       async check(door, limiter, key, weight, windows, at) {
@@ -262,8 +268,8 @@ pacer.door = {
 }
 
 pacer.inspect = {
-  limiter: (lib, store, { name, options: o }) =>
-    new lib.DistributedPacer(store, { key: name, qps: o.qps, maxBurst: o.maxBurst }),
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.DistributedPacer(store, { key: name, qps: o.qps, maxBurst: o.maxBurst }),
   async state(limiter, info) {
     const o = await limiter.rateLimit(0) // a probe: charges nothing, counts nothing
     const maxBurst = info.options.maxBurst

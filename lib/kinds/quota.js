@@ -121,7 +121,7 @@ const quota = {
 /** A quota prefix has no limiter object of its own: its statistics are read through one. */
 quota.inspect = {
   limiter: () => null,
-  stats: (lib, store, info) => new lib.QuotaLimiter(store).stats(info.name),
+  stats: (classes, store, info) => new classes.QuotaLimiter(store).stats(info.name),
   limitText: (o) => `${(o.quotas || []).length} quota${(o.quotas || []).length === 1 ? '' : 's'}`,
 }
 

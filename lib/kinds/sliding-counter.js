@@ -1,5 +1,5 @@
 'use strict'
-// The approximate sliding window's kind and its limiter, SlidingCounterLimiter: per window two
+// The approximate sliding window's kind (its limiter: SlidingCounterLimiter, lib/classes/): per window two
 // counters (this calendar window's and the previous one's, weighted by its overlap with the
 // sliding window: Cloudflare's estimate), several windows decided and charged together. Call:
 // `{ owner, op, weight }`, the windows from the owner's `_spec`. Result: `[allowed, retryUs,
@@ -7,9 +7,8 @@
 // (src/store/kinds/sliding_counter.rs, lua/sliding_counter.lua).
 
 const native = require('../native')
-const { encodeParts } = require('../codec')
+const { encodeParts } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType, longest, windowed } = require('./kind')
-const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('../limiter')
 
 const NATIVE_NAME = 'sliding_counter'
 const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
@@ -91,99 +90,6 @@ const slidingCounter = {
   },
 }
 
-const ms = (us) => (us > 0 ? Math.ceil(us / 1000) : 0)
-
-/**
- * An approximate sliding window per window of `windows` (say 100 per minute and 1,000 per
- * hour), decided and charged together, in two counters per window whatever the limit: the
- * weight in the window ending now is estimated as the previous calendar window's weight times
- * the share of it the sliding window still covers, plus the current one's. A call is admitted
- * only if every window's estimate has room for it. Bound: a calendar window never admits more
- * than its limit; over a sliding window it can admit more (or less) when the previous window's
- * calls were bunched. Its Decision describes the most restrictive window, plus `windows[]`.
- */
-class SlidingCounterLimiter extends Limiter {
-  constructor(store, options) {
-    const common = limiterOptions(store, options, ['windows'])
-    super(store, common, 'sliding-counter')
-    this._windows = windowsOption(common.options.windows)
-    this._limit = Math.min(...this._windows.map((w) => w.limit))
-    this._spec = [this._windows.length]
-    for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)
-  }
-
-  /** @internal the options shown by `store.limiters()` */
-  _statsOptions() {
-    return { windows: this._windows }
-  }
-
-  /** The windows, as configured. */
-  get windows() {
-    return this._windows
-  }
-
-  /** @internal one call of this kind */
-  _call(op, weight) {
-    return this._store._call(slidingCounter, new SlidingCounterCall(this, op, weight))
-  }
-
-  /** @internal a take (see Limiter), counted in statistics when `count` */
-  _take(weight, _maxWaitUs, count) {
-    if (!count) return this._call(OP.take, weight)
-    return this._call(OP.take, weight).then((d) => {
-      this._count(d, weight)
-      return d
-    })
-  }
-
-  /** @internal another operation (see Limiter) */
-  _op(name, weight) {
-    return this._call(OP[name], weight)
-  }
-
-  /**
-   * @internal a refund comes off the previous calendar window first, so it never frees room
-   * the refunded call did not take; once the shortest window has passed since the call, the
-   * call may be two calendar windows back and the refund is skipped
-   */
-  _refundable(_d, atMs) {
-    const shortest = Math.min(...this._windows.map((w) => w.intervalMs))
-    return elapsedMs(this._store) < atMs + shortest
-  }
-
-  /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
-  _decision(out, o, degraded = false) {
-    const allowed = out[o] === 1
-    let pick = 0
-    const windows = this._windows.map((w, i) => {
-      const at = o + 2 + 3 * i
-      return {
-        limit: w.limit,
-        intervalMs: w.intervalMs,
-        remaining: out[at],
-        retryAfterMs: ms(out[at + 1]),
-        resetAfterMs: ms(out[at + 2]),
-      }
-    })
-    // the most restrictive window: the one that refuses longest, or the one with least room
-    for (let i = 1; i < windows.length; i++) {
-      const w = windows[i]
-      const b = windows[pick]
-      if (allowed ? w.remaining < b.remaining : w.retryAfterMs > b.retryAfterMs) pick = i
-    }
-    const m = windows[pick]
-    return {
-      allowed,
-      limit: m.limit,
-      remaining: m.remaining,
-      retryAfterMs: ms(out[o + 1]),
-      resetAfterMs: m.resetAfterMs,
-      degraded,
-      windows,
-    }
-  }
-}
-
 // --- How the sites above the stores see it (see lib/kinds/kind.js) --
 
 /** A window `dw` of its Decision as door window `w`: if it refuses, until it admits; else its full reset. */
@@ -206,8 +112,8 @@ slidingCounter.door = {
       order: 6,
       refunds: true,
       /** One limiter of every window, charged together in one call. */
-      make: (lib, store, name, windows) =>
-        new SlidingCounterLimiter(store, {
+      make: (classes, store, name, windows) =>
+        new classes.SlidingCounterLimiter(store, {
           name,
           windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
         }),
@@ -230,7 +136,8 @@ slidingCounter.door = {
 
 slidingCounter.inspect = {
   resettable: true,
-  limiter: (lib, store, { name, options: o }) => new SlidingCounterLimiter(store, { name, windows: o.windows }),
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.SlidingCounterLimiter(store, { name, windows: o.windows }),
   state: async (limiter) => windowed.state(await limiter.peek()),
   limitText: (o, per) => (o.windows || []).map((w) => `~${w.limit} / ${per(w.intervalMs)}`).join(', '),
   words: windowed.words,
@@ -243,7 +150,5 @@ slidingCounter.bullmq = {
     rateOf: windowed.rateOf,
   },
 }
-
-slidingCounter.Limiter = SlidingCounterLimiter
 
 module.exports = slidingCounter

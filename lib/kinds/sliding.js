@@ -5,7 +5,7 @@
 // retryUs) per window]`, the marker in the first `retryUs`.
 
 const native = require('../native')
-const { encodeParts } = require('../codec')
+const { encodeParts } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType, longest, windowed } = require('./kind')
 
 const { take, peek, reset, block } = OPS.sliding
@@ -132,8 +132,8 @@ sliding.door = {
       order: 3,
       refunds: false,
       /** One limiter of every window, charged together. */
-      make: (lib, store, name, windows) =>
-        new lib.SlidingWindowLimiter(store, {
+      make: (classes, store, name, windows) =>
+        new classes.SlidingWindowLimiter(store, {
           name,
           windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
         }),
@@ -161,7 +161,8 @@ sliding.door = {
 
 sliding.inspect = {
   resettable: true,
-  limiter: (lib, store, { name, options: o }) => new lib.SlidingWindowLimiter(store, { name, windows: o.windows }),
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.SlidingWindowLimiter(store, { name, windows: o.windows }),
   state: async (limiter) => windowed.state(await limiter.peek(0)),
   limitText: (o, per) => (o.windows || []).map((w) => `${w.limit} / ${per(w.intervalMs)}`).join(', '),
   words: windowed.words,

@@ -3,9 +3,9 @@
 // (status 'down', 'down' emitted, the store-down policy answers), a probe every
 // `probeIntervalMs` closes it when Redis answers again ('up').
 
-const { fromNative } = require('../errors')
+const { fromNative } = require('../base/errors')
 const slots = require('./slots')
-const { encodeParts } = require('../codec')
+const { encodeParts } = require('../base/codec')
 const { STORE_FAILURES } = require('./errors')
 const LIMIT = require('../kinds/limit')
 

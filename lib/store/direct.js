@@ -11,7 +11,7 @@
 // calls under way with ERR_STORE_UNAVAILABLE, as the pool does.
 const net = require('node:net')
 const native = require('../native')
-const { SluiceError, fromNative } = require('../errors')
+const { SluiceError, fromNative } = require('../base/errors')
 const { OUT } = require('./slots')
 
 const CR = 13

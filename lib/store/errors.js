@@ -2,7 +2,7 @@
 // The errors a store makes itself (closed, statistics off or unwritable, Redis found down),
 // and which native failures say that Redis is unreachable.
 
-const { SluiceError } = require('../errors')
+const { SluiceError } = require('../base/errors')
 
 /** Errors that say Redis itself is unreachable or too slow (they open the circuit). */
 const STORE_FAILURES = new Set(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT'])

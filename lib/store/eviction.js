@@ -4,7 +4,7 @@
 // Under a policy that may evict sluice's keys, the store emits a 'warning' (ERR_CONFIG_RISK),
 // or refuses to start with `evictingServer: 'refuse'`; a policy it cannot read is said once,
 // never a failure.
-const { SluiceError, invalidConfig } = require('../errors')
+const { SluiceError, invalidConfig } = require('../base/errors')
 
 const MODES = ['warn', 'refuse']
 

@@ -4,7 +4,7 @@
 // a failure opens the circuit, and batches already written are waited for at close().
 
 const native = require('../native')
-const { SluiceError, fromNative } = require('../errors')
+const { SluiceError, fromNative } = require('../base/errors')
 const { Batcher } = require('./batcher')
 const { closedError } = require('./errors')
 const slots = require('./slots')

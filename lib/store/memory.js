@@ -4,8 +4,8 @@
 // the demo, and a RedisStore's whenDown 'local'.
 
 const native = require('../native')
-const { fromNative } = require('../errors')
-const { StatsBook, byLastUse } = require('../stats')
+const { fromNative } = require('../base/errors')
+const { StatsBook, byLastUse } = require('./stats')
 const { memoryOptions, STORE } = require('./options')
 const { Waiters } = require('./waiters')
 const { Spares } = require('./spares')
@@ -98,7 +98,7 @@ class MemoryStore {
   /**
    * The limiters used through this store, newest first: `{ kind, name, options, lastUse }`
    * (lastUse in ms since the epoch). At most 10,000: a full registry forgets the least recently
-   * used names seen in one period (5 s) first, never for a name seen once (see lib/stats.js).
+   * used names seen in one period (5 s) first, never for a name seen once (see lib/store/stats.js).
    */
   async limiters() {
     if (this._closed) throw closedError()

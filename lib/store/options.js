@@ -2,8 +2,8 @@
 // The options of the two stores: `new MemoryStore(options)` and `RedisStore.connect(options)`
 // checked (ERR_INVALID_CONFIG for anything unknown or out of range) and given their defaults.
 
-const { invalidConfig, ownProps } = require('../errors')
-const { ManualClock } = require('../clock')
+const { invalidConfig, ownProps } = require('../base/errors')
+const { ManualClock } = require('../base/clock')
 const { WHEN_DOWN } = require('./whendown')
 const { evictingServerOption } = require('./eviction')
 

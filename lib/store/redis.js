@@ -6,8 +6,8 @@
 
 const EventEmitter = require('node:events')
 const native = require('../native')
-const { SluiceError, fromNative, invalidConfig } = require('../errors')
-const { StatsBook } = require('../stats')
+const { SluiceError, fromNative, invalidConfig } = require('../base/errors')
+const { StatsBook } = require('./stats')
 const { DirectConnection } = require('./direct')
 const { SentinelWatcher } = require('./sentinel')
 const { checkEviction } = require('./eviction')
@@ -22,7 +22,6 @@ const { StatsWriter } = require('./stats-writer')
 const { MemoryStore } = require('./memory')
 const { closedError } = require('./errors')
 const slots = require('./slots')
-const { KINDS } = require('../kinds')
 
 const PRIVATE = Symbol('sluice.private')
 
@@ -80,15 +79,11 @@ class RedisStore extends EventEmitter {
     // statistics: counted here, written every statsFlushMs (one pipeline per slot) and on close
     this._stats = o.stats ? new StatsBook(() => this._nowMsLocal(), false) : null
     this._statsWriter = new StatsWriter(this, o.statsTtlMs, o.statsFlushMs)
-    // One queue per kind. Its batches go on the direct connection when it is up, else on one
-    // pool connection (its lane): either way they reach Redis in call order.
+    // One queue per kind, made at the kind's first call (see _queue). Its batches go on the
+    // direct connection when it is up, else on one pool connection (its lane): either way they
+    // reach Redis in call order.
     this._lanes = new Lanes(this, direct, o.connectTimeoutMs)
     this._queues = []
-    for (const kind of KINDS) {
-      this._queues[kind.code] = this._lanes.queue(kind.lane, (calls, resolve, reject, q) =>
-        this._send(kind, calls, resolve, reject, q),
-      )
-    }
   }
 
   /**
@@ -214,7 +209,17 @@ class RedisStore extends EventEmitter {
       const hit = kind.cached(this._denyCache, c, this._localUs())
       if (hit !== undefined) return Promise.resolve(hit)
     }
-    return this._queues[kind.code].batcher.add(c)
+    return (this._queues[kind.code] ?? this._queue(kind)).batcher.add(c)
+  }
+
+  /**
+   * @internal the queue of `kind`, made at its first call: the store runs the kinds it is
+   * given and requires none (lib/kinds/ is a layer above it)
+   */
+  _queue(kind) {
+    const q = this._lanes.queue(kind.lane, (calls, resolve, reject, q) => this._send(kind, calls, resolve, reject, q))
+    this._queues[kind.code] = q
+    return q
   }
 
   /** @internal sends one batch of `kind` on queue `q` (see Lanes.batch) */

@@ -4,8 +4,8 @@
 // for `stats()`, the dashboard and `store.limiters()`.
 
 const native = require('../native')
-const { fromNative } = require('../errors')
-const { encodeParts } = require('../codec')
+const { fromNative } = require('../base/errors')
+const { encodeParts } = require('../base/codec')
 const {
   byLastUse,
   statsFrom,
@@ -18,7 +18,7 @@ const {
   optionsJson,
   SERIES,
   MINUTE_MS,
-} = require('../stats')
+} = require('./stats')
 const { closedError, statsOffError, isWrongTypeReply, statsWrongTypeError } = require('./errors')
 
 /** How often a limiter's registry record (last use, options) is refreshed, at most. */

@@ -3,7 +3,7 @@
 // wake), and on a RedisStore the pub/sub channels their grants arrive on.
 
 const native = require('../native')
-const { fromNative } = require('../errors')
+const { fromNative } = require('../base/errors')
 const { closedError } = require('./errors')
 
 /**

@@ -4,7 +4,7 @@
 // fail closed) or 'local' (an embedded store in this process decides, from zero). Every answer
 // made here is flagged degraded. What each kind answers is in its file (lib/kinds/, `whenDown`).
 
-const { SluiceError, fromNative } = require('../errors')
+const { SluiceError, fromNative } = require('../base/errors')
 
 const WHEN_DOWN = ['error', 'allow', 'deny', 'local']
 

@@ -1,0 +1,257 @@
+'use strict'
+// The rate limiters (Bucket, Window, Leaky, Points, Unlimited): one `limit` per `interval`,
+// their calls the limit kind's (lib/kinds/limit.js), the rest `Limiter`'s (lib/classes/limiter.js).
+
+const {
+  Limiter,
+  limiterOptions,
+  checkInteger,
+  intervalMs,
+  withinOptions,
+  checkSignal,
+  elapsedMs,
+  MAX_LIMIT,
+  MAX_MS,
+  REFUND_MARGIN_MS,
+} = require('./limiter')
+const { invalidArgument } = require('../base/errors')
+const LIMIT = require('../kinds/limit')
+
+const KIND = LIMIT.ALGORITHM
+const OP = LIMIT.OP
+
+/**
+ * What Bucket, Window, Leaky and Points limiters share: the limit kind's calls (lib/kinds/limit.js)
+ * for one `limit` per `interval`; everything else is `Limiter`'s.
+ */
+class RateLimiter extends Limiter {
+  constructor(store, options, segment, own, limitName) {
+    const common = limiterOptions(store, options, own)
+    super(store, common, segment)
+    this._limit = checkInteger(limitName, common.options[limitName], 1, MAX_LIMIT)
+    this._intervalMs = intervalMs(common.options.interval)
+    this._intervalUs = this._intervalMs * 1000
+    this._kind = KIND[segment]
+    this._sig = `${this._kind}|${this._limit}|${this._intervalUs}` // the options, for the local deny cache
+    this._limitName = limitName
+  }
+
+  /**
+   * @internal the options shown by `store.limiters()`; a window of an HTTP door's several
+   * windows (`_window`, see `_asWindow`) says which, so that inspect finds its key
+   */
+  _statsOptions() {
+    const o = { [this._limitName]: this._limit, intervalMs: this._intervalMs }
+    if (this._window !== undefined) o.window = this._window
+    return o
+  }
+
+  /**
+   * @internal makes this limiter window `index` of the windows `group` that an HTTP door key
+   * decides together (the limit kind's door, lib/kinds/limit.js): its key lives under the
+   * group's hash tag (`groupKey`), and its options say which window it is. Returns it.
+   */
+  _asWindow(group, index) {
+    this._key = LIMIT.groupKey(this._store, this._statsKind, group, index)
+    this._window = { group, index }
+    return this
+  }
+
+  /** Units admitted per interval. */
+  get limit() {
+    return this._limit
+  }
+  /** The interval, ms. */
+  get intervalMs() {
+    return this._intervalMs
+  }
+
+  /** @internal one call: resolves with a Decision (plus `_waitUs` for reservations) */
+  _call(weight, maxWaitUs, count = false) {
+    return this._store._call(LIMIT, new LIMIT.Call(this, weight, maxWaitUs, count))
+  }
+
+  /**
+   * @internal a take (maxWaitUs 0) or a peek (OP.peek) of weight 1 decided against `limit`
+   * instead of this limiter's own, uncounted: the HTTP doors count every request on their
+   * key with a limit no count reaches, and read the count from `remaining`
+   */
+  _countAt(limit, maxWaitUs) {
+    return this._store._call(LIMIT, new LIMIT.Call(this, 1, maxWaitUs, false, limit))
+  }
+
+  /** @internal a take (see Limiter) */
+  _take(weight, maxWaitUs, count) {
+    return this._call(weight, maxWaitUs, count)
+  }
+
+  /** @internal another operation (see Limiter): its code goes in the max-wait field */
+  _op(name, weight) {
+    return this._call(weight, OP[name])
+  }
+
+  /** @internal the decision at `out[o..o+4]`; `degraded`: answered without Redis */
+  _decision(out, o, degraded = false) {
+    const retryUs = out[o + 2]
+    return {
+      allowed: out[o] === 1,
+      limit: this._limit,
+      remaining: out[o + 1],
+      retryAfterMs: retryUs > 0 ? Math.ceil(retryUs / 1000) : 0,
+      resetAfterMs: out[o + 3] > 0 ? Math.ceil(out[o + 3] / 1000) : 0,
+      degraded,
+    }
+  }
+
+  /**
+   * @internal a counter's refund is skipped when the window charged may be over by the time it
+   * lands: the window is the one the server charged, its `resetAfterMs` against the time
+   * elapsed since on a monotonic clock, which no step of the process's wall clock moves. A
+   * leaky bucket's refund always lands.
+   */
+  _refundable(d, atMs) {
+    return this._kind === KIND.leaky || elapsedMs(this._store) + REFUND_MARGIN_MS < atMs + d.resetAfterMs
+  }
+
+  /** @internal whether waiting happens by reserving a future slot (leaky, points) */
+  get _reserves() {
+    return this._kind === KIND.leaky
+  }
+}
+
+/** At most `limit` per calendar-aligned interval (UTC second, minute, hour, day, or ms). */
+class BucketLimiter extends RateLimiter {
+  constructor(store, options) {
+    super(store, options, 'bucket', ['limit', 'interval'], 'limit')
+  }
+}
+
+/** At most `limit` per interval that starts at the first call after the previous one ended. */
+class WindowLimiter extends RateLimiter {
+  constructor(store, options) {
+    super(store, options, 'window', ['limit', 'interval'], 'limit')
+  }
+}
+
+/**
+ * A burst of `limit`, then one every `interval / limit`, exactly. Waiters in `withinLimit`
+ * reserve their own future slot, in arrival order, so none of them starves.
+ */
+class LeakyLimiter extends RateLimiter {
+  constructor(store, options) {
+    super(store, options, 'leaky', ['limit', 'interval'], 'limit')
+  }
+}
+
+/**
+ * A budget of `points`, refilled continuously at `points` per interval, for APIs that cost a
+ * variable number of points per call. `withinLimit` charges an estimate up front; the
+ * function reports the real cost through its handle and the difference is settled after.
+ */
+class PointsLimiter extends RateLimiter {
+  constructor(store, options) {
+    super(store, options, 'points', ['points', 'interval'], 'points')
+  }
+
+  /** The budget. */
+  get points() {
+    return this._limit
+  }
+
+  /**
+   * Charges `estimate` (default 1) when it fits (waiting up to `waitTimeoutMs`), runs
+   * `fn(handle)`, then settles: if `handle.pointsUsed(actual)` was called, the difference is
+   * refunded or charged. The settlement is awaited; a store failure there rejects.
+   */
+  async withinLimit(fn, options) {
+    if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
+    const o = withinOptions(options, ['estimate', 'weight', 'signal'])
+    const estimate = o.estimate !== undefined ? o.estimate : o.weight !== undefined ? o.weight : 1
+    this._checkWeight(estimate, 'estimate')
+    checkSignal(o.signal)
+    if (!(await this._admit(estimate, o.signal))) return undefined
+    let actual = null
+    const handle = {
+      pointsUsed(points) {
+        checkInteger('points used', points, 0, MAX_LIMIT, invalidArgument)
+        actual = points
+      },
+    }
+    let result
+    try {
+      result = await fn(handle)
+    } finally {
+      if (actual !== null && actual !== estimate) await this._op('adjust', actual - estimate)
+    }
+    return result
+  }
+}
+
+const UNLIMITED_DECISION = Object.freeze({
+  allowed: true,
+  limit: Infinity,
+  remaining: Infinity,
+  retryAfterMs: 0,
+  resetAfterMs: 0,
+  degraded: false,
+})
+
+/**
+ * Never limits: accepts any options and always runs the function. A drop-in for any other
+ * limiter in tests or when limiting is switched off.
+ */
+class UnlimitedLimiter {
+  constructor(..._ignored) {
+    this.name = 'unlimited'
+  }
+  async check() {
+    return UNLIMITED_DECISION
+  }
+  async peek() {
+    return UNLIMITED_DECISION
+  }
+  async reset() {}
+  /** Runs `fn` with a stub handle that serves as a points handle and as a lease. */
+  async withinLimit(fn) {
+    const handle = { token: 0, pointsUsed() {}, release: async () => true, extend: async () => true }
+    return fn(handle)
+  }
+  async acquire() {
+    return { token: 0, release: async () => true, extend: async () => true }
+  }
+  async tryAcquire() {
+    return this.acquire()
+  }
+  async stats() {
+    return {
+      admitted: 0,
+      refused: 0,
+      admittedWeight: 0,
+      refusedWeight: 0,
+      nearLimit: 0,
+      degraded: 0,
+      rescheduled: 0,
+      held: 0,
+      heldTimeMs: 0,
+      immediate: 0,
+      waited: 0,
+      waitTimeMs: 0,
+      overages: 0,
+      reclaimed: 0,
+      current: 0,
+      waiting: 0,
+    }
+  }
+}
+
+module.exports = {
+  BucketLimiter,
+  WindowLimiter,
+  LeakyLimiter,
+  PointsLimiter,
+  UnlimitedLimiter,
+  RateLimiter,
+  // for sluice/bullmq and the HTTP doors, which measure refund windows and cap waits alike
+  elapsedMs,
+  MAX_MS,
+}

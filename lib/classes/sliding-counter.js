@@ -1,0 +1,104 @@
+'use strict'
+// SlidingCounterLimiter (the approximate sliding window): its options and results. Its calls are
+// the sliding-counter kind's (lib/kinds/sliding-counter.js), the rest `Limiter`'s (limiter.js).
+
+const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('./limiter')
+const SLIDING_COUNTER = require('../kinds/sliding-counter')
+
+const OP = SLIDING_COUNTER.OP
+
+/** A time of a result, µs, as whole ms (rounded up: never early). */
+const ms = (us) => (us > 0 ? Math.ceil(us / 1000) : 0)
+
+/**
+ * An approximate sliding window per window of `windows` (say 100 per minute and 1,000 per
+ * hour), decided and charged together, in two counters per window whatever the limit: the
+ * weight in the window ending now is estimated as the previous calendar window's weight times
+ * the share of it the sliding window still covers, plus the current one's. A call is admitted
+ * only if every window's estimate has room for it. Bound: a calendar window never admits more
+ * than its limit; over a sliding window it can admit more (or less) when the previous window's
+ * calls were bunched. Its Decision describes the most restrictive window, plus `windows[]`.
+ */
+class SlidingCounterLimiter extends Limiter {
+  constructor(store, options) {
+    const common = limiterOptions(store, options, ['windows'])
+    super(store, common, 'sliding-counter')
+    this._windows = windowsOption(common.options.windows)
+    this._limit = Math.min(...this._windows.map((w) => w.limit))
+    this._spec = [this._windows.length]
+    for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)
+  }
+
+  /** @internal the options shown by `store.limiters()` */
+  _statsOptions() {
+    return { windows: this._windows }
+  }
+
+  /** The windows, as configured. */
+  get windows() {
+    return this._windows
+  }
+
+  /** @internal one call of this kind */
+  _call(op, weight) {
+    return this._store._call(SLIDING_COUNTER, new SLIDING_COUNTER.Call(this, op, weight))
+  }
+
+  /** @internal a take (see Limiter), counted in statistics when `count` */
+  _take(weight, _maxWaitUs, count) {
+    if (!count) return this._call(OP.take, weight)
+    return this._call(OP.take, weight).then((d) => {
+      this._count(d, weight)
+      return d
+    })
+  }
+
+  /** @internal another operation (see Limiter) */
+  _op(name, weight) {
+    return this._call(OP[name], weight)
+  }
+
+  /**
+   * @internal a refund comes off the previous calendar window first, so it never frees room
+   * the refunded call did not take; once the shortest window has passed since the call, the
+   * call may be two calendar windows back and the refund is skipped
+   */
+  _refundable(_d, atMs) {
+    const shortest = Math.min(...this._windows.map((w) => w.intervalMs))
+    return elapsedMs(this._store) < atMs + shortest
+  }
+
+  /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
+  _decision(out, o, degraded = false) {
+    const allowed = out[o] === 1
+    let pick = 0
+    const windows = this._windows.map((w, i) => {
+      const at = o + 2 + 3 * i
+      return {
+        limit: w.limit,
+        intervalMs: w.intervalMs,
+        remaining: out[at],
+        retryAfterMs: ms(out[at + 1]),
+        resetAfterMs: ms(out[at + 2]),
+      }
+    })
+    // the most restrictive window: the one that refuses longest, or the one with least room
+    for (let i = 1; i < windows.length; i++) {
+      const w = windows[i]
+      const b = windows[pick]
+      if (allowed ? w.remaining < b.remaining : w.retryAfterMs > b.retryAfterMs) pick = i
+    }
+    const m = windows[pick]
+    return {
+      allowed,
+      limit: m.limit,
+      remaining: m.remaining,
+      retryAfterMs: ms(out[o + 1]),
+      resetAfterMs: m.resetAfterMs,
+      degraded,
+      windows,
+    }
+  }
+}
+
+module.exports = { SlidingCounterLimiter }

@@ -1,0 +1,356 @@
+'use strict'
+// SlidingWindowLimiter (several exact sliding windows) and QuotaLimiter (Sentry's quotas): their
+// options and results. Their calls are the sliding and quota kinds' (lib/kinds/).
+
+const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
+const { checkInteger, checkStore, plainObject, windowsOption, blockMs, NAME, MAX_LIMIT, MAX_MS } = require('./limiter')
+const { encodeParts } = require('../base/codec')
+const SLIDING = require('../kinds/sliding')
+const QUOTA = require('../kinds/quota')
+
+const OP = SLIDING.OP
+
+/**
+ * Several exact sliding windows on one name (say 25 per 5 s and 300 per 60 s), decided and
+ * charged together: a call is admitted only if every window has room, and then charged to
+ * all of them; a refused call charges none. A window of `intervalMs` covers the last
+ * `intervalMs` up to now; `retryAfterMs` is exact.
+ *
+ * Memory: a sliding log of the admitted calls of the longest window, one sorted-set entry
+ * per admitted call (about 30 bytes each up to 128 entries, 70-100 above), so at most the
+ * longest window's `limit` entries per name; trimmed on every call, and the key expires
+ * when its newest call leaves the longest window.
+ */
+class SlidingWindowLimiter {
+  constructor(store, options) {
+    checkStore(store)
+    if (!plainObject(options)) throw invalidConfig('options must be an object')
+    for (const key of Object.keys(options)) {
+      if (key !== 'name' && key !== 'windows') throw invalidConfig(`unknown limiter option ${JSON.stringify(key)}`)
+    }
+    const { name, windows } = ownProps(options)
+    if (typeof name !== 'string' || !NAME.test(name)) {
+      throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
+    }
+    this._windows = windowsOption(windows)
+    this._store = store
+    this._name = name
+    this._key = `${store.keyPrefix}:sliding:{${name}}`
+    this._maxWeight = Math.min(...this._windows.map((w) => w.limit))
+    this._spec = [this._windows.length]
+    for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)
+    this._sig = this._spec.join('|') // the options, for the store's local deny cache
+    this._statsKind = 'sliding'
+    this._statsName = name
+  }
+
+  /** @internal the options shown by `store.limiters()` */
+  _statsOptions() {
+    return { windows: this._windows }
+  }
+
+  /** This limiter's statistics over every process (as the rate limiters' `stats()`). */
+  stats() {
+    return this._store._statsOf('sliding', this._name)
+  }
+
+  /** The limiter's name. */
+  get name() {
+    return this._name
+  }
+
+  /** The windows, as configured. */
+  get windows() {
+    return this._windows
+  }
+
+  _checkWeight(weight) {
+    checkInteger('weight', weight, 0, this._maxWeight, (m) =>
+      invalidArgument(`${m} (a weight above a window's limit can never be admitted)`),
+    )
+    return weight
+  }
+
+  /** @internal one call: op, weight; resolves with its decision */
+  _call(op, weight) {
+    return this._store._call(SLIDING, new SLIDING.Call(this, op, weight))
+  }
+
+  /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
+  _decision(out, o, degraded = false) {
+    const ms = (us) => (us > 0 ? Math.ceil(us / 1000) : 0)
+    return {
+      allowed: out[o] === 1,
+      retryAfterMs: ms(out[o + 1]),
+      degraded,
+      windows: this._windows.map((w, i) => ({
+        limit: w.limit,
+        intervalMs: w.intervalMs,
+        remaining: out[o + 2 + 2 * i],
+        retryAfterMs: ms(out[o + 3 + 2 * i]),
+      })),
+    }
+  }
+
+  /**
+   * One decision: charges `weight` (default 1) to every window if all of them have room
+   * now, otherwise charges nothing. Rejects with ERR_INVALID_ARGUMENT for a weight that is
+   * not an integer in [0, smallest limit].
+   */
+  async check(weight = 1) {
+    const d = await this._call(OP.take, this._checkWeight(weight))
+    const book = this._store._stats
+    if (book !== null) {
+      const near = d.windows.some((w) => w.remaining <= w.limit * 0.2)
+      book.decision(this, d.allowed, weight, near, d.degraded)
+    }
+    return d
+  }
+
+  /** The decision `check(weight)` would get now, charging nothing. */
+  async peek(weight = 1) {
+    return this._call(OP.peek, this._checkWeight(weight))
+  }
+
+  /** Forgets every call this limiter has logged (and ends a block). */
+  async reset() {
+    await this._call(OP.reset, 0)
+  }
+
+  /**
+   * Upstream back-pressure: nobody is admitted for the next `ms`, or as long as
+   * `{ retryAfter }` (an HTTP Retry-After value) says, in any process; the log is kept, a
+   * longer block already in place is kept. Checks and peeks are refused with no window
+   * reporting room and `retryAfterMs` no earlier than the block's end. A Retry-After of 0 or a
+   * past date blocks nothing.
+   */
+  async block(arg) {
+    const ms = blockMs(this._store, arg)
+    if (ms > 0) await this._call(OP.block, ms * 1000)
+  }
+
+  /**
+   * Runs `fn` if `weight` (default 1) is admitted now; otherwise rejects with an
+   * OverLimitError whose `window` is the window that refused (the one that frees up last).
+   */
+  async ensure(fn, options) {
+    if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
+    if (options !== undefined && !plainObject(options)) throw invalidArgument('options must be an object')
+    const { weight = 1, ...rest } = options || {}
+    if (Object.keys(rest).length > 0) throw invalidArgument(`unknown option ${JSON.stringify(Object.keys(rest)[0])}`)
+    const d = await this.check(weight)
+    if (!d.allowed) {
+      const w = d.windows.find((x) => x.retryAfterMs === d.retryAfterMs && x.retryAfterMs > 0) || d.windows[0]
+      const window = { limit: w.limit, intervalMs: w.intervalMs }
+      const error = new OverLimitError(
+        `${this._name} is constrained to ${w.limit} per ${w.intervalMs} ms; retry after ${d.retryAfterMs} ms`,
+        { limiter: this._name, retryAfterMs: d.retryAfterMs },
+      )
+      error.window = window
+      throw error
+    }
+    return fn()
+  }
+}
+
+const QUOTA_KEYS = ['windowSeconds', 'granularitySeconds', 'limit', 'prefixOverride']
+const MAX_QUOTA = 1e12
+const MAX_WINDOW_S = 315_360_000
+const MAX_TIMESTAMP = 1e11
+const MODE = QUOTA.MODE
+
+function checkPrefix(what, prefix) {
+  if (
+    typeof prefix !== 'string' ||
+    prefix.length === 0 ||
+    Buffer.byteLength(prefix) > 1024 ||
+    /[{}\n]/.test(prefix) ||
+    !prefix.isWellFormed()
+  ) {
+    throw invalidConfig(`${what} must be a string of 1..1024 bytes without braces, newlines or lone surrogates`)
+  }
+}
+
+function checkQuota(q, where) {
+  if (!plainObject(q)) throw invalidConfig(`${where} must be a Quota object`)
+  for (const key of Object.keys(q)) {
+    if (!QUOTA_KEYS.includes(key)) throw invalidConfig(`unknown Quota field ${JSON.stringify(key)} in ${where}`)
+  }
+  const window = checkInteger(`${where}.windowSeconds`, q.windowSeconds, 1, MAX_WINDOW_S)
+  const granularity = checkInteger(`${where}.granularitySeconds`, q.granularitySeconds, 1, window)
+  if (window % granularity !== 0) {
+    throw invalidConfig(`${where}.granularitySeconds (${granularity}) must divide windowSeconds (${window})`)
+  }
+  // limit 0: an empty quota that rejects every request (Sentry uses it to switch a project off)
+  checkInteger(`${where}.limit`, q.limit, 0, MAX_QUOTA)
+  if (q.prefixOverride !== undefined && q.prefixOverride !== null) {
+    checkPrefix(`${where}.prefixOverride`, q.prefixOverride)
+  }
+}
+
+function checkTimestamp(timestamp, required) {
+  if (timestamp === undefined || timestamp === null) {
+    if (required) throw invalidArgument('timestamp is required (the one checkWithinQuotas returned)')
+    return -1
+  }
+  if (typeof timestamp !== 'number' || !Number.isFinite(timestamp) || timestamp < 0 || timestamp > MAX_TIMESTAMP) {
+    throw invalidArgument(`timestamp must be seconds in [0, ${MAX_TIMESTAMP}], got ${String(timestamp)}`)
+  }
+  return Math.trunc(timestamp) // as Sentry's int()
+}
+
+/**
+ * Sentry's sliding-window quotas (`sentry-redis-tools`), with the same granule arithmetic
+ * and results, an atomic `checkAndUseQuotas`, validated quotas and a read cost that does not
+ * grow with `windowSeconds / granularitySeconds`.
+ */
+class QuotaLimiter {
+  constructor(store) {
+    checkStore(store)
+    this._store = store
+  }
+
+  /**
+   * @internal encodes a call: validates the requests (and their amounts), numbers the
+   * distinct counters (prefix or override, window, granularity)
+   */
+  _encode(requests, amounts) {
+    if (!Array.isArray(requests)) throw invalidArgument('requests must be an array of RequestedQuota')
+    const keys = []
+    const index = new Map()
+    const shapes = []
+    const body = [requests.length]
+    // indexes, not forEach: a hole in a sparse array is checked (and refused) like any value
+    for (let i = 0; i < requests.length; i++) {
+      if (!plainObject(requests[i])) throw invalidArgument(`requests[${i}] must be a RequestedQuota`)
+      const r = ownProps(requests[i])
+      checkPrefix(`requests[${i}].prefix`, r.prefix)
+      if (!Array.isArray(r.quotas) || r.quotas.length === 0) {
+        throw invalidConfig(`requests[${i}].quotas must be a non-empty array of Quota`)
+      }
+      const amount = amounts(r, i)
+      body.push(amount, r.quotas.length)
+      for (let j = 0; j < r.quotas.length; j++) {
+        checkQuota(r.quotas[j], `requests[${i}].quotas[${j}]`)
+        const q = ownProps(r.quotas[j])
+        const prefix = q.prefixOverride === undefined || q.prefixOverride === null ? r.prefix : q.prefixOverride
+        const key = `${this._store.keyPrefix}:quota:{${prefix}}:${q.windowSeconds}:${q.granularitySeconds}`
+        let c = index.get(key)
+        if (c === undefined) {
+          c = keys.length
+          index.set(key, c)
+          keys.push(key)
+          shapes.push(q.windowSeconds, q.granularitySeconds)
+        }
+        body.push(c, q.limit)
+      }
+    }
+    return { keys: encodeParts(keys), nums: new Float64Array([keys.length, ...shapes, ...body]) }
+  }
+
+  /** @internal runs a call; resolves with the flat result */
+  _run(requests, amounts, mode, timestamp) {
+    const { keys, nums } = this._encode(requests, amounts)
+    const store = this._store
+    return store._call(QUOTA, new QUOTA.Call(store, keys, nums, mode, timestamp))
+  }
+
+  static _grants(requests, out) {
+    let o = 1
+    const degraded = out.degraded === true
+    return requests.map((r) => {
+      const granted = out[o++]
+      const reachedQuotas = r.quotas.filter(() => out[o++] === 1)
+      return { prefix: r.prefix, granted, reachedQuotas, degraded }
+    })
+  }
+
+  static _requested(r, i) {
+    return checkInteger(`requests[${i}].requested`, r.requested, 0, MAX_QUOTA, invalidArgument)
+  }
+
+  /**
+   * What each request would be granted at `timestamp` (seconds; default the store's clock),
+   * reading only. Requests are decided in order, each seeing what the earlier ones would be
+   * granted on every counter they share. Resolves with the timestamp used, for `useQuotas`.
+   */
+  async checkWithinQuotas(requests, timestamp) {
+    const t = checkTimestamp(timestamp, false)
+    if (Array.isArray(requests) && requests.length === 0) return { timestamp: t === -1 ? this._now() : t, grants: [] }
+    const out = await this._run(requests, QuotaLimiter._requested, MODE.check, t)
+    const grants = QuotaLimiter._grants(requests, out)
+    this._count(requests, grants)
+    return { timestamp: out[0], grants }
+  }
+
+  /**
+   * @internal counts each request's decision under its prefix: admitted when granted in full
+   * (weight: the units granted), refused otherwise (weight: the units not granted)
+   */
+  _count(requests, grants) {
+    const book = this._store._stats
+    if (book === null) return
+    requests.forEach((r, i) => {
+      const g = grants[i]
+      const owner = { _statsKind: 'quota', _statsName: r.prefix, _statsOptions: () => ({ quotas: r.quotas }) }
+      const full = g.granted >= r.requested
+      book.decision(owner, full, full ? g.granted : r.requested - g.granted, false, g.degraded)
+    })
+  }
+
+  /**
+   * Statistics of the requests made under `prefix` (decisions of checkWithinQuotas and
+   * checkAndUseQuotas), over every process.
+   */
+  stats(prefix) {
+    checkPrefix('prefix', prefix)
+    return this._store._statsOf('quota', prefix)
+  }
+
+  /**
+   * Charges `grants[i].granted` to every quota of `requests[i]` at `timestamp` (the one
+   * `checkWithinQuotas` returned), unconditionally: the second half of check, work, use.
+   */
+  async useQuotas(requests, grants, timestamp) {
+    const t = checkTimestamp(timestamp, true)
+    if (!Array.isArray(requests) || !Array.isArray(grants) || requests.length !== grants.length) {
+      throw invalidArgument('requests and grants must be arrays of the same length')
+    }
+    if (requests.length === 0) return
+    const amounts = (r, i) => {
+      const g = grants[i]
+      if (!plainObject(g) || g.prefix !== r.prefix) {
+        throw invalidArgument(`grants[${i}] must be the GrantedQuota of requests[${i}] (same prefix)`)
+      }
+      checkInteger(`grants[${i}].granted`, g.granted, 0, MAX_QUOTA, invalidArgument)
+      if (g.granted > r.requested) {
+        throw invalidArgument(
+          `grants[${i}].granted (${g.granted}) is more than requests[${i}].requested (${r.requested})`,
+        )
+      }
+      return g.granted
+    }
+    await this._run(requests, amounts, MODE.use, t)
+  }
+
+  /**
+   * Checks and charges in one atomic step (on a Redis Cluster, atomic when the requests'
+   * counters share a hash slot; otherwise never over a limit, see the README): concurrent
+   * callers cannot over-spend. A request granted 0 writes nothing.
+   */
+  async checkAndUseQuotas(requests, timestamp) {
+    const t = checkTimestamp(timestamp, false)
+    if (Array.isArray(requests) && requests.length === 0) return []
+    const out = await this._run(requests, QuotaLimiter._requested, MODE.checkAndUse, t)
+    const grants = QuotaLimiter._grants(requests, out)
+    this._count(requests, grants)
+    return grants
+  }
+
+  _now() {
+    const store = this._store
+    return Math.floor((store.clock ? store.clock.now() : Date.now()) / 1000)
+  }
+}
+
+module.exports = { SlidingWindowLimiter, QuotaLimiter }

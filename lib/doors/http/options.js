@@ -1,0 +1,327 @@
+'use strict'
+
+// The options of an HTTP door (sluice/express, sluice/fastify): validated at setup into the
+// door's config (ERR_INVALID_CONFIG for anything wrong), the names of its windows and
+// policies, and the warning when two doors of one process name their counters alike. The
+// `algorithm` names are the kinds' (`door.algorithms` in lib/kinds/<kind>.js).
+
+const { MemoryStore, RedisStore } = require('../../store')
+const { invalidConfig } = require('../../base/errors')
+const { KINDS, classEntries } = require('../../kinds')
+const { ipKey } = require('./key')
+
+/** Every door algorithm by name, from the kind registry, in the order messages list them. */
+const ALGORITHMS = new Map(
+  KINDS.flatMap((k) => Object.entries(k.door?.algorithms ?? {})).sort(([, a], [, b]) => a.order - b.order),
+)
+/** `'a', 'b' or 'c'` */
+const quotedEither = (names) => {
+  const q = names.map((n) => `'${n}'`)
+  return q.length < 2 ? q.join('') : `${q.slice(0, -1).join(', ')} or ${q.at(-1)}`
+}
+/** The algorithm of a door's config (its kind's `door.algorithms` entry). */
+const algorithmOf = (config) => ALGORITHMS.get(config.algorithm)
+const HEADER_DRAFTS = ['draft-6', 'draft-7', 'draft-8', 'draft-10']
+const MAX_LIMIT = 1e9
+const MAX_WINDOW_MS = 315_360_000_000
+const MAX_WINDOWS = 16
+/** The default bound of a door's limiter cache, bytes (`cacheBytes`). */
+const DEFAULT_CACHE_BYTES = 4 * 1024 * 1024
+const MAX_CACHE_BYTES = 1024 * 1024 * 1024
+/** The warning of two doors on one store naming their counters alike with different limits. */
+const IDENTIFIER_WARNING = 'SLUICE_IDENTIFIER_REUSED'
+
+const COMMON_OPTIONS = [
+  'store',
+  'limit',
+  'windowMs',
+  'algorithm',
+  'limits',
+  'limiter',
+  'keyGenerator',
+  'ipv6Subnet',
+  'cost',
+  'skip',
+  'handler',
+  'statusCode',
+  'downStatusCode',
+  'message',
+  'standardHeaders',
+  'legacyHeaders',
+  'requestPropertyName',
+  'identifier',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+  'requestWasSuccessful',
+  'passOnStoreError',
+  'cacheBytes',
+]
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+function checkLimit(name, value, min = 1) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_LIMIT) {
+    throw invalidConfig(`${name} must be an integer in [${min}, ${MAX_LIMIT}], got ${String(value)}`)
+  }
+  return value
+}
+
+function checkWindowMs(name, value) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_WINDOW_MS) {
+    throw invalidConfig(`${name} must be whole ms in [1, ${MAX_WINDOW_MS}], got ${String(value)}`)
+  }
+  return value
+}
+
+function checkFunction(name, value) {
+  if (value !== undefined && typeof value !== 'function') throw invalidConfig(`${name} must be a function`)
+  return value
+}
+
+function checkBoolean(name, value, fallback) {
+  if (value === undefined) return fallback
+  if (typeof value !== 'boolean') throw invalidConfig(`${name} must be a boolean`)
+  return value
+}
+
+/** `60s`, `1500ms`: a window's length in a policy name. */
+function duration(ms) {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`
+}
+
+/**
+ * Validates a door's options (`extra`: the adapter's own option names) into its config.
+ * Throws ERR_INVALID_CONFIG, at setup, for anything wrong.
+ */
+function doorConfig(options, { extra = [], defaults = {} } = {}) {
+  if (!isObject(options)) throw invalidConfig('rate limit options must be an object')
+  const known = COMMON_OPTIONS.concat(extra)
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) throw invalidConfig(`unknown rate limit option ${JSON.stringify(name)}`)
+  }
+  const o = { ...defaults, ...options }
+  for (const name of Object.keys(o)) if (o[name] === undefined) delete o[name]
+  const { store } = o
+  if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
+    throw invalidConfig('store must be a sluice MemoryStore or RedisStore')
+  }
+  const config = {
+    store,
+    limiter: checkFunction('limiter', o.limiter),
+    keyGenerator: checkFunction('keyGenerator', o.keyGenerator),
+    cost: checkFunction('cost', o.cost),
+    skip: checkFunction('skip', o.skip),
+    handler: checkFunction('handler', o.handler),
+    requestWasSuccessful: checkFunction('requestWasSuccessful', o.requestWasSuccessful),
+    legacyHeaders: checkBoolean('legacyHeaders', o.legacyHeaders, true),
+    skipFailedRequests: checkBoolean('skipFailedRequests', o.skipFailedRequests, false),
+    skipSuccessfulRequests: checkBoolean('skipSuccessfulRequests', o.skipSuccessfulRequests, false),
+    passOnStoreError: checkBoolean('passOnStoreError', o.passOnStoreError, false),
+    message: o.message,
+    // each client's window opens at its first request, as in both peers (DESIGN.md §7)
+    algorithm: o.algorithm === undefined ? 'window' : o.algorithm,
+    windows: null, // [{ limit, windowMs, name }]; limit (windowMs) null: from the `limit` (`windowMs`) function
+    limitFn: null,
+    windowFn: null,
+    /** (req, res) => the key without a keyGenerator: the client IP (each adapter's own form) */
+    defaultKey: null,
+    /** @fastify/rate-limit's continueExceeding, exponentialBackoff and ban (lib/doors/http/exceeding.js) */
+    exceeding: null,
+    /** @fastify/rate-limit's allowList: keys, or (req, key) => boolean */
+    allowList: null,
+    /** the legacy headers' names and form, when not express-rate-limit's (lib/doors/http/headers.js) */
+    headerForm: null,
+    standardHeaders: false,
+    statusCode: 429,
+    downStatusCode: 503,
+    requestPropertyName: 'rateLimit',
+    ipv6Subnet: 56,
+    identifier: null,
+    cacheBytes: DEFAULT_CACHE_BYTES,
+  }
+  if (typeof config.algorithm !== 'string' || !ALGORITHMS.has(config.algorithm)) {
+    throw invalidConfig(`algorithm must be one of ${[...ALGORITHMS.keys()].map((a) => `'${a}'`).join(', ')}`)
+  }
+  for (const name of ['statusCode', 'downStatusCode']) {
+    if (o[name] === undefined) continue
+    if (!Number.isInteger(o[name]) || o[name] < 400 || o[name] > 599) {
+      throw invalidConfig(`${name} must be an HTTP error status in [400, 599]`)
+    }
+    config[name] = o[name]
+  }
+  if (o.standardHeaders !== undefined && o.standardHeaders !== false) {
+    const draft = o.standardHeaders === true ? 'draft-6' : o.standardHeaders
+    if (!HEADER_DRAFTS.includes(draft)) {
+      throw invalidConfig(`standardHeaders must be false, true, ${HEADER_DRAFTS.map((d) => `'${d}'`).join(', ')}`)
+    }
+    config.standardHeaders = draft
+  }
+  if (o.requestPropertyName !== undefined) {
+    if (typeof o.requestPropertyName !== 'string' || o.requestPropertyName.length === 0) {
+      throw invalidConfig('requestPropertyName must be a non-empty string')
+    }
+    config.requestPropertyName = o.requestPropertyName
+  }
+  if (o.ipv6Subnet !== undefined) {
+    if (o.ipv6Subnet !== false && !(Number.isInteger(o.ipv6Subnet) && o.ipv6Subnet >= 1 && o.ipv6Subnet <= 128)) {
+      throw invalidConfig('ipv6Subnet must be an integer in [1, 128] or false')
+    }
+    if (config.keyGenerator) throw invalidConfig('ipv6Subnet applies to the default key only: not with keyGenerator')
+    config.ipv6Subnet = o.ipv6Subnet
+  }
+  if (o.identifier !== undefined) {
+    if (typeof o.identifier !== 'string' || o.identifier.length === 0 || o.identifier.length > 64) {
+      throw invalidConfig('identifier must be a string of 1..64 characters')
+    }
+    if (!/^[\x20-\x7e]+$/.test(o.identifier)) throw invalidConfig('identifier must be printable ASCII')
+    config.identifier = o.identifier
+  }
+
+  if (o.cacheBytes !== undefined) {
+    const n = o.cacheBytes
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_CACHE_BYTES) {
+      throw invalidConfig(`cacheBytes must be an integer in [0, ${MAX_CACHE_BYTES}], got ${String(n)}`)
+    }
+    config.cacheBytes = n
+  }
+
+  if (config.limiter) {
+    for (const name of ['limit', 'windowMs', 'limits', 'algorithm']) {
+      if (o[name] !== undefined && options[name] !== undefined) {
+        throw invalidConfig(`limiter(req) decides alone: do not give ${name} with it`)
+      }
+    }
+    config.algorithm = null
+  } else if (o.limits !== undefined) {
+    if (options.limit !== undefined || options.windowMs !== undefined) {
+      throw invalidConfig('give either limits or limit and windowMs')
+    }
+    if (!Array.isArray(o.limits) || o.limits.length < 1 || o.limits.length > MAX_WINDOWS) {
+      throw invalidConfig(`limits must be an array of 1..${MAX_WINDOWS} { limit, windowMs }`)
+    }
+    config.windows = o.limits.map((w, i) => {
+      if (!isObject(w)) throw invalidConfig(`limits[${i}] must be an object { limit, windowMs }`)
+      for (const name of Object.keys(w)) {
+        if (name !== 'limit' && name !== 'windowMs') throw invalidConfig(`unknown option ${name} in limits[${i}]`)
+      }
+      return {
+        limit: checkLimit(`limits[${i}].limit`, w.limit),
+        windowMs: checkWindowMs(`limits[${i}].windowMs`, w.windowMs),
+      }
+    })
+  } else {
+    let windowMs = null
+    if (typeof o.windowMs === 'function') config.windowFn = o.windowMs
+    else windowMs = checkWindowMs('windowMs', o.windowMs)
+    if (typeof o.limit === 'function') {
+      config.limitFn = o.limit
+      config.windows = [{ limit: null, windowMs }]
+    } else {
+      // 0: every request is refused (express-rate-limit 7+, @fastify/rate-limit)
+      config.windows = [{ limit: checkLimit('limit', o.limit, 0), windowMs }]
+    }
+  }
+  if (config.windows) {
+    const named = config.windows.map(
+      (w) => `${w.limit === null ? 'dynamic' : w.limit}-per-${w.windowMs === null ? 'dynamic' : duration(w.windowMs)}`,
+    )
+    const id = config.identifier
+    config.windows.forEach((w, i) => {
+      w.name = config.windows.length === 1 ? (id ?? named[0]) : id === null ? named[i] : `${id}-${named[i]}`
+    })
+    config.counter = id ?? named.join('.') // names the counters
+    if (!algorithmOf(config).refunds) {
+      if (config.skipFailedRequests || config.skipSuccessfulRequests) {
+        const refunding = [...ALGORITHMS].filter(([, a]) => a.refunds).map(([name]) => name)
+        throw invalidConfig(
+          `skipFailedRequests and skipSuccessfulRequests refund a charge: algorithm ${quotedEither(refunding)} only`,
+        )
+      }
+    }
+  }
+  config.refunds = config.skipFailedRequests || config.skipSuccessfulRequests
+  const subnet = config.ipv6Subnet
+  config.defaultKey = (req) => ipKey(req.ip, subnet)
+  return config
+}
+
+/** Per store: counter identifier -> { options, warned } of the doors made in this process. */
+const identifiers = new WeakMap()
+
+/** What makes a door's counters what they are, as text for a warning: algorithm and windows. */
+function counterOptions(config) {
+  const windows = config.windows.map(
+    (w) =>
+      `${w.limit === null ? 'limit(req)' : w.limit} per ${w.windowMs === null ? 'windowMs(req)' : `${w.windowMs} ms`}`,
+  )
+  return `'${config.algorithm}', ${windows.join(' and ')}`
+}
+
+/**
+ * Warns (once per identifier and store) when a door names its counters as an earlier door
+ * on the same store did, with other limits or another algorithm: they would count on the
+ * same counters and show the same policy name. The default identifier comes from the
+ * numbers only (`100-per-60s`), so two unrelated apps get it alike: they must set their own.
+ */
+function checkIdentifier(config) {
+  if (config.windows === null) return
+  let seen = identifiers.get(config.store)
+  if (seen === undefined) identifiers.set(config.store, (seen = new Map()))
+  const options = counterOptions(config)
+  const first = seen.get(config.counter)
+  if (first === undefined) {
+    seen.set(config.counter, { options, warned: false })
+    return
+  }
+  if (first.options === options || first.warned) return
+  first.warned = true
+  process.emitWarning(
+    `two rate limit doors on one store name their counters ${JSON.stringify(config.counter)}, with different ` +
+      `options (${first.options}; then ${options}): they share counters and policy names. ` +
+      `Give each door its own identifier (and each app its own store keyPrefix).`,
+    { type: 'SluiceWarning', code: IDENTIFIER_WARNING },
+  )
+}
+
+/**
+ * Names the windows of a limiter(req) limiter for the headers: from the door's identifier,
+ * or from the numbers (`10-per-60s`). Never the limiter's own name or key: it may be a
+ * user's key, which a header must not show (and may not be able to hold).
+ */
+function policyNames(windows, identifier) {
+  for (const w of windows) {
+    const named = `${w.limit}-per-${duration(w.windowMs)}`
+    w.name = identifier === null ? named : windows.length === 1 ? identifier : `${identifier}-${named}`
+  }
+  return windows
+}
+
+/** `a, b or c` */
+const either = (list) => (list.length < 2 ? list.join('') : `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`)
+/** `Bucket/SlidingWindow` of `BucketLimiter, SlidingWindowLimiter` */
+const shortNames = (names) => names.map((n) => n.replace(/Limiter$/, ''))
+
+/** What limiter(req) may return, in words: `a Bucket/.../SlidingWindow limiter, a DistributedPacer, a PacerComposite`. */
+function acceptedText() {
+  const names = classEntries('door.limiters').map(([name]) => name)
+  const limiters = names.filter((n) => n.endsWith('Limiter'))
+  const others = names.filter((n) => !n.endsWith('Limiter'))
+  return [`a ${shortNames(limiters).join('/')} limiter`, ...others.map((n) => `a ${n}`)].join(', ')
+}
+
+/** The limiter(req) classes that refund, in words: `Bucket, Window, Leaky or Points`. */
+const refundableText = () =>
+  either(shortNames(classEntries('door.limiters').flatMap(([name, e]) => (e.refunds ? [name] : []))))
+
+module.exports = {
+  doorConfig,
+  acceptedText,
+  refundableText,
+  checkIdentifier,
+  policyNames,
+  algorithmOf,
+  ALGORITHMS,
+  MAX_LIMIT,
+  MAX_WINDOW_MS,
+  COMMON_OPTIONS,
+}

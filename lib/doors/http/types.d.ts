@@ -1,0 +1,126 @@
+// The types sluice/express and sluice/fastify share (lib/entries/express.d.ts, fastify.d.ts):
+// the options of a door, the limiters limiter(req) may return, req.rateLimit, the default key.
+// Types only: the door's code is lib/doors/http/*.js.
+import type { Store } from '../../entries/types/store.js'
+import type {
+  BucketLimiter,
+  WindowLimiter,
+  LeakyLimiter,
+  PointsLimiter,
+  SlidingWindowLimiter,
+  SlidingCounterLimiter,
+} from '../../entries/types/limiters.js'
+import type { DistributedPacer, PacerComposite } from '../../entries/types/pacer.js'
+
+/** A limiter `limiter(req)` may return (null: this request is not limited). */
+export type DoorLimiter =
+  | BucketLimiter
+  | WindowLimiter
+  | LeakyLimiter
+  | PointsLimiter
+  | SlidingWindowLimiter
+  | SlidingCounterLimiter
+  | DistributedPacer
+  | PacerComposite
+  | null
+  | undefined
+
+/** `req.rateLimit`: the window the single-window headers describe (the one with fewest remaining). */
+export interface RateLimitInfo {
+  limit: number
+  used: number
+  remaining: number
+  /** When this window is full again (refused: when the request would be admitted). */
+  resetTime: Date
+  /** Decided without Redis (the store's whenDown policy). */
+  degraded: boolean
+  /** The key the request was counted under. */
+  key: string
+  /** @deprecated express-rate-limit's old name of `used` (not enumerable: not in JSON). */
+  readonly current?: number
+}
+
+export interface DoorOptions<Req, Res> {
+  /** A sluice MemoryStore or RedisStore (its whenDown and localDenyCache apply). */
+  store: Store
+  /**
+   * Requests per window (express default 5, fastify 1000), or a function of the request; 0
+   * refuses every request.
+   */
+  limit?: number | ((req: Req, res: Res) => number | Promise<number>)
+  /** The window, ms (default 60000), or a function of the request. */
+  windowMs?: number | ((req: Req, res: Res) => number | Promise<number>)
+  /**
+   * 'window' (default): each client's window starts at its first request, as in
+   * express-rate-limit and @fastify/rate-limit; 'fixed': BucketLimiter, calendar-aligned
+   * windows; 'sliding': an exact sliding window; 'leaky': a burst of `limit`, then one per
+   * windowMs / limit; 'gcra': DistributedPacer.rateLimit, qps = limit / windowMs, maxBurst = limit;
+   * 'sliding-counter': an approximate sliding window, two counters per window (SlidingCounterLimiter).
+   */
+  algorithm?: 'fixed' | 'window' | 'sliding' | 'leaky' | 'gcra' | 'sliding-counter'
+  /** Several windows, all or nothing (instead of limit and windowMs). */
+  limits?: { limit: number; windowMs: number }[]
+  /**
+   * Any sluice limiter per request, for full control (instead of limit/windowMs/limits/algorithm).
+   * Its policies are named by `identifier`, or by their numbers (`10-per-60s`): never by the
+   * limiter's own name or key, which a header does not show.
+   */
+  limiter?: (req: Req, res: Res) => DoorLimiter | Promise<DoorLimiter>
+  /**
+   * Default: the client IP, IPv6 masked to /ipv6Subnet. A key of more than 64 UTF-8 bytes is
+   * known by its SHA-256 (in the cache and in the store); one of more than 1 MiB fails its
+   * request with ERR_INVALID_ARGUMENT, through the framework's error handler.
+   */
+  keyGenerator?: (req: Req, res: Res) => string | number | Promise<string | number>
+  /** The prefix length IPv6 clients are grouped by (default 56; false: the whole address). */
+  ipv6Subnet?: number | false
+  /** A request's weight (default 1; 0 = free). */
+  cost?: (req: Req, res: Res) => number | Promise<number>
+  /** true: not counted, no headers. */
+  skip?: (req: Req, res: Res) => boolean | Promise<boolean>
+  /** Status of a refusal (default 429). */
+  statusCode?: number
+  /** Status of a refusal decided without Redis, whenDown 'deny' (default 503). */
+  downStatusCode?: number
+  /** The body of a refusal (or a function of the request). */
+  message?: unknown
+  /** false (default), true = 'draft-6', 'draft-7', 'draft-8' or 'draft-10' (RateLimit + RateLimit-Policy lists). */
+  standardHeaders?: boolean | 'draft-6' | 'draft-7' | 'draft-8' | 'draft-10'
+  /** X-RateLimit-Limit, -Remaining, -Reset (epoch seconds); default true. */
+  legacyHeaders?: boolean
+  /** Where RateLimitInfo goes on the request (default 'rateLimit'). */
+  requestPropertyName?: string
+  /**
+   * Names the counters (and the policy): the same identifier and key share a counter in every
+   * process and door on the same Redis and keyPrefix. The default comes from the numbers only
+   * (`100-per-60s`): two apps on one Redis must set their own identifier or keyPrefix. Two doors
+   * of one process naming their counters alike with other options warn (SLUICE_IDENTIFIER_REUSED).
+   */
+  identifier?: string
+  /**
+   * Bytes of limiters the door keeps, one per key in use (default 4 MiB, about 4,000 keys of
+   * one window; the oldest are dropped first and remade when needed; 0: none kept).
+   */
+  cacheBytes?: number
+  /** Give the charge back when the response fails (status >= 400 by default). fixed, window, leaky only. */
+  skipFailedRequests?: boolean
+  /** Give the charge back when the response succeeds. fixed, window, leaky only. */
+  skipSuccessfulRequests?: boolean
+  requestWasSuccessful?: (req: Req, res: Res) => boolean | Promise<boolean>
+  /** Let requests through when the store fails (ERR_STORE_UNAVAILABLE, ERR_TIMEOUT); default false: the error handler. */
+  passOnStoreError?: boolean
+}
+
+/**
+ * express-rate-limit's default key: an IPv4 address as it is; an IPv6 one as its /subnet network
+ * in CIDR form (default 56), or unchanged with false; an IPv6 address standing for an IPv4 client
+ * (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, ::ffff:0:a.b.c.d) as that IPv4 address.
+ */
+export declare function ipKeyGenerator(ip: string, ipv6Subnet?: number | false): string
+
+/**
+ * @fastify/rate-limit's default key: an IPv4 address in lower case; an IPv6 one as the first
+ * address of its /subnet network (default 64), without the length; one standing for an IPv4
+ * client as that IPv4 address.
+ */
+export declare function normalizeIP(ip: string, ipv6Subnet?: number): string

@@ -1,0 +1,3 @@
+'use strict'
+// The package entry sluice/bullmq (CJS): the door, lib/doors/bullmq/.
+module.exports = require('../doors/bullmq')

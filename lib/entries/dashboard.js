@@ -1,0 +1,3 @@
+'use strict'
+// The package entry sluice/dashboard (CJS): the door, lib/doors/dashboard/.
+module.exports = require('../doors/dashboard')

@@ -1,0 +1,3 @@
+'use strict'
+// The package entry sluice/express (CJS): the door, lib/doors/express/.
+module.exports = require('../doors/express')

@@ -1,0 +1,14 @@
+// The types of `import ... from 'sluice/fastify'` (lib/entries/fastify.mjs): the plugin is the
+// default export. lib/entries/fastify.d.ts types `require('sluice/fastify')`.
+import type plugin from './fastify.js'
+
+export type { DoorLimiter, RateLimitInfo, RouteOptions, Options, ErrorResponseContext, CheckResult } from './fastify.js'
+
+/** Fastify 5 plugin: register it before the routes it limits. */
+declare const sluiceRateLimit: typeof plugin
+export default sluiceRateLimit
+export { sluiceRateLimit, sluiceRateLimit as fastifyRateLimit }
+/** The default key: the IP, an IPv6 address masked to its /subnet network, IPv4-mapped as IPv4. */
+export declare const ipKeyGenerator: typeof plugin.ipKeyGenerator
+/** @fastify/rate-limit's default key: IPv6 masked to /64 (no length), IPv4-mapped as IPv4. */
+export declare const normalizeIP: typeof plugin.normalizeIP

@@ -1,0 +1,3 @@
+'use strict'
+// The package entry sluice/fastify (CJS): the door, lib/doors/fastify/.
+module.exports = require('../doors/fastify')
