@@ -40,7 +40,7 @@ export declare class NativeRedisStore {
  * Connects a pool (every connection up, cluster slots known) or fails within the connect
  * timeout.
  */
-export declare function connectRedis(options: NativeRedisOptions): Promise<NativeRedisStore>
+export declare function connectRedis(options: NativeRedisOptions): Promise<NativeRedisStore | NativeError>
 
 /** One kind, as `kinds()` describes it. */
 export interface KindEntry {
@@ -103,6 +103,16 @@ export declare function memoryStoreNew(io: Float64Array): ExternalObject<'Memory
 export declare function memorySweep(handle: ExternalObject<'MemoryStore'>, nowUs: number): boolean
 
 /**
+ * A store failure as a value: its stable code, what it was (`node-down`, `topology-change`,
+ * `outage`, or empty) and its message.
+ */
+export interface NativeError {
+  code: string
+  detail: string
+  message: string
+}
+
+/**
  * Options of `connectRedis`; numbers arrive as doubles and are checked here (a napi `u32`
  * would silently wrap a negative).
  */
@@ -147,8 +157,8 @@ export interface PartialReply {
   text?: string
   /** The failed calls' indices in the batch, ascending. */
   failed: Array<number>
-  /** Their error, as a failed call's (`CODE: message`). */
-  error: string
+  /** Their error, as a failed call's. */
+  error: NativeError
 }
 
 /**
@@ -157,7 +167,7 @@ export interface PartialReply {
  * extra)` (see completions.rs for the records' layout). Keep `onDone` free of references to
  * the store: the store's native side holds it.
  */
-export declare function redisAttach(store: NativeRedisStore, out: Float64Array, onDone: (records: number, extra?: Array<number[] | TextReply | PartialReply | string>) => void): void
+export declare function redisAttach(store: NativeRedisStore, out: Float64Array, onDone: (records: number, extra?: Array<number[] | TextReply | PartialReply | NativeError>) => void): void
 
 /**
  * A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/codec.js) and
@@ -175,9 +185,10 @@ export declare function redisDirect(store: NativeRedisStore, kind: number, text:
  * of the commands it last handed out, concatenated as Redis sent them. Answers the bytes to
  * write (a copy: no finalizer), their command count in the result buffer's first number; or,
  * done, the number `n` of results written at the result buffer's start; or the result
- * itself when it holds strings or does not fit there. A failed call throws its store error.
+ * itself when it holds strings or does not fit there; or, failed, its store failure (a
+ * `NativeError`).
  */
-export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): Buffer | number | number[] | TextReply | PartialReply
+export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, replies?: Buffer | undefined | null): Buffer | number | number[] | TextReply | PartialReply | NativeError
 
 /**
  * Grant messages received since the last call (`"<waiter id> <token>"`, or `"*"`: re-poll
@@ -191,15 +202,15 @@ export declare function redisNextWakes(store: NativeRedisStore): Promise<string[
  * to convert, not one per part: a flush of 10,000 limiters has about 150,000 parts; no byte
  * of a name is read as structure); resolves with each operation's reply.
  */
-export declare function redisStats(store: NativeRedisStore, ops: string, lane: number): Promise<string[][]>
+export declare function redisStats(store: NativeRedisStore, ops: string, lane: number): Promise<string[][] | NativeError>
 
 /** Ends a pending `redisNextWakes` with an empty list. */
 export declare function redisStopWakes(store: NativeRedisStore): void
 
 /** Subscribes the store's listener to a grant channel; resolves once Redis confirmed. */
-export declare function redisSubscribe(store: NativeRedisStore, channel: string): Promise<void>
+export declare function redisSubscribe(store: NativeRedisStore, channel: string): Promise<void | NativeError>
 
-export declare function redisUnsubscribe(store: NativeRedisStore, channel: string): Promise<void>
+export declare function redisUnsubscribe(store: NativeRedisStore, channel: string): Promise<void | NativeError>
 
 /** A call's result as JS settles it when it does not travel inline in the buffer. */
 export interface TextReply {

@@ -487,7 +487,13 @@ describe('whenDown on a Redis Cluster (a private one)', () => {
     const { Circuit } = createRequire(__filename)('../lib/store/circuit.js') as {
       Circuit: new (store: object, probeIntervalMs: number, policy: { mode: string }) => Circuit
     }
-    const { fromNative } = createRequire(__filename)('../lib/base/errors.js') as { fromNative: (e: Error) => Error }
+    // the messages are sorted in Rust (src/store/redis/connect.rs `classify`, its test
+    // a_store_failure_is_sorted_once_with_its_detail holds each of these as 'node-down'); the
+    // circuit decides by the sorted detail
+    type NativeError = { code: string; detail: string; message: string }
+    const { fromNative } = createRequire(__filename)('../lib/base/errors.js') as {
+      fromNative: (e: NativeError) => Error
+    }
     const node = [
       'redis: Failed to route command.',
       'redis: Connection reset by peer (os error 104)',
@@ -503,13 +509,14 @@ describe('whenDown on a Redis Cluster (a private one)', () => {
         for (const message of node) {
           // a cluster under 'error': that node's calls fail, the circuit stays closed; anywhere
           // else the store is down and the policy answers
-          const error = fromNative(new Error(`ERR_STORE_UNAVAILABLE: ${message}`))
+          const error = fromNative({ code: 'ERR_STORE_UNAVAILABLE', detail: 'node-down', message })
           expect(circuit.opens(error), `${message}, ${mode}, cluster ${isCluster}`).toBe(
             !(isCluster && mode === 'error'),
           )
         }
         // a timeout opens it everywhere
-        expect(circuit.opens(fromNative(new Error('ERR_TIMEOUT: redis: Request timed out.')))).toBe(true)
+        const timeout = { code: 'ERR_TIMEOUT', detail: 'outage', message: 'redis: Request timed out.' }
+        expect(circuit.opens(fromNative(timeout))).toBe(true)
       }
     }
   })

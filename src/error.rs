@@ -41,16 +41,58 @@ impl ErrorKind {
   }
 }
 
-/// An error with its kind and a human-readable message.
+/// What a store failure was, sorted once, here (`crate::store::redis::connect::classify`), and
+/// carried to JS as a field (`detail`), never read back from the message: the circuit breaker
+/// decides by it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Detail {
+  /// Not a store failure, or nothing more to say.
+  #[default]
+  None,
+  /// One cluster node is unreachable (its connection reset or closed, its slots' owner not
+  /// routable): only its calls fail, the other masters' go on.
+  NodeDown,
+  /// The cluster changes its topology under the call (redirected too often, a slot being
+  /// migrated: `TRYAGAIN`): this call fails, the store is not down.
+  TopologyChange,
+  /// The store is unreachable or unusable as a whole (connection refused, loading, a
+  /// timeout): the circuit opens.
+  Outage,
+}
+
+impl Detail {
+  /// Its name in JS (`SluiceError.detail`); empty for `None`.
+  pub fn name(self) -> &'static str {
+    match self {
+      Detail::None => "",
+      Detail::NodeDown => "node-down",
+      Detail::TopologyChange => "topology-change",
+      Detail::Outage => "outage",
+    }
+  }
+}
+
+/// An error with its kind, what it was (store failures) and a human-readable message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
   pub kind: ErrorKind,
+  pub detail: Detail,
   pub message: String,
 }
 
 impl Error {
+  /// An error of `kind`; a store failure (unavailable, timeout) is an outage unless sorted
+  /// finer (see [`Error::store`]).
   pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-    Error { kind, message: message.into() }
+    let detail = match kind {
+      ErrorKind::StoreUnavailable | ErrorKind::Timeout => Detail::Outage,
+      _ => Detail::None,
+    };
+    Error { kind, detail, message: message.into() }
+  }
+  /// A store failure of `kind` sorted as `detail`.
+  pub fn store(kind: ErrorKind, detail: Detail, message: impl Into<String>) -> Self {
+    Error { kind, detail, message: message.into() }
   }
   pub fn config(message: impl Into<String>) -> Self {
     Error::new(ErrorKind::InvalidConfig, message)

@@ -15,12 +15,21 @@ const CODES = Object.freeze([
   'ERR_CONFIG_RISK',
 ])
 
-/** Every error sluice throws or rejects with. `code` is stable; messages are not. */
+/** What a store failure was (`SluiceError.detail`), sorted once by the native layer. */
+const DETAILS = Object.freeze(['node-down', 'topology-change', 'outage'])
+
+/**
+ * Every error sluice throws or rejects with. `code` is stable; messages are not. A store
+ * failure (`ERR_STORE_UNAVAILABLE`, `ERR_TIMEOUT`) from the native layer also says what it was
+ * in `detail`: 'node-down' (one cluster node lost: only its keys' calls fail), 'topology-change'
+ * (the cluster moved a slot under the call) or 'outage' (the store as a whole).
+ */
 class SluiceError extends Error {
   constructor(code, message, options) {
     super(message, options)
     this.name = 'SluiceError'
     this.code = code
+    if (options && DETAILS.includes(options.detail)) this.detail = options.detail
   }
 }
 
@@ -34,14 +43,32 @@ class OverLimitError extends SluiceError {
   }
 }
 
-const NATIVE_CODE = /^(ERR_[A-Z_]+): ([\s\S]*)$/
+/**
+ * Whether `v` is a failure the native layer answered as a value (`NativeError`: a call's
+ * result, a promise's): `{ code, detail, message }`, fields, not a message to parse.
+ */
+function isNativeError(v) {
+  return v !== null && typeof v === 'object' && !(v instanceof Error) && typeof v.code === 'string' && 'detail' in v
+}
 
-/** Turns an error from the native layer into a SluiceError with its code. */
+/**
+ * Turns a failure from the native layer into a SluiceError: a `NativeError` value, or an error
+ * it threw (its stable code in `code`, set by the native layer); anything else is a bug
+ * (ERR_INTERNAL).
+ */
 function fromNative(err) {
   if (err instanceof SluiceError) return err
-  const match = err && typeof err.message === 'string' ? NATIVE_CODE.exec(err.message) : null
-  if (match && CODES.includes(match[1])) return new SluiceError(match[1], match[2], { cause: err })
+  if (isNativeError(err) && CODES.includes(err.code)) {
+    return new SluiceError(err.code, err.message, { detail: err.detail })
+  }
+  if (err instanceof Error && CODES.includes(err.code)) return new SluiceError(err.code, err.message, { cause: err })
   return new SluiceError('ERR_INTERNAL', String(err && err.message ? err.message : err), { cause: err })
+}
+
+/** `v`, a value the native layer answered, or its failure thrown (see isNativeError). */
+function orThrow(v) {
+  if (isNativeError(v)) throw fromNative(v)
+  return v
 }
 
 const invalidConfig = (message) => new SluiceError('ERR_INVALID_CONFIG', message)
@@ -57,4 +84,15 @@ function ownProps(o) {
   return out
 }
 
-module.exports = { CODES, SluiceError, OverLimitError, fromNative, invalidConfig, invalidArgument, ownProps }
+module.exports = {
+  CODES,
+  DETAILS,
+  SluiceError,
+  OverLimitError,
+  fromNative,
+  isNativeError,
+  orThrow,
+  invalidConfig,
+  invalidArgument,
+  ownProps,
+}

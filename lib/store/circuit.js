@@ -9,17 +9,6 @@ const { encodeParts } = require('../base/codec')
 const { STORE_FAILURES } = require('./errors')
 const LIMIT = require('../kinds/limit')
 
-/** Failures of one call while a cluster changes its topology (see `opens`). */
-const TOPOLOGY_CHANGE = /Too many failed write attempts|Max attempts reached|TRYAGAIN/
-/**
- * Failures of one cluster node: a connection to it lost, or its slots' owner unreachable
- * (fred answers their calls at once while the other masters' connections go on; see
- * vendor/README.md). Only that node's calls fail: its replica may be promoted meanwhile. A
- * killed node's connection ends with a reset or, when the node had read everything sent to
- * it, an end of stream (fred: `Connection closed.`; before issue 36 that one opened the
- * circuit and failed every master's calls until a probe reached the promoted replica).
- */
-const NODE_FAILURE = /Failed to route command|Connection reset by peer|Broken pipe|Connection closed/i
 /** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
 const PROBE_ARGS = new Float64Array([LIMIT.ALGORITHM.bucket, 1, 1, 1_000_000, LIMIT.OP.peek])
 
@@ -46,7 +35,7 @@ class Circuit {
     return (
       STORE_FAILURES.has(error.code) &&
       !this._store._closed &&
-      !TOPOLOGY_CHANGE.test(error.message) &&
+      error.detail !== 'topology-change' &&
       !this._nodeFailure(error)
     )
   }
@@ -58,7 +47,7 @@ class Circuit {
    * for any outage, so that every call is answered by the policy.
    */
   _nodeFailure(error) {
-    return this._store.isCluster && this.policy.mode === 'error' && NODE_FAILURE.test(error.message)
+    return this._store.isCluster && this.policy.mode === 'error' && error.detail === 'node-down'
   }
 
   /**

@@ -11,7 +11,7 @@
 // calls under way with ERR_STORE_UNAVAILABLE, as the pool does.
 const net = require('node:net')
 const native = require('../native')
-const { SluiceError, fromNative } = require('../base/errors')
+const { SluiceError, fromNative, isNativeError } = require('../base/errors')
 const { OUT } = require('./slots')
 
 const CR = 13
@@ -231,6 +231,7 @@ class DirectConnection {
       return reject(fromNative(err))
     }
     if (typeof step === 'number') return resolve(OUT)
+    if (isNativeError(step)) return reject(fromNative(step)) // a store failure, as a value
     if (!Buffer.isBuffer(step)) return resolve(step)
     if (!this.ready) return reject(unavailable('the connection to Redis was lost'))
     const count = OUT[0]

@@ -92,7 +92,7 @@ class Lanes {
       } catch (err) {
         for (const r of ok[2]) r(fromNative(err))
       }
-      const error = fromNative(new Error(out.error))
+      const error = fromNative(out.error)
       if (circuit.opens(error)) {
         circuit.trip(error, kind.keyOf(lost[0][0]))
         if (circuit.policy.mode !== 'error') return circuit.policy.answer(kind, ...lost)

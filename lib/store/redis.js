@@ -6,7 +6,7 @@
 
 const EventEmitter = require('node:events')
 const native = require('../native')
-const { SluiceError, fromNative, invalidConfig } = require('../base/errors')
+const { SluiceError, fromNative, invalidConfig, orThrow } = require('../base/errors')
 const { StatsBook } = require('./stats')
 const { DirectConnection } = require('./direct')
 const { SentinelWatcher } = require('./sentinel')
@@ -94,7 +94,7 @@ class RedisStore extends EventEmitter {
     const o = redisOptions(options)
     let nativeStore
     try {
-      nativeStore = await native.connectRedis(o.pool)
+      nativeStore = orThrow(await native.connectRedis(o.pool))
     } catch (err) {
       throw fromNative(err)
     }

@@ -44,8 +44,8 @@ function release(slot) {
  * Native announces `records` finished pool calls: per record `[slot, status, n, index]` in
  * OUT, then (status 0) its `n` numbers; status 1: `extra[index]` is the result (numbers,
  * `{ values, text }`, or `{ values, text, failed, error }` when some of the batch's calls
- * failed: src/bindings/completions.rs `PartialReply`); status 2: `extra[index]` is the
- * error's message.
+ * failed: src/bindings/completions.rs `PartialReply`, its `error` a `NativeError`); status 2:
+ * `extra[index]` is the call's failure, a `NativeError` `{ code, detail, message }`.
  */
 function announced(records, extra) {
   let at = 0
@@ -58,7 +58,7 @@ function announced(records, extra) {
     release(slot)
     if (status === 0) done(OUT.subarray(at + 4, at + 4 + n))
     else if (status === 1) done(extra[OUT[at + 3]])
-    else fail(new Error(extra[OUT[at + 3]]))
+    else fail(extra[OUT[at + 3]])
     at += 4 + n
   }
 }
@@ -72,9 +72,7 @@ function call(nativeStore, code, text, nums, nowUs, lane) {
     // a call alone is one hash slot's: it fails as a whole (a partial result only in case)
     const slot = take(
       (out) =>
-        out.failed !== undefined
-          ? reject(new Error(out.error))
-          : resolve(typeof out.slice === 'function' ? out.slice() : out),
+        out.failed !== undefined ? reject(out.error) : resolve(typeof out.slice === 'function' ? out.slice() : out),
       reject,
     )
     try {

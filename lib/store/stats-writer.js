@@ -4,7 +4,7 @@
 // for `stats()`, the dashboard and `store.limiters()`.
 
 const native = require('../native')
-const { fromNative } = require('../base/errors')
+const { fromNative, orThrow } = require('../base/errors')
 const { encodeParts } = require('../base/codec')
 const {
   byLastUse,
@@ -58,7 +58,7 @@ class StatsWriter {
   }
 
   _run(ops) {
-    return native.redisStats(this._store._native, encodeParts(ops), STATS_LANE)
+    return native.redisStats(this._store._native, encodeParts(ops), STATS_LANE).then(orThrow)
   }
 
   /**

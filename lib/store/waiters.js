@@ -3,7 +3,7 @@
 // wake), and on a RedisStore the pub/sub channels their grants arrive on.
 
 const native = require('../native')
-const { fromNative } = require('../base/errors')
+const { fromNative, orThrow } = require('../base/errors')
 const { closedError } = require('./errors')
 
 /**
@@ -123,10 +123,13 @@ class RedisWaiters extends Waiters {
       this._channels.set(channel, entry)
     } else if (!entry) {
       entry = { count: 0, ready: null, local: false }
-      entry.ready = native.redisSubscribe(store._native, channel).catch((err) => {
-        if (this._channels.get(channel) === entry) this._channels.delete(channel)
-        throw fromNative(err)
-      })
+      entry.ready = native
+        .redisSubscribe(store._native, channel)
+        .then(orThrow)
+        .catch((err) => {
+          if (this._channels.get(channel) === entry) this._channels.delete(channel)
+          throw fromNative(err)
+        })
       this._channels.set(channel, entry)
     }
     entry.count++

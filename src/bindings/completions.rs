@@ -11,7 +11,8 @@
 //! status 0, its `n` numbers. Status 1: `extra[i]` (the callback's second argument) is the
 //! call's result (a number array, or `{ values, text }` for a kind that answers strings, or
 //! numbers too many for the buffer, or a [`PartialReply`] `{ values, text, failed, error }`
-//! when some of a batch's calls failed); status 2: `extra[i]` is the error's message.
+//! when some of a batch's calls failed); status 2: `extra[i]` is the call's failure, a
+//! `NativeError` `{ code, detail, message }`.
 
 use crate::error::Result as CrateResult;
 use crate::store::kinds::Reply;
@@ -39,21 +40,21 @@ pub struct PartialReply {
   pub text: Option<String>,
   /// The failed calls' indices in the batch, ascending.
   pub failed: Vec<u32>,
-  /// Their error, as a failed call's (`CODE: message`).
-  pub error: String,
+  /// Their error, as a failed call's.
+  pub error: super::NativeError,
 }
 
-/// Numbers, numbers and strings, or a partial result.
-pub type Settled = Either3<Vec<f64>, TextReply, PartialReply>;
+/// Numbers, numbers and strings, a partial result, or (the direct lane) a failure.
+pub type Settled = Either4<Vec<f64>, TextReply, PartialReply, super::NativeError>;
 
 /// `reply` as a value JS settles with (not inline).
 pub fn settled(reply: Reply) -> Settled {
   match (reply.failed, reply.text) {
     (Some(f), text) => {
-      Either3::C(PartialReply { values: reply.numbers, text, failed: f.calls, error: f.error.to_string() })
+      Either4::C(PartialReply { values: reply.numbers, text, failed: f.calls, error: super::NativeError::of(&f.error) })
     }
-    (None, None) => Either3::A(reply.numbers),
-    (None, Some(text)) => Either3::B(TextReply { values: reply.numbers, text }),
+    (None, None) => Either4::A(reply.numbers),
+    (None, Some(text)) => Either4::B(TextReply { values: reply.numbers, text }),
   }
 }
 
@@ -216,7 +217,7 @@ impl Completions {
           (0.0, reply.numbers.len(), None)
         }
         Ok(reply) => (1.0, 0, Some(unsafe { Settled::to_napi_value(env, settled(reply))? })),
-        Err(e) => (2.0, 0, Some(unsafe { String::to_napi_value(env, e.to_string())? })),
+        Err(e) => (2.0, 0, Some(unsafe { super::NativeError::to_napi_value(env, super::NativeError::of(&e))? })),
       };
       if value.is_some() && at + 4 > out.len() {
         call(env, callback, records, &mut extra)?;

@@ -9,7 +9,7 @@
 //! the event loop turns, so a loop of synchronous calls that never yields (a batch job) grew
 //! by ~400 B per call without bound (issue 15).
 
-use super::{js, js_error};
+use super::{js, js_error, Code};
 use crate::error::{Error, ErrorKind};
 use crate::store::kinds::{self, memory_now, Registered, Reply, Visit};
 use crate::store::memory::MemoryStore;
@@ -31,7 +31,7 @@ pub type Handle = External<MemoryHandle>;
 /// Creates the embedded store's engine (synchronous: no tokio hop). `io` (6 numbers) carries
 /// the numbers of every `memoryStep` both ways.
 #[napi(catch_unwind, ts_return_type = "ExternalObject<'MemoryStore'>")]
-pub fn memory_store_new(io: Float64Array) -> Result<External<MemoryHandle>> {
+pub fn memory_store_new(io: Float64Array) -> Result<External<MemoryHandle>, Code> {
   if io.len() < 6 {
     return Err(js_error(Error::new(ErrorKind::Internal, "io buffer too small")));
   }
@@ -44,7 +44,7 @@ pub fn memory_store_new(io: Float64Array) -> Result<External<MemoryHandle>> {
 pub fn memory_intern(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &Handle,
   key: String,
-) -> Result<u32> {
+) -> Result<u32, Code> {
   js(validate_key(&key))?;
   u32::try_from(handle.store.intern(&key)).map_err(|_| js_error(Error::new(ErrorKind::Internal, "too many keys")))
 }
@@ -58,12 +58,12 @@ pub fn memory_step(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &Handle,
   kind: u32,
   id: u32,
-) -> Result<()> {
+) -> Result<(), Code> {
   step(handle, kind, id)
 }
 
 /// `memoryStep`, also for the legacy per-kind entries.
-pub(super) fn step(handle: &MemoryHandle, kind: u32, id: u32) -> Result<()> {
+pub(super) fn step(handle: &MemoryHandle, kind: u32, id: u32) -> Result<(), Code> {
   struct Step<'a>(&'a MemoryStore, usize, &'a mut [f64]);
   impl Visit for Step<'_> {
     type Out = crate::error::Result<()>;
@@ -81,7 +81,12 @@ pub(super) fn step(handle: &MemoryHandle, kind: u32, id: u32) -> Result<()> {
 
 /// A call of kind `K` on the embedded store: decoded, then run at `now_us` (-1 = the system
 /// clock).
-pub(super) fn call_of<K: Registered>(store: &MemoryStore, text: &str, nums: &[f64], now_us: f64) -> Result<Reply> {
+pub(super) fn call_of<K: Registered>(
+  store: &MemoryStore,
+  text: &str,
+  nums: &[f64],
+  now_us: f64,
+) -> Result<Reply, Code> {
   let call = js(K::decode(text, nums))?;
   js(K::memory(store, &call, js(memory_now(now_us))?))
 }
@@ -106,10 +111,10 @@ pub fn memory_call(
   text: String,
   nums: Float64ArraySlice,
   now_us: f64,
-) -> Result<Either<Vec<f64>, MemoryReply>> {
+) -> Result<Either<Vec<f64>, MemoryReply>, Code> {
   struct Call<'a>(&'a MemoryStore, &'a str, &'a [f64], f64);
   impl Visit for Call<'_> {
-    type Out = Result<Reply>;
+    type Out = Result<Reply, Code>;
     fn visit<K: Registered>(self) -> Self::Out {
       call_of::<K>(self.0, self.1, self.2, self.3)
     }
@@ -127,6 +132,6 @@ pub fn memory_call(
 pub fn memory_sweep(
   #[napi(ts_arg_type = "ExternalObject<'MemoryStore'>")] handle: &Handle,
   now_us: f64,
-) -> Result<bool> {
+) -> Result<bool, Code> {
   Ok(handle.store.sweep(js(memory_now(now_us))?))
 }

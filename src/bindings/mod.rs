@@ -3,8 +3,11 @@
 //! (`store::kinds`), and [`kinds`] tells JS every code, name and operation code.
 //!
 //! These functions and classes are the native layer under `lib/` (the public JS API); users
-//! do not call them directly. Errors cross as `Error` whose message starts with the stable code
-//! (`ERR_TIMEOUT: ...`); `lib/errors.js` turns them into `SluiceError` instances.
+//! do not call them directly. Errors cross as fields, never as a message to parse: a thrown
+//! error carries its stable code as its `code` property ([`Code`]); a store failure, which
+//! comes back as a value (a call's result, a promise's), is a [`NativeError`] `{ code, detail,
+//! message }`, its `detail` sorted once in Rust (`crate::error::Detail`).
+//! `lib/base/errors.js`'s `fromNative` turns both into `SluiceError` instances.
 //!
 //! - [`memory`]: the embedded store (`memoryCall`, the io-buffer fast path `memoryStep`).
 //! - [`redis`]: the Redis store (`connectRedis`, `redisCall` on a pool lane, `redisDirect`
@@ -21,13 +24,55 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::collections::HashMap;
 
-fn js_error(e: Error) -> napi::Error {
-  napi::Error::new(Status::GenericFailure, e.to_string())
+/// The stable code a thrown error carries as its `code` property (napi sets it from the
+/// error's status): `ERR_INVALID_ARGUMENT`, ... (`crate::error::ErrorKind::code`).
+pub struct Code(pub &'static str);
+
+impl AsRef<str> for Code {
+  fn as_ref(&self) -> &str {
+    self.0
+  }
+}
+
+/// What the synchronous functions answer: an error is thrown with its stable `code`.
+pub type Thrown<T> = std::result::Result<T, napi::Error<Code>>;
+
+fn js_error(e: Error) -> napi::Error<Code> {
+  napi::Error::new(Code(e.kind.code()), e.message)
 }
 
 /// A crate result as a napi one.
-fn js<T>(r: crate::error::Result<T>) -> Result<T> {
+fn js<T>(r: crate::error::Result<T>) -> Thrown<T> {
   r.map_err(js_error)
+}
+
+/// A failure of napi itself (making a value or a reference) as an internal error.
+fn napi_failure(e: napi::Error) -> napi::Error<Code> {
+  napi::Error::new(Code("ERR_INTERNAL"), e.reason.clone())
+}
+
+/// A store failure as a value: its stable code, what it was (`node-down`, `topology-change`,
+/// `outage`, or empty) and its message.
+#[napi(object, object_from_js = false)]
+pub struct NativeError {
+  pub code: String,
+  pub detail: String,
+  pub message: String,
+}
+
+impl NativeError {
+  pub fn of(e: &Error) -> NativeError {
+    NativeError { code: e.kind.code().to_owned(), detail: e.detail.name().to_owned(), message: e.message.clone() }
+  }
+}
+
+/// A result that resolves either way: the value, or the failure as a [`NativeError`] (an
+/// async function's promise rejects only on a failure of napi itself).
+fn resolved<T>(r: crate::error::Result<T>) -> napi::Result<Either<T, NativeError>> {
+  Ok(match r {
+    Ok(v) => Either::A(v),
+    Err(e) => Either::B(NativeError::of(&e)),
+  })
 }
 
 /// One kind, as `kinds()` describes it.

@@ -10,7 +10,7 @@
 //! (see completions.rs).
 
 use super::completions::{settled, Completions, Settled};
-use super::{js, js_error};
+use super::{js, js_error, napi_failure, resolved, Code, NativeError};
 use crate::error::{Error, ErrorKind};
 use crate::store::kinds::{self, explicit_now, Kind, Registered, Visit};
 use crate::store::redis::{DirectTask, Lane, RedisOptions, RedisStore, Step};
@@ -104,11 +104,13 @@ fn redis_options(o: NativeRedisOptions) -> std::result::Result<RedisOptions, Err
 
 /// Connects a pool (every connection up, cluster slots known) or fails within the connect
 /// timeout.
-#[napi(catch_unwind)]
-pub async fn connect_redis(options: NativeRedisOptions) -> Result<NativeRedisStore> {
-  let options = redis_options(options).map_err(js_error)?;
-  let store = RedisStore::connect(options).await.map_err(js_error)?;
-  Ok(NativeRedisStore { inner: Arc::new(store), completions: OnceLock::new() })
+#[napi(catch_unwind, ts_return_type = "Promise<NativeRedisStore | NativeError>")]
+pub async fn connect_redis(options: NativeRedisOptions) -> Result<Either<NativeRedisStore, NativeError>> {
+  let connected = match redis_options(options) {
+    Ok(options) => RedisStore::connect(options).await,
+    Err(e) => Err(e),
+  };
+  resolved(connected.map(|store| NativeRedisStore { inner: Arc::new(store), completions: OnceLock::new() }))
 }
 
 /// A connected Redis store.
@@ -120,7 +122,7 @@ pub struct NativeRedisStore {
 }
 
 impl NativeRedisStore {
-  fn completions(&self) -> Result<&Arc<Completions>> {
+  fn completions(&self) -> Result<&Arc<Completions>, Code> {
     self.completions.get().ok_or_else(|| js_error(Error::new(ErrorKind::Internal, "redisAttach was not called")))
   }
 }
@@ -134,13 +136,13 @@ pub fn redis_attach(
   env: &Env,
   store: &NativeRedisStore,
   #[napi(ts_arg_type = "Float64Array")] out: Unknown,
-  #[napi(ts_arg_type = "(records: number, extra?: Array<number[] | TextReply | PartialReply | string>) => void")]
+  #[napi(ts_arg_type = "(records: number, extra?: Array<number[] | TextReply | PartialReply | NativeError>) => void")]
   on_done: Unknown,
-) -> Result<()> {
+) -> Result<(), Code> {
   match store.completions.get() {
-    Some(c) => c.set_out(env, out.raw()),
+    Some(c) => c.set_out(env, out.raw()).map_err(napi_failure),
     None => {
-      let made = Completions::new(env, on_done.raw(), out.raw())?;
+      let made = Completions::new(env, on_done.raw(), out.raw()).map_err(napi_failure)?;
       let _ = store.completions.set(made);
       Ok(())
     }
@@ -204,7 +206,7 @@ pub(super) struct Pending<K: Kind> {
 }
 
 /// Decodes a call of kind `K` (`nowUs` -1: Redis' clock).
-pub(super) fn decode<K: Kind>(text: &str, nums: &[f64], now_us: f64) -> Result<Pending<K>> {
+pub(super) fn decode<K: Kind>(text: &str, nums: &[f64], now_us: f64) -> Result<Pending<K>, Code> {
   let call = js(K::decode(text, nums))?;
   Ok(Pending { call, now: js(explicit_now(now_us))? })
 }
@@ -224,10 +226,10 @@ pub fn redis_call(
   now_us: f64,
   lane: u32,
   slot: u32,
-) -> Result<()> {
+) -> Result<(), Code> {
   struct Call<'a>(&'a NativeRedisStore, &'a Arc<Completions>, &'a str, &'a [f64], f64, u32, u32);
   impl Visit for Call<'_> {
-    type Out = Result<()>;
+    type Out = Result<(), Code>;
     fn visit<K: Registered>(self) -> Self::Out {
       let Call(store, completions, text, nums, now_us, lane, slot) = self;
       let pending = decode::<K>(text, nums, now_us)?;
@@ -245,7 +247,7 @@ pub fn redis_call(
   }
   let completions = store.completions()?;
   js(kinds::visit(kind, Call(store, completions, &text, &nums, now_us, lane, slot)))??;
-  completions.sent(env)
+  completions.sent(env).map_err(napi_failure)
 }
 
 /// The same call on the direct lane: a task for `redisDirectStep` (a standalone server only).
@@ -256,10 +258,10 @@ pub fn redis_direct(
   text: String,
   nums: Float64ArraySlice,
   now_us: f64,
-) -> Result<External<NativeTask>> {
+) -> Result<External<NativeTask>, Code> {
   struct Direct<'a>(&'a NativeRedisStore, &'a str, &'a [f64], f64);
   impl Visit for Direct<'_> {
-    type Out = Result<External<NativeTask>>;
+    type Out = Result<External<NativeTask>, Code>;
     fn visit<K: Registered>(self) -> Self::Out {
       let pending = decode::<K>(self.1, self.2, self.3)?;
       let inner = self.0.inner.clone();
@@ -280,27 +282,29 @@ pub struct NativeTask {
 /// of the commands it last handed out, concatenated as Redis sent them. Answers the bytes to
 /// write (a copy: no finalizer), their command count in the result buffer's first number; or,
 /// done, the number `n` of results written at the result buffer's start; or the result
-/// itself when it holds strings or does not fit there. A failed call throws its store error.
-#[napi(catch_unwind, ts_return_type = "Buffer | number | number[] | TextReply | PartialReply")]
+/// itself when it holds strings or does not fit there; or, failed, its store failure (a
+/// `NativeError`).
+#[napi(catch_unwind, ts_return_type = "Buffer | number | number[] | TextReply | PartialReply | NativeError")]
 pub fn redis_direct_step<'env>(
   env: &'env Env,
   #[napi(ts_arg_type = "ExternalObject<'DirectTask'>")] task: &External<NativeTask>,
   replies: Option<BufferSlice>,
-) -> Result<Either3<BufferSlice<'env>, f64, Settled>> {
+) -> Result<Either3<BufferSlice<'env>, f64, Settled>, Code> {
   let step = task.task.lock().step(replies.as_deref());
   // SAFETY: on the JS thread, and the slice is dropped before this function returns
-  let out = unsafe { task.completions.out_slice(env.raw())? };
+  let out = unsafe { task.completions.out_slice(env.raw()).map_err(napi_failure)? };
   match step {
     Step::Send(bytes, count) => {
       out[0] = count as f64;
-      Ok(Either3::A(BufferSlice::copy_from(env, bytes)?))
+      Ok(Either3::A(BufferSlice::copy_from(env, bytes).map_err(napi_failure)?))
     }
     Step::Done(Ok(reply)) if reply.text.is_none() && reply.failed.is_none() && reply.numbers.len() <= out.len() => {
       out[..reply.numbers.len()].copy_from_slice(&reply.numbers);
       Ok(Either3::B(reply.numbers.len() as f64))
     }
     Step::Done(Ok(reply)) => Ok(Either3::C(settled(reply))),
-    Step::Done(Err(e)) => Err(js_error(e)),
+    // a store failure is a value (its detail a field), as on the pool lane
+    Step::Done(Err(e)) => Ok(Either3::C(Either4::D(NativeError::of(&e)))),
   }
 }
 
@@ -308,45 +312,48 @@ pub fn redis_direct_step<'env>(
 /// <key count> <key>... <arg count> <arg>...`, every part encoded by lib/codec.js (one string
 /// to convert, not one per part: a flush of 10,000 limiters has about 150,000 parts; no byte
 /// of a name is read as structure); resolves with each operation's reply.
-#[napi(catch_unwind, ts_return_type = "Promise<string[][]>")]
+#[napi(catch_unwind, ts_return_type = "Promise<string[][] | NativeError>")]
 pub fn redis_stats<'env>(
   env: &'env Env,
   store: &NativeRedisStore,
   ops: String,
   lane: u32,
-) -> Result<PromiseRaw<'env, Vec<Vec<String>>>> {
+) -> Result<PromiseRaw<'env, Either<StatsReplies, NativeError>>, Code> {
   let ops = js(crate::store::redis::decode_stats(&ops))?;
   let inner = store.inner.clone();
-  env.spawn_future(async move { inner.stats_ops(&ops, &Lane::Pool(lane)).await.map_err(js_error) })
+  env.spawn_future(async move { resolved(inner.stats_ops(&ops, &Lane::Pool(lane)).await) }).map_err(napi_failure)
 }
 
+/// Each statistics operation's reply.
+type StatsReplies = Vec<Vec<String>>;
+
 /// Subscribes the store's listener to a grant channel; resolves once Redis confirmed.
-#[napi(catch_unwind, ts_return_type = "Promise<void>")]
+#[napi(catch_unwind, ts_return_type = "Promise<void | NativeError>")]
 pub fn redis_subscribe<'env>(
   env: &'env Env,
   store: &NativeRedisStore,
   channel: String,
-) -> Result<PromiseRaw<'env, ()>> {
+) -> Result<PromiseRaw<'env, Either<(), NativeError>>, Code> {
   let inner = store.inner.clone();
-  env.spawn_future(async move { inner.subscribe(&channel).await.map_err(js_error) })
+  env.spawn_future(async move { resolved(inner.subscribe(&channel).await) }).map_err(napi_failure)
 }
 
-#[napi(catch_unwind, ts_return_type = "Promise<void>")]
+#[napi(catch_unwind, ts_return_type = "Promise<void | NativeError>")]
 pub fn redis_unsubscribe<'env>(
   env: &'env Env,
   store: &NativeRedisStore,
   channel: String,
-) -> Result<PromiseRaw<'env, ()>> {
+) -> Result<PromiseRaw<'env, Either<(), NativeError>>, Code> {
   let inner = store.inner.clone();
-  env.spawn_future(async move { inner.unsubscribe(&channel).await.map_err(js_error) })
+  env.spawn_future(async move { resolved(inner.unsubscribe(&channel).await) }).map_err(napi_failure)
 }
 
 /// Grant messages received since the last call (`"<waiter id> <token>"`, or `"*"`: re-poll
 /// every waiter), waiting for at least one; an empty list after `redisStopWakes` or close.
 #[napi(catch_unwind, ts_return_type = "Promise<string[]>")]
-pub fn redis_next_wakes<'env>(env: &'env Env, store: &NativeRedisStore) -> Result<PromiseRaw<'env, Vec<String>>> {
+pub fn redis_next_wakes<'env>(env: &'env Env, store: &NativeRedisStore) -> Result<PromiseRaw<'env, Vec<String>>, Code> {
   let inner = store.inner.clone();
-  env.spawn_future(async move { Ok(inner.next_wakes().await) })
+  env.spawn_future(async move { Ok(inner.next_wakes().await) }).map_err(napi_failure)
 }
 
 /// Ends a pending `redisNextWakes` with an empty list.

@@ -19,10 +19,18 @@ export type ErrorCode =
 
 export declare const ErrorCodes: readonly ErrorCode[]
 
+/**
+ * What a store failure was: one cluster node lost (only its keys' calls fail, the other
+ * masters' go on), the cluster moving a slot under the call, or the store as a whole.
+ */
+export type StoreFailureDetail = 'node-down' | 'topology-change' | 'outage'
+
 /** Every error sluice throws or rejects with. Match on `code`, not on the message. */
 export declare class SluiceError extends Error {
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown })
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; detail?: StoreFailureDetail })
   readonly code: ErrorCode
+  /** On a store failure from Redis (`ERR_STORE_UNAVAILABLE`, `ERR_TIMEOUT`): what it was. */
+  readonly detail?: StoreFailureDetail
 }
 
 /** Thrown by the waiting calls when over a limit. */

@@ -150,7 +150,7 @@ mod tests {
   use super::*;
 
   fn down() -> Error {
-    Error::new(ErrorKind::StoreUnavailable, "redis: Failed to route command.")
+    super::super::connect::classify(Some(ErrorKind::StoreUnavailable), "Failed to route command.")
   }
 
   #[test]

@@ -4,7 +4,7 @@
 
 use super::tls::{self, TlsOptions};
 use super::{RedisStore, SendOrder};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Detail, Error, ErrorKind, Result};
 use fred::prelude::*;
 use fred::types::config::{Config as FredConfig, ReconnectPolicy, ServerConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -176,40 +176,66 @@ async fn all_refused(servers: &[(String, u16)], within: Duration) -> bool {
   true
 }
 
-/// Maps a fred error onto our kinds.
+/// Maps a fred error onto our kinds (see [`classify`]).
 pub(super) fn store_error(e: fred::error::Error) -> Error {
   use fred::error::ErrorKind as K;
   let details = readable(e.details());
-  let details = details.as_str();
   let kind = match e.kind() {
-    K::Timeout => ErrorKind::Timeout,
-    K::Config | K::Url => ErrorKind::InvalidConfig,
+    K::Timeout => Some(ErrorKind::Timeout),
+    K::Config | K::Url => Some(ErrorKind::InvalidConfig),
     // Protocol: bytes that are not a reply (fred drops the connection and makes a new one)
     K::IO | K::Canceled | K::Cluster | K::Routing | K::Backpressure | K::Auth | K::Sentinel | K::Tls | K::Protocol => {
-      ErrorKind::StoreUnavailable
+      Some(ErrorKind::StoreUnavailable)
     }
-    // maxmemory reached under noeviction: the write was refused, nothing changed
-    _ if details.starts_with("OOM") => ErrorKind::StoreOom,
-    // fred answers a command it cannot route while reconnecting with an `Unknown` error
-    // (and gives up on a command redirected too often while the cluster changes its topology)
-    _ if [
-      "LOADING",
-      "BUSY",
-      "MASTERDOWN",
-      "READONLY",
-      "TRYAGAIN",
-      "CLUSTERDOWN",
-      "Failed to route command",
-      "Too many failed write attempts",
-    ]
-    .iter()
-    .any(|p| details.starts_with(p)) =>
-    {
-      ErrorKind::StoreUnavailable
-    }
-    _ => ErrorKind::Script,
+    _ => None,
   };
-  Error::new(kind, format!("redis: {details}"))
+  classify(kind, &details)
+}
+
+/// Sorts a store failure once, for both lanes: its kind (given, or read from the reply's
+/// prefix: a `-OOM`, `-LOADING`, ... error reply) and its [`Detail`], which the circuit
+/// breaker decides by. `details`: what Redis or fred said. The message is `redis: <details>`.
+pub fn classify(kind: Option<ErrorKind>, details: &str) -> Error {
+  // the cluster changes its topology under the call: fred gives up on a command redirected
+  // too often (or finds no route while a slot migrates); Redis answers TRYAGAIN
+  const TOPOLOGY: [&str; 3] = ["Too many failed write attempts", "Max attempts reached", "TRYAGAIN"];
+  // one node lost: its connection reset or closed (a killed node's connection ends with a
+  // reset or, when it had read everything sent to it, an end of stream), or its slots' owner
+  // not routable (fred answers its calls at once while the other masters' go on)
+  const NODE: [&str; 4] = ["failed to route command", "connection reset by peer", "broken pipe", "connection closed"];
+  // replies that say the server cannot serve now (the pool path gets them as fred's
+  // `Unknown`; fred answers a command it cannot route while reconnecting that way too)
+  const UNAVAILABLE: [&str; 9] = [
+    "LOADING",
+    "BUSY",
+    "MASTERDOWN",
+    "READONLY",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "Failed to route command",
+    "Too many failed write attempts",
+    "Max attempts reached",
+  ];
+  let kind = kind.unwrap_or_else(|| {
+    if details.starts_with("OOM") {
+      // maxmemory reached under noeviction: the write was refused, nothing changed
+      ErrorKind::StoreOom
+    } else if UNAVAILABLE.iter().any(|p| details.starts_with(p)) {
+      ErrorKind::StoreUnavailable
+    } else {
+      ErrorKind::Script
+    }
+  });
+  let lower = details.to_ascii_lowercase();
+  let detail = match kind {
+    ErrorKind::StoreUnavailable | ErrorKind::Timeout if TOPOLOGY.iter().any(|p| details.contains(p)) => {
+      Detail::TopologyChange
+    }
+    ErrorKind::StoreUnavailable | ErrorKind::Timeout if NODE.iter().any(|p| lower.contains(p)) => Detail::NodeDown,
+    ErrorKind::StoreUnavailable | ErrorKind::Timeout => Detail::Outage,
+    _ => Detail::None,
+  };
+  Error::store(kind, detail, format!("redis: {details}"))
 }
 
 impl RedisStore {
@@ -381,6 +407,50 @@ mod readable_tests {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn a_store_failure_is_sorted_once_with_its_detail() {
+    let sorted = |kind, details: &str| {
+      let e = classify(kind, details);
+      (e.kind, e.detail)
+    };
+    let unavailable = Some(ErrorKind::StoreUnavailable);
+    // one node lost: its calls fail, the other masters' go on
+    // (every way fred reports one node's connection lost: __tests__/whendown.test.ts
+    // issue-36-failover-connection-closed holds the circuit to this detail)
+    for details in [
+      "Failed to route command.",
+      "Connection reset by peer (os error 104)",
+      "Broken pipe (os error 32)",
+      "Connection closed.",
+      "Connection Closed",
+      "Connection closed unexpectedly.",
+      "Connection closed before the reply (not replayed).",
+    ] {
+      assert_eq!(sorted(unavailable, details), (ErrorKind::StoreUnavailable, Detail::NodeDown), "{details}");
+    }
+    // the topology changing under a call: not an outage
+    for details in [
+      "Too many failed write attempts.",
+      "Max attempts reached.",
+      "TRYAGAIN Multiple keys request during rehashing of slot",
+    ] {
+      assert_eq!(sorted(None, details).1, Detail::TopologyChange, "{details}");
+    }
+    assert_eq!(sorted(None, "TRYAGAIN x").0, ErrorKind::StoreUnavailable);
+    // replies: unavailable (an outage), out of memory, a script's failure
+    assert_eq!(
+      sorted(None, "LOADING Redis is loading the dataset in memory"),
+      (ErrorKind::StoreUnavailable, Detail::Outage)
+    );
+    assert_eq!(sorted(None, "OOM command not allowed"), (ErrorKind::StoreOom, Detail::None));
+    assert_eq!(sorted(None, "ERR Error running script"), (ErrorKind::Script, Detail::None));
+    assert_eq!(sorted(Some(ErrorKind::Timeout), "Request timed out."), (ErrorKind::Timeout, Detail::Outage));
+    assert_eq!(sorted(unavailable, "Connection refused (os error 111)"), (ErrorKind::StoreUnavailable, Detail::Outage));
+    assert_eq!(classify(None, "x").message, "redis: x");
+    // the direct lane sorts its error replies the same way
+    assert_eq!(crate::store::redis::direct::reply_error("TRYAGAIN y").detail, Detail::TopologyChange);
+  }
 
   #[test]
   fn urls_are_shown_without_their_secret() {

@@ -172,17 +172,9 @@ fn string(bytes: Bytes) -> Value {
   }
 }
 
-/// An error reply, with the kind the pool path gives it (see `store_error`).
+/// An error reply, sorted as the pool path sorts it (`connect::classify`).
 pub fn reply_error(details: &str) -> Error {
-  let unavailable = ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN"];
-  let kind = if unavailable.iter().any(|p| details.starts_with(p)) {
-    ErrorKind::StoreUnavailable
-  } else if details.starts_with("OOM") {
-    ErrorKind::StoreOom
-  } else {
-    ErrorKind::Script
-  };
-  Error::new(kind, format!("redis: {details}"))
+  super::connect::classify(None, details)
 }
 
 type Call<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
