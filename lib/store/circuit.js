@@ -16,8 +16,8 @@ const TOPOLOGY_CHANGE = /Too many failed write attempts|Max attempts reached|TRY
  * (fred answers their calls at once while the other masters' connections go on; see
  * vendor/README.md). Only that node's calls fail: its replica may be promoted meanwhile. A
  * killed node's connection ends with a reset or, when the node had read everything sent to
- * it, an end of stream (fred: `Connection closed.`; before issue 36 that one opened the
- * circuit and failed every master's calls until a probe reached the promoted replica).
+ * it, an end of stream (fred: `Connection closed.`; read as an outage, that one would open
+ * the circuit and fail every master's calls until a probe reached the promoted replica).
  */
 const NODE_FAILURE = /Failed to route command|Connection reset by peer|Broken pipe|Connection closed/i
 /** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */

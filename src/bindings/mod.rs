@@ -4,7 +4,7 @@
 //!
 //! These functions and classes are the native layer under `lib/` (the public JS API); users
 //! do not call them directly. Errors cross as `Error` whose message starts with the stable code
-//! (`ERR_TIMEOUT: ...`); `lib/errors.js` turns them into `SluiceError` instances.
+//! (`ERR_TIMEOUT: ...`); `lib/base/errors.js` turns them into `SluiceError` instances.
 //!
 //! - [`memory`]: the embedded store (`memoryCall`, the io-buffer fast path `memoryStep`).
 //! - [`redis`]: the Redis store (`connectRedis`, `redisCall` on a pool lane, `redisDirect`
