@@ -59,7 +59,7 @@ export interface KindEntry {
 export declare function kinds(): Array<KindEntry>
 
 /**
- * A call of kind `kind` on the embedded store: `text` (strings, encoded by lib/codec.js)
+ * A call of kind `kind` on the embedded store: `text` (strings, encoded by lib/base/codec.js)
  * and `nums` (read, not kept: no reference is made to it) in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs`
  * (-1 = the system clock). Answers the kind's flat results; with the strings it answers,
  * for a kind that answers strings.
@@ -76,7 +76,7 @@ export declare function memoryIntern(handle: ExternalObject<'MemoryStore'>, key:
 export interface MemoryReply {
   values: Array<number>
   /**
-   * Strings, in lib/codec.js' encoding (for concurrent: the grants made, `"<waiter id>
+   * Strings, in lib/base/codec.js' encoding (for concurrent: the grants made, `"<waiter id>
    * <token>"`).
    */
   text: string
@@ -170,7 +170,7 @@ export interface PartialReply {
 export declare function redisAttach(store: NativeRedisStore, out: Float64Array, onDone: (records: number, extra?: Array<number[] | TextReply | PartialReply | NativeError>) => void): void
 
 /**
- * A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/codec.js) and
+ * A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/base/codec.js) and
  * `nums` in the kind's call layout (see its file under `src/store/kinds/`; read now, not
  * kept), at `nowUs` (-1 = Redis' clock). Sent in call order (its ticket is taken here, on the
  * JS thread, see `SendOrder`); its result is announced under `slot` (see `redisAttach`).
@@ -198,7 +198,7 @@ export declare function redisNextWakes(store: NativeRedisStore): Promise<string[
 
 /**
  * Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
- * <key count> <key>... <arg count> <arg>...`, every part encoded by lib/codec.js (one string
+ * <key count> <key>... <arg count> <arg>...`, every part encoded by lib/base/codec.js (one string
  * to convert, not one per part: a flush of 10,000 limiters has about 150,000 parts; no byte
  * of a name is read as structure); resolves with each operation's reply.
  */
@@ -215,7 +215,7 @@ export declare function redisUnsubscribe(store: NativeRedisStore, channel: strin
 /** A call's result as JS settles it when it does not travel inline in the buffer. */
 export interface TextReply {
   values: Array<number>
-  /** Strings, in lib/codec.js' encoding (for concurrent: the grants made). */
+  /** Strings, in lib/base/codec.js' encoding (for concurrent: the grants made). */
   text: string
 }
 

@@ -1,4 +1,4 @@
--- stats.lua: writes and reads limiter statistics (lib/stats.js), a list of operations in order.
+-- stats.lua: writes and reads limiter statistics (lib/store/stats.js), a list of operations in order.
 --
 -- ARGV      per operation: <op> <key count> <key index (1-based)>... <arg count> <arg>...
 --   incr    KEYS[a] (a hash): one argument, comma-separated: <ttl_ms>,<slot>,<minute>, then the
@@ -34,7 +34,7 @@
 --           hgetall's is even, since's a multiple of 3, a registry's members hold a colon)
 -- Notes     every key written gets a TTL; all KEYS share one hash slot (the caller groups).
 
--- the counters, in lib/stats.js' ALL_FIELDS order (FIELDS, then the EXTRA_FIELDS some kinds count)
+-- the counters, in lib/store/stats.js' ALL_FIELDS order (FIELDS, then the EXTRA_FIELDS some kinds count)
 local FIELDS = {
   'admitted', 'refused', 'admittedWeight', 'refusedWeight', 'nearLimit', 'waited', 'waitTimeMs',
   'degraded', 'rescheduled', 'throttled', 'blocks',

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28: the limiter family's server-pattern benchmark (bench/run.js, suite limiters) on the
+# The limiter family's server-pattern benchmark (bench/run.js, suite limiters) on the
 # installed Redis 7 and on the matrix's Valkey 8 and Redis 8 (the wrappers scripts/matrix.sh
 # writes under ${SLUICE_MATRIX_WORK:-/var/tmp/sluice-matrix}; run `npm run test:matrix` once
 # first), one after the other in the same run; bench/run.js starts each server from PATH.

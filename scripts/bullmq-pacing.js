@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict'
-// Measures sluice/bullmq's limitProcessor with its defaults (issue 24): for each limiter kind
+// Measures sluice/bullmq's limitProcessor with its defaults: for each limiter kind
 // at 10 per second, 200 jobs on 3 worker processes (real BullMQ Workers, concurrency 10
 // each). Prints the README table. Needs SLUICE_REDIS_URL (a Redis this may write to; every key
 // is under a fresh prefix, and the queue is obliterated afterwards).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28: the server matrix. Valkey 8 and Redis 8 come from Debian 13's packages, run on this
+# The server matrix. Valkey 8 and Redis 8 come from Debian 13's packages, run on this
 # Debian 12 machine from a minimal Debian 13 root (debootstrap, once, under
 # ${SLUICE_MATRIX_ROOT:-/var/tmp/sluice-deb13}) with that root's libraries. For each server, a
 # standalone server and a 3-master cluster are started and the Redis suites run against them

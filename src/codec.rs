@@ -1,5 +1,5 @@
 //! The one encoding of a list of strings that crosses from Node in a single string
-//! (`lib/codec.js` writes it): each part as `<length>:<part>`, concatenated, where `<length>`
+//! (`lib/base/codec.js` writes it): each part as `<length>:<part>`, concatenated, where `<length>`
 //! is the part's length in UTF-16 code units, in decimal. No byte of a part is ever read as
 //! structure: a name may hold newlines, colons, digits, braces or any control byte, and it
 //! stays one part.
@@ -28,7 +28,7 @@ pub fn decode(text: &str) -> Result<Vec<&str>> {
   parts(text).collect()
 }
 
-/// `parts` as strings in the encoding (the Rust side of `lib/codec.js`' `encodeParts`; for
+/// `parts` as strings in the encoding (the Rust side of `lib/base/codec.js`' `encodeParts`; for
 /// tests and for replies that go back the same way).
 pub fn encode<S: AsRef<str>>(parts: &[S]) -> String {
   let mut out = String::new();

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// Closed list of failure kinds. Each maps onto a stable JS error `code` (DESIGN.md §6).
+/// Closed list of failure kinds. Each maps onto a stable JS error `code` (README, "Errors").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorKind {

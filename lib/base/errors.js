@@ -1,6 +1,6 @@
 'use strict'
 
-/** The closed list of error codes (DESIGN.md §6). */
+/** The closed list of error codes (README, "Errors"). */
 const CODES = Object.freeze([
   'ERR_INVALID_CONFIG',
   'ERR_INVALID_ARGUMENT',

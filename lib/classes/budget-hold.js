@@ -1,5 +1,5 @@
 'use strict'
-// Holding a tenant's callers in the process (issue 36, item 5): a tenant view sends its next
+// Holding a tenant's callers in the process: a tenant view sends its next
 // reservation to the store only when the tenant's committed queue (the latest start this
 // process has seen for it) is at most half its borrow horizon (`borrowAheadMs`) ahead: the
 // next one then starts within the horizon, where it may still borrow (a queue committed up to

@@ -1,7 +1,7 @@
 'use strict'
 // Budget and Reservation: several dimensions (requests, input tokens, output tokens...) each a
 // rate per interval with a burst, reserved all or nothing in one fleet-wide FIFO before a call
-// and settled with the true amounts after it (lib/kinds/budget.js, src/core/budget.rs).
+// and settled with the true amounts after it (lib/kinds/budget.js, src/core/budget/).
 
 const { randomBytes } = require('node:crypto')
 const { SluiceError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')

@@ -404,7 +404,7 @@ class PacerComposite {
 /**
  * A composite's outcome with each member's watermark as `watermarks`, for sluice's own readers
  * (the HTTP doors' headers): not enumerable, so the public result is `{ delayMs, reason,
- * pacer, degraded }` (issue 29: JSON, spreads and deep equality do not show it).
+ * pacer, degraded }` (JSON, spreads and deep equality do not show it).
  */
 function withMarks(outcome, watermarks) {
   return Object.defineProperty(outcome, 'watermarks', { value: watermarks, enumerable: false })

@@ -63,7 +63,7 @@ export interface PacedFetchOptions {
   /** The fetch to wrap (default globalThis.fetch). */
   fetch?: (input: any, init?: any) => Promise<Response>
   /**
-   * A Budget (issue 27) each call reserves `estimate(req)` on before it is paced and sent, and
+   * A Budget each call reserves `estimate(req)` on before it is paced and sent, and
    * settles from its answer with `settle(res, req)` (default: as reserved). One reservation per
    * call, retries included; given back (cancelled) when no answer came: maxWaitMs, an abort, a
    * network error. Needs `estimate`. Not on the interceptor.

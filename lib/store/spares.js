@@ -5,8 +5,7 @@
 // together with the last one queued). Its capacity stays charged in the store, so handing it
 // to this process's next caller of the same key, at the slot's own time, is exact: the
 // upstream sees the call the first caller would have made. Every store holds one `Spares`;
-// sluice/fetch's gates and DistributedPacer take from it before they ask the store. Lease
-// mode (DESIGN §11) hands back leased tokens through the same give-back.
+// sluice/fetch's gates and DistributedPacer take from it before they ask the store.
 
 /** Spare slots kept per key, the earliest first; a slot given back past this stays spent. */
 const MAX_PER_KEY = 1024

@@ -14,7 +14,7 @@ local function tenant_of(b, tid)
   x = false
   if v and #v >= 40 then
     local n = struct.unpack('<d', v, 33)
-    -- a record written before open and last (issue 36): 40 + 24n bytes, read with 0s
+    -- a record of an older version, without open and last: 40 + 24n bytes, read with 0s
     if n == math.floor(n) and n >= 0 and n <= 64 and (#v == 56 + 24 * n or #v == 40 + 24 * n) then
       local h = 5
       if #v == 56 + 24 * n then h = 7 end

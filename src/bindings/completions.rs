@@ -5,7 +5,8 @@
 //!
 //! Per call this replaces napi's `spawn_future` (a deferred promise and a thread-safe function
 //! made and released per call) and a result `Float64Array` over a Rust `Vec` (an external
-//! buffer freed by a finalizer only when the event loop turns: issue 15's unbounded growth).
+//! buffer freed by a finalizer only when the event loop turns: a loop of calls that never
+//! yields grew without bound).
 //!
 //! Records, from the buffer's start, per finished call: `[slot, status, n, extra]` then, for
 //! status 0, its `n` numbers. Status 1: `extra[i]` (the callback's second argument) is the
@@ -27,7 +28,7 @@ use std::sync::{Arc, Weak};
 #[napi_derive::napi(object, object_from_js = false)]
 pub struct TextReply {
   pub values: Vec<f64>,
-  /// Strings, in lib/codec.js' encoding (for concurrent: the grants made).
+  /// Strings, in lib/base/codec.js' encoding (for concurrent: the grants made).
   pub text: String,
 }
 
@@ -157,7 +158,7 @@ impl Completions {
 
   /// The store closed, every call it sent settled: the function is released at once. An
   /// unreferenced function left to the environment's teardown kept Node 24 from exiting
-  /// (issue 28: a process that closed its RedisStore never ended; Node 20 and 22 exited).
+  /// (a process that closed its RedisStore never ended there; Node 20 and 22 exited).
   pub fn release(&self) {
     if !self.released.swap(true, Ordering::AcqRel) {
       unsafe { sys::napi_release_threadsafe_function(self.tsfn, sys::ThreadsafeFunctionReleaseMode::release) };

@@ -7,7 +7,7 @@
 //! cheaper than either. Results that hold several numbers are a JS array, not a Float64Array
 //! over a Rust Vec: such an external buffer is freed by a finalizer that Node runs only when
 //! the event loop turns, so a loop of synchronous calls that never yields (a batch job) grew
-//! by ~400 B per call without bound (issue 15).
+//! by ~400 B per call without bound.
 
 use super::{js, js_error, Code};
 use crate::error::{Error, ErrorKind};
@@ -95,12 +95,12 @@ pub(super) fn call_of<K: Registered>(
 #[napi(object, object_from_js = false)]
 pub struct MemoryReply {
   pub values: Vec<f64>,
-  /// Strings, in lib/codec.js' encoding (for concurrent: the grants made, `"<waiter id>
+  /// Strings, in lib/base/codec.js' encoding (for concurrent: the grants made, `"<waiter id>
   /// <token>"`).
   pub text: String,
 }
 
-/// A call of kind `kind` on the embedded store: `text` (strings, encoded by lib/codec.js)
+/// A call of kind `kind` on the embedded store: `text` (strings, encoded by lib/base/codec.js)
 /// and `nums` (read, not kept: no reference is made to it) in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs`
 /// (-1 = the system clock). Answers the kind's flat results; with the strings it answers,
 /// for a kind that answers strings.

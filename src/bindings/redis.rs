@@ -211,7 +211,7 @@ pub(super) fn decode<K: Kind>(text: &str, nums: &[f64], now_us: f64) -> Result<P
   Ok(Pending { call, now: js(explicit_now(now_us))? })
 }
 
-/// A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/codec.js) and
+/// A call of kind `kind` on pool lane `lane`: `text` (strings, encoded by lib/base/codec.js) and
 /// `nums` in the kind's call layout (see its file under `src/store/kinds/`; read now, not
 /// kept), at `nowUs` (-1 = Redis' clock). Sent in call order (its ticket is taken here, on the
 /// JS thread, see `SendOrder`); its result is announced under `slot` (see `redisAttach`).
@@ -309,7 +309,7 @@ pub fn redis_direct_step<'env>(
 }
 
 /// Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
-/// <key count> <key>... <arg count> <arg>...`, every part encoded by lib/codec.js (one string
+/// <key count> <key>... <arg count> <arg>...`, every part encoded by lib/base/codec.js (one string
 /// to convert, not one per part: a flush of 10,000 limiters has about 150,000 parts; no byte
 /// of a name is read as structure); resolves with each operation's reply.
 #[napi(catch_unwind, ts_return_type = "Promise<string[][] | NativeError>")]

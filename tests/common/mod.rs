@@ -24,7 +24,7 @@ impl Rng {
 }
 
 /// A direct-lane driver for the tests: a plain blocking socket to a standalone Redis that
-/// runs store calls the way `lib/direct.js` does (write the task's commands, read their
+/// runs store calls the way `lib/store/direct.js` does (write the task's commands, read their
 /// replies, feed them back), so the conformance suites check both lanes.
 pub struct Wire(std::net::TcpStream);
 

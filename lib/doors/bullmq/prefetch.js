@@ -28,7 +28,7 @@ class Prefetch {
   /** A unit taken ahead, if one is left in a window that lasts. */
   take() {
     // on a monotonic clock (elapsedMs): a wall-clock step must not stretch a window's units
-    // into the next window (issue 24)
+    // into the next window
     const now = elapsedMs(this.limiter._store)
     while (this.batches.length > 0) {
       const b = this.batches[0]

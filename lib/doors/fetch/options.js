@@ -31,7 +31,7 @@ const OPTIONS = [
   'maxBlockMs',
   'blockStatuses',
 ]
-/** pacedFetch's only (the interceptor has no Request nor Response to give them): issue 27's budgets. */
+/** pacedFetch's only (the interceptor has no Request nor Response to give them): a Budget per call. */
 const BUDGET_OPTIONS = ['budget', 'estimate', 'settle']
 const RETRY = ['statuses', 'methods', 'maxRetries']
 const ADAPTIVE = ['minQps', 'maxQps', 'startQps', 'decrease', 'increase']

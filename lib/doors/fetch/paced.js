@@ -89,7 +89,7 @@ function pacedFetch(options) {
     const method = String((init && init.method) || (request ? input.method : 'GET')).toUpperCase()
     const signal = (init && init.signal) || (request ? input.signal : undefined) || undefined
     const gate = await door.gate(door.keyOf(url, init))
-    // a budget (issue 27): the call's estimate reserved before it is paced and sent
+    // a budget: the call's estimate reserved before it is paced and sent
     let reservation = null
     let req = null
     if (config.budget !== null) {

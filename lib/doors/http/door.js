@@ -124,7 +124,7 @@ class Door {
   /**
    * @internal `at` (read with now(), just before a decision) on the clock refunds measure
    * elapsed time with (`elapsedMs`: monotonic), so a refund is tied to the window the server
-   * charged even if the wall clock steps before it lands (issue 24)
+   * charged even if the wall clock steps before it lands
    */
   elapsedAt(at) {
     return elapsedMs(this.config.store) - (this.now() - at)
@@ -370,7 +370,7 @@ class Door {
   /**
    * @internal what gives an admitted counter decision `d` back, when skipFailedRequests or
    * skipSuccessfulRequests ask (else null), tied to the window the server charged: time is
-   * measured from `at` on the monotonic clock (issue 24)
+   * measured from `at` on the monotonic clock (a wall-clock step does not move it)
    */
   refundOf(limiter, weight, d, at) {
     if (!d.allowed || weight === 0 || !this.config.refunds) return null

@@ -156,7 +156,7 @@ function ipv6Text(groups) {
  * bits, whichever notation), IPv4-compatible written as such (`::1.2.3.4`: the notation tells
  * it from `::1`, which shares its range), NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052)
  * and SIIT's IPv4-translated form (`::ffff:0:0:0/96`, RFC 2765), whose clients are IPv4 hosts:
- * each is keyed as its own IPv4 address, never as one shared IPv6 network (issue 29).
+ * each is keyed as its own IPv4 address, never as one shared IPv6 network.
  */
 function embeddedIPv4(ip, groups) {
   const [a, b, c, d, e, f] = groups

@@ -118,7 +118,7 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
     skipSuccessfulRequests: checkBoolean('skipSuccessfulRequests', o.skipSuccessfulRequests, false),
     passOnStoreError: checkBoolean('passOnStoreError', o.passOnStoreError, false),
     message: o.message,
-    // each client's window opens at its first request, as in both peers (DESIGN.md §7)
+    // each client's window opens at its first request, as in both peers (README, "HTTP doors")
     algorithm: o.algorithm === undefined ? 'window' : o.algorithm,
     windows: null, // [{ limit, windowMs, name }]; limit (windowMs) null: from the `limit` (`windowMs`) function
     limitFn: null,

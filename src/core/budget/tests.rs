@@ -249,7 +249,7 @@ proptest! {
 
 mod tenants;
 
-/// Issue 36, item 7: one settlement that reports an absurd amount (1e9 tokens on a budget of
+/// Regression: one settlement that reports an absurd amount (1e9 tokens on a budget of
 /// 90,000 a minute) charged 7.7 days of debt, fleet-wide. What a settlement charges beyond its
 /// reservation is capped at the dimension's `max_debt` (default `limit + max_burst`), the rest
 /// counted in `excess`; swept over limits, bursts, caps and reported amounts.

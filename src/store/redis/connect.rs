@@ -462,7 +462,7 @@ mod tests {
     assert_eq!(redact_url("http://u:pw@x"), "http://***@x");
     assert_eq!(redact_url("u:pw@x"), "***");
     assert_eq!(redact_in("bad pass: secret!", "redis://user:secret@host"), "bad pass: ***!");
-    // issue 24: a password holding '@' is masked whole, not from its last '@'
+    // a password holding '@' is masked whole, not from its last '@'
     assert_eq!(redact_url("redis://:S3cr@tP4ss@host:6379/0"), "redis://***@host:6379/0");
     assert_eq!(redact_url("redis://:pa/ss@host"), "redis://***@host");
     assert_eq!(redact_url("redis://u:p?a#s/s@host:1/2"), "redis://***@host:1/2");

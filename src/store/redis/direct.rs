@@ -1,5 +1,5 @@
 //! The direct lane: a store call driven on the JS thread, its script calls written to and
-//! read from a socket the JS layer owns (`lib/direct.js`), so a decision costs no thread
+//! read from a socket the JS layer owns (`lib/store/direct.js`), so a decision costs no thread
 //! hand-off (JS -> tokio -> JS woke two threads per call; a socket read on the JS thread
 //! wakes one, as for any JS Redis client).
 //!

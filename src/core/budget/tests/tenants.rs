@@ -53,7 +53,7 @@ fn an_idle_budget_lends_up_to_max_share_within_the_horizon() {
   assert!(r.delay_us > 0.0);
 }
 
-/// Issue 36, item 6: with the README's pattern (a view per customer, share 0.05), customer 21
+/// Regression: with the README's pattern (a view per customer, share 0.05), customer 21
 /// was refused (the shares summed over 1) although customers 1-20 were idle, and every tenant
 /// ever seen kept a record. Now a share is in force while its tenant is active; active shares
 /// over 1 are scaled down in proportion, never refused; a tenant's record leaves with its
@@ -291,7 +291,7 @@ proptest! {
 }
 
 proptest! {
-  /// Issue 36, item 6: six tenants whose shares (each 0 to 1, random max and horizons) add up
+  /// Regression: six tenants whose shares (each 0 to 1, random max and horizons) add up
   /// to more than 1, each reservation settled at once so tenants go idle after a second and
   /// come back (gaps up to 2.5 s), greedy bursts:
   /// - a tenant of share > 0 is never refused, and starts no later than its own constraint,
