@@ -13,8 +13,18 @@
 //   cycle: each throttled answer ends a cycle (see BENCHMARKS.md, issue 36 item 4): the rate
 //     settles under the largest of what the cycle served over its length, over its calls less
 //     the upstream's burst (what a fresh record served before its first refusal), and the last
-//     second's count; it needs the refused call's send time in the report (nums[3]), which the
-//     gate on main does not send (without it the refusal's own time stands for it).
+//     second's count; it needs the refused call's send time in the report (nums[3], which
+//     lib/doors/fetch/gate.js sends since the adaptive branch; the native core ignores it);
+//   last ('both', 'short', or unset): with cycle, when the last second's count takes part
+//     (always, only after less than a second of calls, only after a second or more);
+//   climbHi (a share, e.g. 0.03): with cycle, a refusal that ends a cycle in which the rate
+//     climbed by a tenth or more over a second of calls or more settles no lower than the rate
+//     it came at (at most 1.2 times the last second's count) less that share: a climb is
+//     refused just past the limit (small bursts: the limit itself);
+//   retake: every slot handed out before a cut is void (the record's queue restarts at the
+//     block's end, and a gate's caller that took its slot before its process saw the rate come
+//     down takes a new one); it patches Gate.prototype for the run. Tried, worse (see
+//     BENCHMARKS.md).
 // `SIM_MODEL={}` is the rule itself (the same numbers as the native core, per second, on the
 // issue's cell: L 100, burst 20, 50 ms, 4 x 16). Not the rule: the rule is the Rust core and its
 // Lua mirror; a change found here is made there.
@@ -36,7 +46,7 @@ class State {
   init(p, now) {
     if (this.rate > 0) return
     Object.assign(this, { rate: p.start, tail: 0, bu: 0, hu: 0, li: now, ws: now, cur: 0, prev: 0, cr: now })
-    Object.assign(this, { lq: 0, lu: 0, mark: 0, cs: now, cok: 0, be: -1 })
+    Object.assign(this, { lq: 0, lu: 0, mark: 0, cs: now, cok: 0, be: -1, r0: p.start })
   }
 
   ceiling(p, now) {
@@ -138,7 +148,14 @@ class State {
           const lower = (S / Math.max(1, blockT + Math.max(f, 0))) * SECOND
           const corrected = f > 0 ? ((S - this.be) / f) * SECOND : 0
           const short = f < Math.max(0.2 * SECOND, (4 * SECOND) / this.rate)
-          const est = short ? this.rate : Math.max(lower, corrected, f >= SECOND ? served : 0)
+          const last =
+            V.last === 'short' ? (f < SECOND ? served : 0) : V.last === 'both' ? served : f >= SECOND ? served : 0
+          // climbHi: a refusal that ends a cycle in which the rate climbed (by a tenth or more,
+          // over a second of calls or more) comes just past the limit: the rate it came at, less
+          // `climbHi` of it, is a floor of the estimate (a small burst: the limit itself)
+          const climbed = V.climbHi !== undefined && f >= SECOND && this.rate >= 1.1 * this.r0
+          const hi = climbed ? Math.min(this.rate, 1.2 * served) * (1 - V.climbHi) : 0
+          const est = short ? this.rate : Math.max(lower, corrected, last, hi)
           if (V.trace)
             console.log('cycle', {
               t: (now - this.cr) / 1e6,
@@ -156,6 +173,7 @@ class State {
         }
         this.cs = now
         this.cok = 0
+        this.r0 = this.rate
       } else if (learned > 0) {
         this.mark = Math.min(this.rate, learned)
         this.rate = this.mark * (1 - p.dec)
@@ -163,7 +181,20 @@ class State {
       } else if (served * BLIND >= this.rate) {
         const flowed = now - Math.max(this.cr, this.hu) >= SECOND
         const measure = Math.min(this.rate, V.flowMark ? this.flowServed(now) : served)
-        if (V.provisional && !flowed) {
+        if (V.confirm) {
+          const prior = Math.abs(this.mark)
+          const tol = V.tol ?? 0.15
+          if (this.mark < 0 && Math.abs(measure - prior) <= tol * prior) {
+            // a second measure agrees with the first: the limit, about
+            this.mark = Math.min(this.rate, Math.max(measure, prior))
+            this.rate = this.mark * (1 - p.dec)
+            plateau = PLATEAU
+          } else {
+            this.mark = -measure
+            this.rate = measure * (1 - p.dec)
+            plateau = (V.short ?? 2) * SECOND
+          }
+        } else if (V.provisional && !flowed) {
           this.rate = measure * (1 - p.dec)
           this.mark = -measure
         } else {
@@ -178,6 +209,9 @@ class State {
       }
       this.hu = now + Math.max(a.block, SECOND)
       this.li = this.hu + plateau
+      // retake: every slot handed out before the cut is void (the gates take new ones after
+      // the block), so the queue restarts at the block's end at the new rate
+      if (V.retake) this.tail = Math.min(this.tail, Math.max(now, this.bu))
       this.prev = 0
       this.cur = 0
       this.ws = now
@@ -190,9 +224,38 @@ class State {
 
 const states = new Map()
 
+/**
+ * retake: every slot handed out before a cut (the key's rate came down) is void: the record's
+ * queue restarts at the block's end at the new rate, and a gate's caller whose slot was taken
+ * before its process heard of the cut (a rate lower than the one it knew, in any answer of the
+ * record) takes a new one when it wakes (lib/doors/fetch/gate.js takes one only when it wakes
+ * inside a block): the slots handed out before a cut are spaced at the old rate.
+ */
+function patchGate() {
+  const { Gate } = require('../lib/doors/fetch/gate.js')
+  if (Gate.prototype.wait.patched) return
+  const send = Gate.prototype._send
+  Gate.prototype._send = async function (head) {
+    const out = await send.call(this, head)
+    const rate = out[1] / 1000
+    if (rate < (this.seenRate ?? rate) - 0.001) this.cuts = (this.cuts ?? 0) + 1
+    this.seenRate = rate
+    return out
+  }
+  const wait = Gate.prototype.wait
+  Gate.prototype.wait = async function (delayMs, slot, reservedMs, round, signal) {
+    const epoch = this.cuts ?? 0
+    const out = await wait.call(this, delayMs, slot, reservedMs, round, signal)
+    if (out || !V.retake || round >= 8) return out
+    return (this.cuts ?? 0) > epoch // a cut since the slot was taken: take another
+  }
+  Gate.prototype.wait.patched = true
+}
+
 /** Makes the MemoryStore's adaptive kind decide with this model, with `variant`'s switches. */
 function install(variant = {}) {
   V = variant
+  if (V.retake) patchGate()
   const kind = require('../lib/kinds/adaptive.js')
   kind.memory = (store, c, degraded) => {
     const now = store._begin()
