@@ -430,7 +430,9 @@ class Gate {
         REPORT,
         0,
         ok,
-        -1,
+        // a throttled answer: how long ago its call was sent, µs (the end of a cycle of calls:
+        // bench/adaptive-model.js's `cycle` variant reads it; the native core ignores it)
+        throttled ? Math.min(MAX_GIVE_US, Math.max(0, Math.ceil((elapsedMs(store) - sentMs) * 1000))) : -1,
         throttled ? 1 : 0,
         blockMs * 1000,
         learned === null ? 0 : learned.qps,
