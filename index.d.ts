@@ -58,6 +58,15 @@ export interface KindEntry {
  */
 export declare function kinds(): Array<KindEntry>
 
+/** Longest interval, window, block, wait or TTL, µs (10 years). */
+export declare const MAX_INTERVAL_US: number
+
+/** Largest limit, weight, count or rate (`crate::core::bounds`): JS refuses more before a call. */
+export declare const MAX_LIMIT: number
+
+/** Most windows one limiter (or one door's key) counts at once. */
+export declare const MAX_WINDOWS: number
+
 /**
  * A call of kind `kind` on the embedded store: `text` (strings, encoded by lib/base/codec.js)
  * and `nums` (read, not kept: no reference is made to it) in the kind's call layout (see its file under `src/store/kinds/`), at `nowUs`

@@ -6,6 +6,7 @@ const { invalidConfig, invalidArgument } = require('../base/errors')
 const { checkInteger, MAX_MS } = require('./limiter')
 const { MemoryStore, RedisStore } = require('../store')
 const FAIR = require('../kinds/fair')
+const { MAX_LIMIT } = require('../store/bounds')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const DAY_MS = 86_400_000
@@ -92,7 +93,7 @@ class FairTenant {
         if (typeof queue !== 'string' || queue.length === 0) {
           throw invalidConfig(`rules[${i}].queue must be a non-empty string`)
         }
-        const threshold = checkInteger(`rules[${i}].threshold`, own(rule, 'threshold'), 0, 1e9)
+        const threshold = checkInteger(`rules[${i}].threshold`, own(rule, 'threshold'), 0, MAX_LIMIT)
         const per = own(rule, 'perMs')
         const perMs =
           per === undefined

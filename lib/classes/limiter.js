@@ -9,14 +9,11 @@ const { longTimeout } = require('../base/timers')
 const { retryAfterMs } = require('../base/retryafter')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
-const MAX_LIMIT = 1e9
-const MAX_MS = 315_360_000_000 // 10 years
+const { MAX_LIMIT, MAX_INTERVAL_MS: MAX_MS, MAX_WINDOWS } = require('../store/bounds')
 const DAY_MS = 86_400_000
 const INTERVALS = { second: 1_000, minute: 60_000, hour: 3_600_000, day: DAY_MS }
 /** A refund is skipped when its window may end within this margin (latency, clock skew). */
 const REFUND_MARGIN_MS = 250
-/** Most windows per limiter (of the kinds with several windows). */
-const MAX_WINDOWS = 16
 
 function checkStore(store) {
   if (!isStore(store)) throw invalidConfig('store must be a MemoryStore or a RedisStore')

@@ -9,9 +9,8 @@ const { escapeKey } = require('../store/stats')
 const PACER = require('../kinds/pacer')
 
 const MAX_KEY_LENGTH = 512
-const MAX_NUMBER = 1e9
-/** Latest start of a slot given back, µs from now (10 years: the store refuses more). */
-const MAX_START_US = 315_360_000_000_000
+/** Largest qps or burst; latest start of a slot given back, µs from now (the store refuses more). */
+const { MAX_LIMIT: MAX_NUMBER, MAX_INTERVAL_US: MAX_START_US } = require('../store/bounds')
 const OPTIONS = ['key', 'qps', 'maxBurst', 'burstAllowanceFactor']
 
 function checkStore(store) {

@@ -155,7 +155,7 @@ class SlidingWindowLimiter {
 
 const QUOTA_KEYS = ['windowSeconds', 'granularitySeconds', 'limit', 'prefixOverride']
 const MAX_QUOTA = 1e12
-const MAX_WINDOW_S = 315_360_000
+const { MAX_INTERVAL_S: MAX_WINDOW_S } = require('../store/bounds')
 const MAX_TIMESTAMP = 1e11
 const MODE = QUOTA.MODE
 

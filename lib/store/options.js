@@ -5,6 +5,7 @@
 const { invalidConfig, ownProps } = require('../base/errors')
 const { ManualClock } = require('../base/clock')
 const { WHEN_DOWN } = require('./whendown')
+const { MAX_INTERVAL_MS } = require('./bounds')
 const { evictingServerOption } = require('./eviction')
 
 /** The defaults of `RedisStore.connect` (the native side has the same). */
@@ -232,7 +233,7 @@ function redisOptions(options) {
   const denyCacheKeys = denyCacheOption(o.localDenyCache)
   const stats = statsOption(o)
   const statsFlushMs = integerOption(o, 'statsFlushMs', DEFAULT_STATS_FLUSH_MS, 10, 600_000)
-  const statsTtlMs = integerOption(o, 'statsTtlMs', DEFAULT_STATS_TTL_MS, 60_000, 315_360_000_000)
+  const statsTtlMs = integerOption(o, 'statsTtlMs', DEFAULT_STATS_TTL_MS, 60_000, MAX_INTERVAL_MS)
   const tls = tlsOption(o.tls)
   const sentinel = sentinelOption(o.sentinel)
   if (sentinel && (o.url !== undefined || o.cluster !== undefined || tls !== undefined)) {

@@ -100,6 +100,16 @@ pub fn kinds() -> Vec<KindEntry> {
     .collect()
 }
 
+/// Largest limit, weight, count or rate (`crate::core::bounds`): JS refuses more before a call.
+#[napi]
+pub const MAX_LIMIT: f64 = crate::core::bounds::MAX_LIMIT;
+/// Longest interval, window, block, wait or TTL, µs (10 years).
+#[napi]
+pub const MAX_INTERVAL_US: f64 = crate::core::bounds::MAX_INTERVAL_US;
+/// Most windows one limiter (or one door's key) counts at once.
+#[napi]
+pub const MAX_WINDOWS: u32 = crate::core::bounds::MAX_WINDOWS as u32;
+
 /// The marker a call's result carries in the field its kind names when the call's key holds
 /// a value of another type (nothing of the call was applied).
 #[napi]

@@ -13,7 +13,7 @@ use super::{bucket, leaky, window};
 /// Longest delay ever reported, µs (the pacer's cap): "not within any sensible wait".
 pub const MAX_DELAY_US: f64 = 9e15;
 /// Longest TTL ever set, ms (10 years).
-pub const MAX_TTL_MS: f64 = 315_360_000_000.0;
+pub const MAX_TTL_MS: f64 = crate::core::bounds::MAX_INTERVAL_MS;
 
 /// The algorithm behind a limiter, as numbered in the batch encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

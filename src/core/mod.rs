@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod adaptive;
+pub mod bounds;
 pub mod bucket;
 pub mod budget;
 pub mod concurrent;

@@ -18,10 +18,9 @@ use crate::error::{Error, Result};
 /// Longest accepted full store key, bytes: a 512-character JS key is at most 1,536 bytes
 /// once escaped or UTF-8 encoded (3 per character), plus a prefix of up to 128.
 pub const MAX_KEY_LEN: usize = 2048;
-/// Largest limit or |weight| of a counting limiter: counters stay exact integers in a double.
-pub const MAX_LIMIT: f64 = 1e9;
-/// Longest interval or block, µs (10 years).
-pub const MAX_INTERVAL_US: f64 = 315_360_000_000_000.0;
+/// Largest limit or |weight| of a counting limiter, and the longest interval or block, µs
+/// (defined in `crate::core::bounds`).
+pub use crate::core::bounds::{MAX_INTERVAL_US, MAX_LIMIT};
 
 /// A full store key: non-empty, bounded, no newline.
 pub fn validate_key(key: &str) -> Result<()> {

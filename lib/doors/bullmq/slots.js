@@ -11,7 +11,7 @@ const { isPacer, rateOf } = require('./limiters')
 /** A reservation as far ahead as a wait may be (10 years), µs. */
 const MAX_WAIT_US = MAX_MS * 1000
 /** A pacer's qps is at most this (its own validation). */
-const MAX_QPS = 1e9
+const { MAX_LIMIT: MAX_QPS } = require('../../store/bounds')
 
 /**
  * The reschedule queue of a rate limiter that cannot reserve a later slot itself (Bucket,

@@ -12,6 +12,7 @@ const { doorConfig, COMMON_OPTIONS } = require('../http/options')
 const { Exceeding } = require('../http/exceeding')
 const { normalizeIP, ipKey } = require('../http/key')
 const { retryAfterS } = require('../http/headers')
+const { MAX_LIMIT } = require('../../store/bounds')
 const { invalidConfig } = require('../../base/errors')
 
 const DEFAULT_MAX = 1000
@@ -151,7 +152,7 @@ function canonical(options, where) {
       typeof max === 'function'
         ? (req, _reply, key) => max(req, key)
         : Number.isFinite(max) && max >= 0
-          ? Math.min(Math.trunc(max), 1e9)
+          ? Math.min(Math.trunc(max), MAX_LIMIT)
           : DEFAULT_MAX
   }
   if (peer.timeWindow !== undefined) {

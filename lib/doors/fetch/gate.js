@@ -25,8 +25,8 @@ const DEFAULT_INC_REL = 0.002
 const MAX_GATES = 10_000
 /** Two blocks of one key whose ends are this close are the same block (reported twice). */
 const SAME_BLOCK_MS = 5
-/** Latest start of a slot given back, µs from now (10 years: the record refuses more). */
-const MAX_GIVE_US = 315_360_000_000_000
+/** Latest start of a slot given back, µs from now (the record refuses more). */
+const { MAX_INTERVAL_US: MAX_GIVE_US } = require('../../store/bounds')
 /** Calls of an unpaced key wait this long at most for the first call's answer (firstCall()), ms. */
 const FIRST_WAIT_MS = 1000
 /** A caller that waited this long for its slot asks the key's record for a block before it sends, ms. */

@@ -12,8 +12,8 @@ const { retryAfterMs } = require('../../base/retryafter')
 const MAX_VALUE = 4096
 /** Most list items read from one field; the rest are ignored (and counted). */
 const MAX_ITEMS = 16
-/** A limit above this is not believed (and counted). */
-const MAX_LIMIT = 1e9
+/** A limit above MAX_LIMIT is not believed (and counted). */
+const { MAX_LIMIT } = require('../../store/bounds')
 /** Printable ASCII and tab only (RFC 9110 field values; obs-text is not ours to read). */
 const ASCII = /^[\t\x20-\x7e]*$/
 const NUMBER = /^\d{1,15}(?:\.\d{1,9})?$/

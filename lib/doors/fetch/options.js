@@ -5,8 +5,7 @@
 const { invalidConfig, ownProps } = require('../../base/errors')
 const { isStore } = require('../../store/options')
 
-const MAX_QPS = 1e9
-const MAX_MS = 315_360_000_000 // 10 years
+const { MAX_LIMIT: MAX_QPS, MAX_INTERVAL_MS: MAX_MS } = require('../../store/bounds')
 const DEFAULT_MAX_BLOCK_MS = 3_600_000
 /**
  * The longest a call waits for its slot by default, ms: a queue longer than this outlives

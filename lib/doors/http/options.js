@@ -22,9 +22,7 @@ const quotedEither = (names) => {
 /** The algorithm of a door's config (its kind's `door.algorithms` entry). */
 const algorithmOf = (config) => ALGORITHMS.get(config.algorithm)
 const HEADER_DRAFTS = ['draft-6', 'draft-7', 'draft-8', 'draft-10']
-const MAX_LIMIT = 1e9
-const MAX_WINDOW_MS = 315_360_000_000
-const MAX_WINDOWS = 16
+const { MAX_LIMIT, MAX_INTERVAL_MS: MAX_WINDOW_MS, MAX_WINDOWS } = require('../../store/bounds')
 /** The default bound of a door's limiter cache, bytes (`cacheBytes`). */
 const DEFAULT_CACHE_BYTES = 4 * 1024 * 1024
 const MAX_CACHE_BYTES = 1024 * 1024 * 1024

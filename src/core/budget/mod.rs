@@ -55,7 +55,7 @@ pub const PRUNE: usize = 64;
 /// Margin added to every key's TTL beyond the time its state matters, ms.
 pub const TTL_MARGIN_MS: f64 = 120_000.0;
 /// Longest TTL, ms (10 years).
-pub const MAX_TTL_MS: f64 = 315_360_000_000.0;
+pub const MAX_TTL_MS: f64 = crate::core::bounds::MAX_INTERVAL_MS;
 
 /// A call's status: done (a reservation admitted, a settle or cancel applied, stats read).
 pub const OK: f64 = 1.0;

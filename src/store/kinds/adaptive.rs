@@ -43,7 +43,7 @@ pub const WIDTH: usize = 16;
 /// Numbers per call in a reply.
 pub const RESULT: usize = 4;
 /// Highest rate, qps.
-pub const MAX_QPS: f64 = 1e9;
+pub const MAX_QPS: f64 = crate::core::bounds::MAX_LIMIT;
 
 /// One call, decoded and validated.
 #[derive(Clone, Debug, PartialEq)]

@@ -31,7 +31,7 @@ pub const MAX_RULES: usize = 64;
 /// Longest job id, bytes.
 pub const MAX_ID_LEN: usize = 1024;
 /// Longest window, ms (10 years).
-pub const MAX_WINDOW_MS: f64 = 315_360_000_000.0;
+pub const MAX_WINDOW_MS: f64 = crate::core::bounds::MAX_INTERVAL_MS;
 /// Most granules a rule's window may span (per / granularity).
 pub const MAX_GRANULES: f64 = 100_000.0;
 pub const EXACT: f64 = 0.0;

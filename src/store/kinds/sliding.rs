@@ -26,7 +26,7 @@ static SLIDING: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("..
 pub struct Sliding;
 
 /// Most windows per sliding limiter.
-pub const MAX_WINDOWS: usize = 16;
+pub const MAX_WINDOWS: usize = crate::core::bounds::MAX_WINDOWS;
 pub const TAKE: f64 = 0.0;
 pub const PEEK: f64 = 1.0;
 pub const RESET: f64 = 2.0;

@@ -47,9 +47,9 @@ pub const BLOCK: f64 = 2.0;
 pub const GIVE: f64 = 3.0;
 /// Largest accepted weight or burst: far beyond any real use, small enough that µs
 /// arithmetic on it stays exact in a double.
-pub const MAX_WEIGHT: f64 = 1e9;
+pub const MAX_WEIGHT: f64 = crate::core::bounds::MAX_LIMIT;
 /// Largest accepted qps.
-pub const MAX_QPS: f64 = 1e9;
+pub const MAX_QPS: f64 = crate::core::bounds::MAX_LIMIT;
 
 /// One pacer call as part of a batch.
 #[derive(Clone, Debug, PartialEq)]

@@ -41,7 +41,7 @@ pub struct Quota;
 /// Largest quota limit or requested amount (exact sums stay far below 2^53).
 pub const MAX_QUOTA: f64 = 1e12;
 /// Longest quota window, seconds (10 years).
-pub const MAX_WINDOW_S: f64 = 315_360_000.0;
+pub const MAX_WINDOW_S: f64 = crate::core::bounds::MAX_INTERVAL_S;
 /// Largest timestamp, seconds.
 pub const MAX_TIMESTAMP: f64 = 1e11;
 /// TTL margin of counters when the timestamp is not Redis' own clock, ms.
