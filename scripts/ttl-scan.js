@@ -1,12 +1,11 @@
 'use strict'
 // After the Redis suites (scripts/test.sh): scans the standalone server and every cluster node
-// for keys sluice writes (`<prefix>:<kind>:{...}`) that have no TTL. Every key sluice writes
+// for keys sluice writes (`<prefix>:<segment>[:v<n>]:{...}`, lib/store/keys.js) that have no TTL. Every key sluice writes
 // must carry one; a key without is a leak that lives forever. Exit 1 (listing them) if any.
 const Redis = require('ioredis')
 
-const KINDS =
-  'pacer|bucket|window|leaky|points|concurrent|sliding|sliding-counter|quota|fair|fair-approx|budget|adaptive|stats|limiters|probe'
-const SLUICE_KEY = new RegExp(`^[^:{}]+:(${KINDS}):\\{`)
+// the layout's one owner: every segment sluice writes, versioned or not (`:pacer:v2:{`)
+const { KEY_PATTERN: SLUICE_KEY } = require('../lib/store/keys.js')
 
 async function scan(url) {
   const r = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 })

@@ -18,6 +18,7 @@ const {
 const { NAME, MAX_LIMIT, MAX_MS } = require('./limiter')
 const budget = require('../kinds/budget')
 const { Holds } = require('./budget-hold')
+const { storeKey } = require('../store/keys')
 
 const { OP, STATUS } = budget
 /** Most dimensions of one budget. */
@@ -101,7 +102,7 @@ class Budget {
       const d = this._dimensions[n]
       this._spec.push(d.limit, d.intervalMs * 1000, d.maxBurst, d.maxDebt)
     }
-    this._key = `${store.keyPrefix}:budget:{${o.name}}`
+    this._key = storeKey(store, 'budget', o.name)
     this._statsKind = 'budget'
     this._statsName = o.name
     /** @internal this view's tenant `{ id, sharePpm, maxPpm, aheadUs }`, null for the budget */

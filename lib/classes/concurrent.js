@@ -16,6 +16,7 @@ const {
   MAX_MS,
 } = require('./limiter')
 const CONCURRENT = require('../kinds/concurrent')
+const { storeKey } = require('../store/keys')
 
 const { acquire: ACQUIRE, release: RELEASE, extend: EXTEND, poll: POLL, cancel: CANCEL, stats: STATS } = CONCURRENT.OP
 
@@ -87,7 +88,7 @@ class ConcurrentLimiter {
       // most every ttlMs / 2
       throw invalidConfig('ttlMs must be at least 2 * (lockTimeoutMs + waitTimeoutMs)')
     }
-    this._key = `${store.keyPrefix}:concurrent:{${common.name}}`
+    this._key = storeKey(store, 'concurrent', common.name)
     this._channel = `${this._key}:wake`
     this._statsKind = 'concurrent'
     this._statsName = common.name

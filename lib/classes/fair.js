@@ -7,6 +7,7 @@ const { checkInteger, MAX_MS } = require('./limiter')
 const { MemoryStore, RedisStore } = require('../store')
 const FAIR = require('../kinds/fair')
 const { MAX_LIMIT } = require('../store/bounds')
+const { escapeKey, taggedKey } = require('../store/keys')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const DAY_MS = 86_400_000
@@ -177,7 +178,7 @@ class FairTenant {
 
   /** The store key of `tenant`'s record. */
   _key(tenant) {
-    return `${this._store.keyPrefix}:${this._segment}:{${this._name}:${encodeURIComponent(tenant)}}`
+    return taggedKey(this._store, this._segment, `${escapeKey(this._name)}:${encodeURIComponent(tenant)}`)
   }
 
   /**

@@ -10,6 +10,7 @@ const { retryAfterMs } = require('../base/retryafter')
 
 const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const { MAX_LIMIT, MAX_INTERVAL_MS: MAX_MS, MAX_WINDOWS } = require('../store/bounds')
+const { storeKey } = require('../store/keys')
 const DAY_MS = 86_400_000
 const INTERVALS = { second: 1_000, minute: 60_000, hour: 3_600_000, day: DAY_MS }
 /** A refund is skipped when its window may end within this margin (latency, clock skew). */
@@ -192,7 +193,7 @@ class Limiter {
     this._waitTimeoutMs = common.waitTimeoutMs
     this._policy = common.policy
     this._ttlMs = common.ttlMs
-    this._key = `${store.keyPrefix}:${segment}:{${common.name}}`
+    this._key = storeKey(store, segment, common.name)
     this._statsKind = segment
     this._statsName = common.name
   }

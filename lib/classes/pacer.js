@@ -5,7 +5,7 @@
 const { MemoryStore, RedisStore } = require('../store')
 const { invalidConfig, invalidArgument, ownProps } = require('../base/errors')
 const { blockMs, nowMs } = require('./limiter')
-const { escapeKey } = require('../store/stats')
+const { escapeKey, storeKey } = require('../store/keys')
 const PACER = require('../kinds/pacer')
 
 const MAX_KEY_LENGTH = 512
@@ -112,7 +112,7 @@ class DistributedPacer {
     }
     this._store = store
     this._key = key
-    this._storeKey = `${store.keyPrefix}:pacer:{${escapeKey(key)}}`
+    this._storeKey = storeKey(store, 'pacer', key)
     this._statsKind = 'pacer'
     this._statsName = key
     this._qps = qps

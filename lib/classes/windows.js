@@ -7,6 +7,7 @@ const { checkInteger, checkStore, plainObject, windowsOption, blockMs, NAME, MAX
 const { encodeParts } = require('../base/codec')
 const SLIDING = require('../kinds/sliding')
 const QUOTA = require('../kinds/quota')
+const { storeKey } = require('../store/keys')
 
 const OP = SLIDING.OP
 
@@ -35,7 +36,7 @@ class SlidingWindowLimiter {
     this._windows = windowsOption(windows)
     this._store = store
     this._name = name
-    this._key = `${store.keyPrefix}:sliding:{${name}}`
+    this._key = storeKey(store, 'sliding', name)
     this._maxWeight = Math.min(...this._windows.map((w) => w.limit))
     this._spec = [this._windows.length]
     for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)
@@ -234,7 +235,7 @@ class QuotaLimiter {
         checkQuota(r.quotas[j], `requests[${i}].quotas[${j}]`)
         const q = ownProps(r.quotas[j])
         const prefix = q.prefixOverride === undefined || q.prefixOverride === null ? r.prefix : q.prefixOverride
-        const key = `${this._store.keyPrefix}:quota:{${prefix}}:${q.windowSeconds}:${q.granularitySeconds}`
+        const key = storeKey(this._store, 'quota', prefix, 0, [q.windowSeconds, q.granularitySeconds])
         let c = index.get(key)
         if (c === undefined) {
           c = keys.length

@@ -9,6 +9,7 @@
 const native = require('../native')
 const { encodeParts } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+const { storeKey } = require('../store/keys')
 
 const NATIVE_NAME = 'adaptive'
 const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
@@ -80,7 +81,7 @@ class AdaptiveView {
     this.store = store
     this.name = name
     this.params = Array.isArray(o.params) && o.params.length === 7 ? o.params.map(Number) : null
-    this._storeKey = `${store.keyPrefix}:adaptive:{${require('../store/stats').escapeKey(name)}}`
+    this._storeKey = storeKey(store, 'adaptive', name)
   }
 
   /** A probe: a slot of weight 0 (charges nothing: the queue's tail stays where the next call finds it). */

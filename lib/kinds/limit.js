@@ -8,6 +8,7 @@ const native = require('../native')
 const { appendPart } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 const { input } = require('../store/slots')
+const { storeKey } = require('../store/keys')
 
 const { bucket, window, leaky, adjust, reset, peek, block, group, member, backoff } = OPS.limit
 const cont = OPS.limit.continue
@@ -267,7 +268,7 @@ async function checkGroup(door, limiters, key, weight, windows, at) {
  * door key, so the windows share a slot (one script call on a cluster); `v2` sets it apart from
  * the one-window layout `<prefix>:<segment>:{<name>}`, which stays.
  */
-const groupKey = (store, segment, name, i) => `${store.keyPrefix}:${segment}:v2:{${name}}:${i}`
+const groupKey = (store, segment, name, i) => storeKey(store, segment, name, 2, [i])
 limit.groupKey = groupKey
 
 /** A door algorithm of counters of `statsKind`: one limiter per window. */

@@ -8,6 +8,7 @@ const native = require('../native')
 const { encodeParts } = require('../base/codec')
 const { OPS, WRONG_TYPE, wrongType } = require('./kind')
 const { input } = require('../store/slots')
+const { storeKey } = require('../store/keys')
 
 /** The second number of a call's encoding: how a call is decided (a block is a call of its own). */
 const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace, block: OPS.pacer.block, give: OPS.pacer.give }
@@ -228,7 +229,7 @@ const pacerRequest = (composite) => ({
  * door key, so a composite of them is one script call on a cluster; `v2` sets it apart from a
  * pacer's own key `<prefix>:pacer:{<key>}`.
  */
-pacer.groupKey = (store, name, i) => `${store.keyPrefix}:pacer:v2:{${name}}:${i}`
+pacer.groupKey = (store, name, i) => storeKey(store, 'pacer', name, 2, [i])
 
 pacer.door = {
   algorithms: {

@@ -8,6 +8,7 @@ const slots = require('./slots')
 const { encodeParts } = require('../base/codec')
 const { STORE_FAILURES } = require('./errors')
 const LIMIT = require('../kinds/limit')
+const { taggedKey } = require('./keys')
 
 /** The probe: a peek at a bucket no limiter uses (a read: it writes nothing). */
 const PROBE_ARGS = new Float64Array([LIMIT.ALGORITHM.bucket, 1, 1, 1_000_000, LIMIT.OP.peek])
@@ -61,7 +62,7 @@ class Circuit {
     const open = typeof key === 'string' ? key.indexOf('{') : -1
     const close = open >= 0 ? key.indexOf('}', open) : -1
     const tag = close > open + 1 ? key.slice(open + 1, close) : 'health'
-    this.probeKey = `${store.keyPrefix}:probe:{${tag}}`
+    this.probeKey = taggedKey(store, 'probe', tag)
     this.policy.begin(error)
     if (store._denyCache !== null) store._denyCache.clear()
     this.probeTimer = setInterval(() => this._probe(), this._probeIntervalMs)

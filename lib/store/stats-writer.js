@@ -20,6 +20,7 @@ const {
   MINUTE_MS,
 } = require('./stats')
 const { closedError, statsOffError, isWrongTypeReply, statsWrongTypeError } = require('./errors')
+const { taggedKey } = require('./keys')
 
 /** How often a limiter's registry record (last use, options) is refreshed, at most. */
 const STATS_REFRESH_MS = 60_000
@@ -45,7 +46,7 @@ class StatsWriter {
   }
 
   statsKey(kind, name) {
-    return `${this._store.keyPrefix}:stats:{${kind}:${escapeKey(name)}}`
+    return taggedKey(this._store, 'stats', `${kind}:${escapeKey(name)}`)
   }
 
   /**
@@ -53,7 +54,7 @@ class StatsWriter {
    * probation and those protected (by last use), and when each was seen (periods, since).
    */
   registryKeys() {
-    const r = `${this._store.keyPrefix}:limiters:{registry}`
+    const r = taggedKey(this._store, 'limiters', 'registry')
     return [r, `${r}:options`, `${r}:probation`, `${r}:protected`, `${r}:seen`]
   }
 

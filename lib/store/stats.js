@@ -15,6 +15,7 @@
 // them go back to probation (only names used more than the flood's can push them there).
 
 const { STATS_KINDS, BY_STATS_KIND } = require('../kinds')
+const { escapeKey } = require('./keys')
 
 /** The counters every kind has, in their order in a flush. */
 const FIELDS = [
@@ -75,13 +76,6 @@ function stateLifetimeMs(kind, o) {
   if (o === null || typeof o !== 'object') return 0
   const k = BY_STATS_KIND.get(kind)
   return k === undefined ? 0 : k.lifetimeMs(o)
-}
-
-/** `key` as a key part that cannot leave a hash tag or split a batch: `%`, braces and newlines %-escaped. */
-function escapeKey(key) {
-  return /[%{}\n]/.test(key)
-    ? key.replace(/[%{}\n]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'))
-    : key
 }
 
 function count(c, admitted, weight, near, degraded) {

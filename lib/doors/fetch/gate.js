@@ -9,7 +9,7 @@ const ADAPTIVE = require('../../kinds/adaptive')
 const { OverLimitError } = require('../../base/errors')
 const { nowMs, elapsedMs, aborted } = require('../../classes/limiter')
 const { sleepUntil, moveUp } = require('./slots')
-const { escapeKey } = require('../../store/stats')
+const { storeKey } = require('../../store/keys')
 const { learn } = require('./headers')
 const { MAX_QPS } = require('./options')
 
@@ -43,7 +43,7 @@ class Gate {
   constructor(door, key, limits) {
     this.door = door
     this.key = key
-    this._storeKey = `${door.store.keyPrefix}:adaptive:{${escapeKey(key)}}`
+    this._storeKey = storeKey(door.store, 'adaptive', key)
     const { adaptive, maxBurst } = door.config
     const qps = limits ? limits.qps : door.config.qps
     // the rate's settings: [max, min, start, incAbs, incRel, decrease, burst]
