@@ -11,7 +11,7 @@
 //   lib/kinds/     the kinds of store calls (lib/kinds/kind.js): they receive the classes they
 //                  build from the site that calls them, never require them
 //   lib/store/     MemoryStore, RedisStore and their plumbing
-//   lib/native.js  the addon (the only file that loads it)
+//   lib/native.js  the addon (the only file that loads it; lib/native.d.ts: its types)
 //   lib/base/      errors, clock, codec, timers, Retry-After: importable from every layer, imports
 //                  nothing of lib/ but itself
 //   lib/entries/types/  the public declarations (.d.ts) of the classes, stores, errors and
@@ -31,6 +31,8 @@ const LAYERS = ['entries', 'doors', 'classes', 'kinds', 'store', 'native']
 /** Folders of lib/doors/ every door may import (the rest are doors, each its own). */
 const SHARED_DOOR_PARTS = ['http', 'inspect.js']
 const MAX_ROOT_FILES = 8
+/** The native layer: the addon's loader and its declaration (the addon's types, for lib/'s contracts). */
+const NATIVE = ['lib/native.js', 'lib/native.d.ts']
 /**
  * Arrows against the layers that are known and not fixed yet, each with its reason. One that
  * disappears must leave this list too (the check says so), so the list only shrinks.
@@ -59,7 +61,7 @@ function walk(dir) {
 /** Where a file of lib/ belongs: `{ layer, door? }`, or null when nowhere. */
 function placeOf(file) {
   const parts = file.split('/')
-  if (parts.length === 2) return file === 'lib/native.js' ? { layer: 'native' } : null
+  if (parts.length === 2) return NATIVE.includes(file) ? { layer: 'native' } : null
   const [, top, second] = parts
   if (top === 'base') return { layer: top }
   if (top === 'entries' && second === 'types') return { layer: 'types' }
@@ -98,7 +100,7 @@ function resolve(file, spec) {
 
 /** Why `from` may not import `to` (null: it may). */
 function against(from, to) {
-  if (!to.startsWith('lib/')) return from.file === 'lib/native.js' ? null : 'only lib/native.js loads the addon'
+  if (!to.startsWith('lib/')) return NATIVE.includes(from.file) ? null : 'only lib/native.js loads the addon'
   const a = from.place
   const b = placeOf(to)
   if (b === null) return 'its target is in no layer'

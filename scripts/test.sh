@@ -31,12 +31,13 @@ trap 'node scripts/redis-servers.js stop' EXIT
 echo "standalone: $SLUICE_REDIS_URL"
 echo "cluster:    $SLUICE_REDIS_CLUSTER"
 
-echo "== lint: rustfmt, clippy (both feature sets), prettier, tsc, lib/'s layers"
+echo "== lint: rustfmt, clippy (both feature sets), prettier, tsc (tests, lib/'s contracts), lib/'s layers"
 cargo fmt --check
 cargo clippy --no-default-features --all-targets -- -D warnings
 cargo clippy --all-targets -- -D warnings
 npx prettier --check . >/dev/null
 npx tsc -p tsconfig.json
+npx tsc -p tsconfig.contracts.json # lib/'s contracts: kinds, store, door adapters
 node scripts/layers.js
 
 logs=$(mktemp -d)

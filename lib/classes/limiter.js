@@ -208,6 +208,16 @@ class Limiter {
     return this._store._statsOf(this._statsKind, this._statsName)
   }
 
+  /**
+   * @internal keeps this limiter out of statistics (`_statsAs` null, lib/store/store.d.ts
+   * StatsOwner): an HTTP door's per-client counter, the door counting each request as itself
+   * (lib/doors/http/outcome.js). Returns it.
+   */
+  _uncounted() {
+    this._statsAs = null
+    return this
+  }
+
   /** @internal counts one decision of a take */
   _count(d, weight) {
     const book = this._store._stats

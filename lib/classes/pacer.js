@@ -191,7 +191,7 @@ class DistributedPacer {
       weight,
       Math.min(Math.max(0, startInUs), MAX_START_US),
     ])
-    const given = await store._call(PACER, new PACER.GiveCall(this._storeKey, nums))
+    const given = await store._call(PACER.single, new PACER.GiveCall(this._storeKey, nums))
     if (given === 1) return true
     return startInUs > 0 && store._spares.put(this._storeKey, atMs, weight)
   }
@@ -200,7 +200,7 @@ class DistributedPacer {
   async _block(ms) {
     const factor = this._factor === undefined ? 0.5 : this._factor
     const nums = new Float64Array([this._qps, this._maxBurst, factor, ms * 1000])
-    await this._store._call(PACER, new PACER.BlockCall(this._storeKey, nums))
+    await this._store._call(PACER.single, new PACER.BlockCall(this._storeKey, nums))
   }
 
   _call(weight, pace) {
@@ -217,6 +217,16 @@ class DistributedPacer {
   /** This pacer's statistics over every process (as the rate limiters' `stats()`). */
   stats() {
     return this._store._statsOf('pacer', this._key)
+  }
+
+  /**
+   * @internal keeps this limiter out of statistics (`_statsAs` null, lib/store/store.d.ts
+   * StatsOwner): an HTTP door's per-client counter, the door counting each request as itself
+   * (lib/doors/http/outcome.js). Returns it.
+   */
+  _uncounted() {
+    this._statsAs = null
+    return this
   }
 
   /**

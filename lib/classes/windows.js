@@ -55,6 +55,16 @@ class SlidingWindowLimiter {
     return this._store._statsOf('sliding', this._name)
   }
 
+  /**
+   * @internal keeps this limiter out of statistics (`_statsAs` null, lib/store/store.d.ts
+   * StatsOwner): an HTTP door's per-client counter, the door counting each request as itself
+   * (lib/doors/http/outcome.js). Returns it.
+   */
+  _uncounted() {
+    this._statsAs = null
+    return this
+  }
+
   /** The limiter's name. */
   get name() {
     return this._name

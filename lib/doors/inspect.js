@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 
 // Looking at the limiters a store has seen, for operators (the CLI and sluice/dashboard): a
@@ -17,6 +18,7 @@ const HTTP_DOOR = { algorithms: ALGORITHMS, counterName: (name, key) => nameOf(n
 const KINDS = STATS_KINDS
 
 /** What the kind of a statistics kind tells these tools (its `inspect` section), or {}. */
+/** @type {(kind: string) => Partial<import('../kinds/contract').InspectSection>} */
 const inspectOf = (kind) => BY_STATS_KIND.get(kind)?.inspect ?? {}
 
 /** The kinds whose counts `reset()` forgets. */

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The adaptive rate's kind (sluice/fetch): one record per key owns the key's rate, its pacing
 // queue and its block, shared by every process. Call: `{ owner, nums }`, `nums` the 16 numbers
@@ -33,6 +34,82 @@ function encode(calls, nowUs) {
   return { keys: encodeParts(calls.map((c) => c.owner._storeKey)), nums, nowUs }
 }
 
+// --- How the sites above the stores see it (lib/kinds/contract.d.ts)
+
+/** A key's record as the inspecting tools see it: the settings its door sends (registry options). */
+class AdaptiveView {
+  constructor(store, name, o) {
+    this.store = store
+    this.name = name
+    this.params = Array.isArray(o.params) && o.params.length === 7 ? o.params.map(Number) : null
+    this._storeKey = storeKey(store, 'adaptive', name)
+  }
+
+  /** A probe: a slot of weight 0 (charges nothing: the queue's tail stays where the next call finds it). */
+  async probe() {
+    if (this.params === null) return null
+    const nums = new Float64Array(WIDTH)
+    nums.set([OP.pace, 0, 0, -1])
+    nums.set(this.params, 8)
+    const [delayUs, rate] = await this.store._call(adaptive, new AdaptiveCall(this, nums))
+    return { backlogMs: delayUs / 1000, qps: rate / 1000 }
+  }
+}
+
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  limiter: (classes, store, { name, options }) => new AdaptiveView(store, name, options || {}),
+  async state(view) {
+    const p = await view.probe()
+    if (p === null) return { fill: null }
+    // full: a second or more of calls queued (or a block that long)
+    return { qps: p.qps, backlogMs: p.backlogMs, fill: Math.min(1, p.backlogMs / 1000) }
+  },
+  limitText: (o) =>
+    o.adaptive ? `adaptive ${o.minQps}..${o.qps}/s` : o.qps === null ? 'unpaced' : `${o.qps}/s, burst ${o.maxBurst}`,
+  words: (st, f) =>
+    st.qps === undefined
+      ? ''
+      : `${f.count(st.qps)}/s now${st.backlogMs >= 10 ? `, backlog ${f.ms(st.backlogMs)}` : ''}`,
+  /** sluice/metrics: this process's keys with their current and learned rates (sluice/fetch's doors) */
+  rates: (store) => ratesOf(store),
+}
+
+/** The sluice/fetch doors made on each store (weakly held; lib/doors/fetch/door.js adds them). */
+const DOORS = new WeakMap()
+
+/** Remembers `door` (a sluice/fetch Door: `gates`, each with `key` and `stats()`) made on `store`. */
+const addDoor = (store, door) => {
+  let doors = DOORS.get(store)
+  if (doors === undefined) DOORS.set(store, (doors = new Set()))
+  doors.add(new WeakRef(door))
+}
+
+/**
+ * This process's keys on `store` with their rates: `{ key, qps, learnedQps }` (qps: the
+ * current rate as the store last answered, null when unpaced; learnedQps: the rate the
+ * upstream stated, while remembered, else null).
+ */
+function ratesOf(store) {
+  const doors = DOORS.get(store)
+  if (doors === undefined) return []
+  const out = []
+  for (const ref of doors) {
+    const door = ref.deref()
+    if (door === undefined) {
+      doors.delete(ref)
+      continue
+    }
+    for (const g of door.gates.values()) {
+      const st = g.stats()
+      const learnedQps = st.learned === undefined ? null : (st.learned.limit * 1000) / st.learned.windowMs
+      out.push({ key: g.key, qps: st.qps, learnedQps })
+    }
+  }
+  return out
+}
+
+/** @satisfies {import('./contract').Kind<AdaptiveCall> & import('./contract').Own<'WIDTH' | 'addDoor'>} */
 const adaptive = {
   code: CODE,
   name: NATIVE_NAME,
@@ -71,80 +148,8 @@ const adaptive = {
     if (policy.mode === 'allow') return [0, c.nums[8] * 1000, c.nums[0] === OP.pace ? 1 : 0, 0, true]
     throw policy.error
   },
-}
-
-// --- How the sites above the stores see it (see lib/kinds/kind.js) --
-
-/** A key's record as the inspecting tools see it: the settings its door sends (registry options). */
-class AdaptiveView {
-  constructor(store, name, o) {
-    this.store = store
-    this.name = name
-    this.params = Array.isArray(o.params) && o.params.length === 7 ? o.params.map(Number) : null
-    this._storeKey = storeKey(store, 'adaptive', name)
-  }
-
-  /** A probe: a slot of weight 0 (charges nothing: the queue's tail stays where the next call finds it). */
-  async probe() {
-    if (this.params === null) return null
-    const nums = new Float64Array(WIDTH)
-    nums.set([OP.pace, 0, 0, -1])
-    nums.set(this.params, 8)
-    const [delayUs, rate] = await this.store._call(adaptive, new AdaptiveCall(this, nums))
-    return { backlogMs: delayUs / 1000, qps: rate / 1000 }
-  }
-}
-
-adaptive.inspect = {
-  limiter: (classes, store, { name, options }) => new AdaptiveView(store, name, options || {}),
-  async state(view) {
-    const p = await view.probe()
-    if (p === null) return { fill: null }
-    // full: a second or more of calls queued (or a block that long)
-    return { qps: p.qps, backlogMs: p.backlogMs, fill: Math.min(1, p.backlogMs / 1000) }
-  },
-  limitText: (o) =>
-    o.adaptive ? `adaptive ${o.minQps}..${o.qps}/s` : o.qps === null ? 'unpaced' : `${o.qps}/s, burst ${o.maxBurst}`,
-  words: (st, f) =>
-    st.qps === undefined
-      ? ''
-      : `${f.count(st.qps)}/s now${st.backlogMs >= 10 ? `, backlog ${f.ms(st.backlogMs)}` : ''}`,
-  /** sluice/metrics: this process's keys with their current and learned rates (sluice/fetch's doors) */
-  rates: (store) => ratesOf(store),
-}
-
-/** The sluice/fetch doors made on each store (weakly held; lib/doors/fetch/door.js adds them). */
-const DOORS = new WeakMap()
-
-/** Remembers `door` (a sluice/fetch Door: `gates`, each with `key` and `stats()`) made on `store`. */
-adaptive.addDoor = (store, door) => {
-  let doors = DOORS.get(store)
-  if (doors === undefined) DOORS.set(store, (doors = new Set()))
-  doors.add(new WeakRef(door))
-}
-
-/**
- * This process's keys on `store` with their rates: `{ key, qps, learnedQps }` (qps: the
- * current rate as the store last answered, null when unpaced; learnedQps: the rate the
- * upstream stated, while remembered, else null).
- */
-function ratesOf(store) {
-  const doors = DOORS.get(store)
-  if (doors === undefined) return []
-  const out = []
-  for (const ref of doors) {
-    const door = ref.deref()
-    if (door === undefined) {
-      doors.delete(ref)
-      continue
-    }
-    for (const g of door.gates.values()) {
-      const st = g.stats()
-      const learnedQps = st.learned === undefined ? null : (st.learned.limit * 1000) / st.learned.windowMs
-      out.push({ key: g.key, qps: st.qps, learnedQps })
-    }
-  }
-  return out
+  inspect: inspectSection,
+  addDoor,
 }
 
 module.exports = adaptive

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The budget's kind (Budget, lib/classes/budget.js): reservations of several dimensions charged all or
 // nothing in one fleet-wide FIFO, settled, cancelled, or expired as spent. Call: `{ owner, op,
@@ -111,6 +112,44 @@ function result(c, out, o, degraded, ids) {
   return { status, delayUs, nowUs, open, expired, used, reserved, excess, tenant, active, listed, degraded }
 }
 
+// --- How the sites above the stores see it (lib/kinds/contract.d.ts)
+
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  limiter(classes, store, { name, options: o }) {
+    return new classes.Budget(store, { name, dimensions: o.dimensions })
+  },
+  async state(limiter) {
+    const s = await limiter.stats()
+    const dims = Object.entries(s.dimensions)
+    const out = {
+      dimensions: s.dimensions,
+      reservations: s.reservations,
+      fill: Math.max(0, ...dims.map(([, d]) => Math.min(1, d.used / d.limit))),
+    }
+    if (s.activeTenants > 0) {
+      out.tenants = s.tenants
+      out.activeTenants = s.activeTenants
+    }
+    return out
+  },
+  /** sluice/metrics: per active tenant (at most the first 20 `stats()` lists), per dimension its use, read now */
+  tenantUse: async (limiter) => (await limiter.stats()).tenants || {},
+  /** sluice/metrics: per dimension `{ used, reserved }`, read now */
+  dimensionUse: async (limiter) => (await limiter.stats()).dimensions,
+  limitText: (o, per) =>
+    Object.entries(o.dimensions || {})
+      .map(([name, d]) => `${d.limit} ${name} / ${per(d.intervalMs)}`)
+      .join(', '),
+  words: (st, f) =>
+    Object.entries(st.dimensions)
+      .map(([name, d]) => `${f.count(d.used)}/${f.count(d.limit)} ${name} used`)
+      .concat(`${f.count(st.reservations)} open`)
+      .concat(st.activeTenants ? [`${f.count(st.activeTenants)} active tenants`] : [])
+      .join(', '),
+}
+
+/** @satisfies {import('./contract').Kind<BudgetCall> & import('./contract').Own<'STATUS'>} */
 const budget = {
   code: CODE,
   name: 'budget',
@@ -132,7 +171,9 @@ const budget = {
 
   memory(store, c, degraded) {
     const b = encode([c], store._begin())
-    const out = native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs)
+    const out = /** @type {import('../native').MemoryReply} */ (
+      native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs)
+    )
     return result(c, out.values, 0, degraded, decodeParts(out.text))
   },
 
@@ -168,42 +209,7 @@ const budget = {
     }
     return result(c, out, 0, true)
   },
-}
-
-// --- How the sites above the stores see it (see lib/kinds/kind.js) --
-
-budget.inspect = {
-  limiter(classes, store, { name, options: o }) {
-    return new classes.Budget(store, { name, dimensions: o.dimensions })
-  },
-  async state(limiter) {
-    const s = await limiter.stats()
-    const dims = Object.entries(s.dimensions)
-    const out = {
-      dimensions: s.dimensions,
-      reservations: s.reservations,
-      fill: Math.max(0, ...dims.map(([, d]) => Math.min(1, d.used / d.limit))),
-    }
-    if (s.activeTenants > 0) {
-      out.tenants = s.tenants
-      out.activeTenants = s.activeTenants
-    }
-    return out
-  },
-  /** sluice/metrics: per active tenant (at most the first 20 `stats()` lists), per dimension its use, read now */
-  tenantUse: async (limiter) => (await limiter.stats()).tenants || {},
-  /** sluice/metrics: per dimension `{ used, reserved }`, read now */
-  dimensionUse: async (limiter) => (await limiter.stats()).dimensions,
-  limitText: (o, per) =>
-    Object.entries(o.dimensions || {})
-      .map(([name, d]) => `${d.limit} ${name} / ${per(d.intervalMs)}`)
-      .join(', '),
-  words: (st, f) =>
-    Object.entries(st.dimensions)
-      .map(([name, d]) => `${f.count(d.used)}/${f.count(d.limit)} ${name} used`)
-      .concat(`${f.count(st.reservations)} open`)
-      .concat(st.activeTenants ? [`${f.count(st.activeTenants)} active tenants`] : [])
-      .join(', '),
+  inspect: inspectSection,
 }
 
 module.exports = budget

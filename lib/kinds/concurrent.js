@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The concurrent limiters' kind (ConcurrentLimiter): leases and their waiters. Call: `{ key,
 // op, id, nums }`, `nums` = `[limit, lockUs, waitUs, ttlMs]`. Result: 9 numbers (see
@@ -6,7 +7,7 @@
 
 const native = require('../native')
 const { encodeParts, appendPart, decodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, numbers, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, numbers, wrongType, degraded } = require('./kind')
 
 const { acquire, release, extend, poll, cancel, stats } = OPS.concurrent
 const OP = { acquire, release, extend, poll, cancel, stats }
@@ -31,6 +32,28 @@ function put(calls) {
   return nums
 }
 
+// --- How the sites above the stores see a concurrent limiter (lib/kinds/contract.d.ts)
+
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.ConcurrentLimiter(store, { name, limit: o.limit, lockTimeoutMs: o.lockTimeoutMs }),
+  async state(limiter, info) {
+    const s = await limiter.stats()
+    const limit = info.options.limit
+    return { held: s.current, waiting: s.waiting, limit, fill: limit > 0 ? Math.min(1, s.current / limit) : 1 }
+  },
+  limitText: (o) => `${o.limit} at once`,
+  words: (st, f) => `${f.count(st.held)} of ${f.count(st.limit)} held, ${f.count(st.waiting)} waiting`,
+  /** Leases held now (sluice/metrics' `sluice_leases_held`). */
+  leasesHeld: async (limiter) => (await limiter.stats()).current,
+}
+
+/** sluice/bullmq: a lease per job (Sidekiq's backoff when none is free, no early delivery). */
+/** @satisfies {import('./contract').Kind['bullmq']} */
+const bullmqSection = { ConcurrentLimiter: { role: 'concurrent' } }
+
+/** @satisfies {import('./contract').Kind<ConcurrentCall>} */
 const concurrent = {
   code: 5,
   name: 'concurrent',
@@ -43,7 +66,9 @@ const concurrent = {
   /** Grants go to the waiters of this process (the store's, shared by a RedisStore's 'local'). */
   memory(store, c) {
     const nowUs = store._begin()
-    const reply = native.memoryCall(store._handle, concurrent.code, encodeParts([c.key, c.id]), put([c]), nowUs)
+    const reply = /** @type {import('../native').MemoryReply} */ (
+      native.memoryCall(store._handle, concurrent.code, encodeParts([c.key, c.id]), put([c]), nowUs)
+    )
     for (const grant of decodeParts(reply.text)) store._waiters.wake(grant)
     return reply.values
   },
@@ -93,28 +118,10 @@ const concurrent = {
           break // release, extend: 0, not confirmed (a lease granted under 'allow' never asks, see Lease)
       }
     }
-    out.degraded = true
-    return out
+    return degraded(out)
   },
+  inspect: inspectSection,
+  bullmq: bullmqSection,
 }
-
-// --- How the sites above the stores see a concurrent limiter (see lib/kinds/kind.js) ------
-
-concurrent.inspect = {
-  limiter: (classes, store, { name, options: o }) =>
-    new classes.ConcurrentLimiter(store, { name, limit: o.limit, lockTimeoutMs: o.lockTimeoutMs }),
-  async state(limiter, info) {
-    const s = await limiter.stats()
-    const limit = info.options.limit
-    return { held: s.current, waiting: s.waiting, limit, fill: limit > 0 ? Math.min(1, s.current / limit) : 1 }
-  },
-  limitText: (o) => `${o.limit} at once`,
-  words: (st, f) => `${f.count(st.held)} of ${f.count(st.limit)} held, ${f.count(st.waiting)} waiting`,
-  /** Leases held now (sluice/metrics' `sluice_leases_held`). */
-  leasesHeld: async (limiter) => (await limiter.stats()).current,
-}
-
-/** sluice/bullmq: a lease per job (Sidekiq's backoff when none is free, no early delivery). */
-concurrent.bullmq = { ConcurrentLimiter: { role: 'concurrent' } }
 
 module.exports = concurrent

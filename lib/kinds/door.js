@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // An HTTP door (sluice/express, sluice/fastify, sluice/http) as the registry and statistics
 // see it: one limiter of statistics kind `door`, named by the door's counter identifier,
@@ -22,6 +23,7 @@ function limitText(o, per) {
   return typeof o.algorithm === 'string' ? `${text} (${o.algorithm}) per client` : text
 }
 
+/** @satisfies {import('./contract').Registered} */
 const door = {
   name: 'door',
   statsKinds: ['door'],

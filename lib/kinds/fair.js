@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The fair tenants' kind (FairTenant): registers a job of a tenant and counts the tenant's
 // jobs in each rule's window. Call: `{ key, id, nums }`, `nums` = `[mode (0 exact, 1
@@ -6,7 +7,7 @@
 
 const native = require('../native')
 const { encodeParts, appendPart } = require('../base/codec')
-const { OPS, WRONG_TYPE, numbers, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, numbers, wrongType, longest, degraded } = require('./kind')
 
 /** The first number of a call: how the tenant's jobs are counted (FairTenant's `mode`). */
 const MODE = { exact: OPS.fair.exact, approximate: OPS.fair.approximate }
@@ -26,6 +27,21 @@ function keysAndIds(calls) {
   return text
 }
 
+// --- How the sites above the stores see a fair tenant (lib/kinds/contract.d.ts)
+
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.FairTenant(store, {
+      name,
+      mode: o.mode,
+      rules: o.rules.map((r) => ({ queue: r.queue, threshold: r.threshold, perMs: r.perMs })),
+      maxWindowMs: Math.max(...o.rules.map((r) => r.perMs)),
+    }),
+  limitText: (o, per) => (o.rules || []).map((r) => `>${r.threshold}/${per(r.perMs)} → ${r.queue}`).join(', '),
+}
+
+/** @satisfies {import('./contract').Kind<FairCall> & import('./contract').Own<'MODE'>} */
 const fair = {
   code: 4,
   name: 'fair',
@@ -36,7 +52,9 @@ const fair = {
   lifetimeMs: (o) => longest(o.rules, (r) => r.perMs),
 
   memory(store, c) {
-    return native.memoryCall(store._handle, fair.code, encodeParts([c.key, c.id]), c.nums, store._begin())
+    return /** @type {number[]} */ (
+      native.memoryCall(store._handle, fair.code, encodeParts([c.key, c.id]), c.nums, store._begin())
+    )
   },
 
   encode(calls, nowUs) {
@@ -68,22 +86,9 @@ const fair = {
    */
   whenDown(policy, c) {
     const out = policy.mode === 'local' ? Float64Array.from(fair.memory(policy.local, c)) : new Float64Array(c.nums[1])
-    out.degraded = true
-    return out
+    return degraded(out)
   },
-}
-
-// --- How the sites above the stores see a fair tenant (see lib/kinds/kind.js) -------------
-
-fair.inspect = {
-  limiter: (classes, store, { name, options: o }) =>
-    new classes.FairTenant(store, {
-      name,
-      mode: o.mode,
-      rules: o.rules.map((r) => ({ queue: r.queue, threshold: r.threshold, perMs: r.perMs })),
-      maxWindowMs: Math.max(...o.rules.map((r) => r.perMs)),
-    }),
-  limitText: (o, per) => (o.rules || []).map((r) => `>${r.threshold}/${per(r.perMs)} → ${r.queue}`).join(', '),
+  inspect: inspectSection,
 }
 
 module.exports = fair

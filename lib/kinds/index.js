@@ -1,9 +1,11 @@
+// @ts-check
 'use strict'
 // The kind registry: every kind of call the stores run, one line each, in the order and with
 // the codes of src/store/kinds/mod.rs. The stores, the store-down policy, the statistics, the
 // HTTP doors, lib/doors/inspect.js (CLI, dashboard), sluice/metrics and sluice/bullmq iterate it
-// instead of switching on kinds (see lib/kinds/kind.js for what a kind file gives each).
+// instead of switching on kinds (see lib/kinds/contract.d.ts for what a kind file gives each).
 
+/** @type {import('./contract').Kind[]} */
 const KINDS = [
   require('./pacer'),
   require('./limit'),
@@ -20,9 +22,11 @@ const KINDS = [
  * Statistics kinds of no store kind: an HTTP door (one limiter over all its clients, whose
  * counters are of its algorithm's kind). Listed by statistics and the inspecting tools only.
  */
+/** @type {import('./contract').Registered[]} */
 const STATS_ONLY = [require('./door')]
 
 /** The kind of each statistics kind (`bucket` -> the limit kind, ...). */
+/** @type {Map<string, import('./contract').Registered>} */
 const BY_STATS_KIND = new Map([...KINDS, ...STATS_ONLY].flatMap((k) => k.statsKinds.map((s) => [s, k])))
 
 /** Every statistics kind, as `store.limiters()` and the dashboard name them. */

@@ -1,53 +1,9 @@
+// @ts-check
 'use strict'
-// What every kind file shares: the wrong-type marker of a result and its error, and the
-// shape of a kind (documented here, implemented once per kind in lib/kinds/<kind>.js).
-//
-// A kind is a plain object:
-// - `code`, `name`: its number and name in the registry (as src/store/kinds/mod.rs);
-//   `lane`: the RedisStore pool connection its batches use; `OP`: its operation codes (from
-//   the native registry, `OPS` below).
-// - `statsKinds`: the kinds it counts statistics under; `lifetimeMs(options)`: how long the
-//   store keeps a limiter's state, from its `_statsOptions()` (0: unknown).
-// - `memory(store, call, degraded)`: runs one call on a MemoryStore, synchronously; answers
-//   the decoded result (`degraded`: answered for a RedisStore whose Redis is down).
-// - `cached(cache, call, atUs)` (optional): a RedisStore's local deny cache, before a call is
-//   queued: the answer when the cache has one, else undefined.
-// - `encode(calls, nowUs)`: a batch for native, `{ keys, nums, nowUs }` in the kind's call
-//   layout (the store sends it on either lane, lib/store/lanes.js); `settle(store, out,
-//   calls, resolve, reject)` decodes the reply (`out`: numbers read at once, the buffer is
-//   reused; `{ values, text }` for a kind that answers strings), rejects a call whose marker
-//   says wrong type;
-//   `keyOf(call)`: a store key of the call (its hash slot is probed when Redis is down).
-// - `alone(store, call, nowUs)` (optional): a call that is never batched (a call with
-//   `alone: true`), e.g. a pacer's block, on the kind's pool lane.
-// - `whenDown(policy, call)`: the answer while Redis is down, by the store-down policy (see
-//   lib/store/whendown.js), or throws.
-//
-// How the sites above the stores see a kind (each optional: a kind with nothing to say for a
-// site omits it). Classes are named as the package exports them (lib/classes/index.js); the
-// sites pass that object in as `classes`, so a kind file never requires its classes (they are
-// a layer above it). See lib/kinds/index.js `classEntry` for how a limiter object finds its entry.
-// - `door` (HTTP doors, lib/doors/http/): `algorithms: { <algorithm>: { order, refunds,
-//   resettable?, make(classes, store, name, windows), members?(limiter), check(door, limiter,
-//   key, weight, windows, at) } }`: the door's `algorithm` names (`order`: where each is
-//   listed in messages; `refunds`: skipFailedRequests/skipSuccessfulRequests allowed;
-//   `resettable: false`: no resetKey), the limiter (or array of them) made for a door key of
-//   `windows` `[{ limit, windowMs }]`, the made limiters a cache entry holds (default: the
-//   array or the limiter), and the outcome of a request (`door.outcome(...)`; fill each
-//   window's `remaining` and `resetMs`). `limiters: { <ClassName>: { refunds, check(door,
-//   limiter, key, weight, at) } }`: what `limiter(req)` may return, and its outcome (windows
-//   named by `door.named(windows)`).
-// - `inspect` (lib/doors/inspect.js: CLI, sluice/dashboard, sluice/metrics): `limiter(classes,
-//   store, info)` a limiter object from a registry entry `{ kind, name, options }` (null: none),
-//   `stats?(classes, store, info)` (default: the limiter's `stats()`), `keyLimiter?(classes,
-//   store, info, key, http)` one client's counter of an HTTP door, `state?(limiter, info)`
-//   its live state with `fill` 0..1 (none: `{ fill: null }`), `limitText(options, per,
-//   info)` its limit in words, `words?(state, f)` its state in words (`f`: `count`, `ms`,
-//   `interval`), `resettable` (`reset()` forgets its counts), `leasesHeld?(limiter)`,
-//   `dimensionUse?(limiter)` (a budget's `{ [dimension]: { used, reserved } }`, sluice/metrics).
-// - `bullmq` (sluice/bullmq): `{ <ClassName>: { role: 'rate' | 'pacer' | 'concurrent',
-//   rateOf?(limiter) per second (rate), spacingMs?(limiter) (pacer), prefetch?, reserves?,
-//   paces?, members?(limiter) } }`.
+// What every kind file shares: the operation codes, the wrong-type marker of a result and
+// its error, and small helpers. What a kind is (every member, its optionality and meaning) is
+// the kind contract, lib/kinds/contract.d.ts (`Kind`), which each kind file's object is checked
+// against by tsc (tsconfig.contracts.json); what the stores run of it is lib/store/store.d.ts.
 
 const native = require('../native')
 const { SluiceError } = require('../base/errors')
@@ -85,6 +41,14 @@ function numbers(out, from, to) {
   return copy
 }
 
+/**
+ * `out` (a kind's numbers answered without Redis) flagged `degraded`, as the classes read it.
+ * @template {Float64Array} T
+ * @param {T} out
+ * @returns {T & { degraded: true }}
+ */
+const degraded = (out) => Object.assign(out, { degraded: /** @type {const} */ (true) })
+
 /** The longest of `f(x)` over `list` (0 for an empty or missing list). */
 const longest = (list, f) => (Array.isArray(list) ? list.reduce((m, x) => Math.max(m, Number(f(x)) || 0), 0) : 0)
 
@@ -104,4 +68,4 @@ const windowed = {
   rateOf: (l) => Math.min(...l.windows.map((w) => (w.limit * 1000) / w.intervalMs)),
 }
 
-module.exports = { OPS, WRONG_TYPE, wrongType, longest, windowed, numbers }
+module.exports = { OPS, WRONG_TYPE, wrongType, longest, windowed, numbers, degraded }

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The rate limiters' kind (BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter): one
 // decision per call. Call: `{ owner, weight, maxWaitUs, count, atUs }`, where `maxWaitUs` >= 0
@@ -18,6 +19,9 @@ const ALGORITHM = { bucket, window, leaky, points: leaky }
 const OP = { adjust, reset, peek, block, backoff, continue: cont }
 /** Numbers per call in a batch. */
 const WIDTH = 5
+/** The kind's code in the native registry, and its pool lane (a group call's too). */
+const CODE = 1
+const LANE = 1
 
 class LimitCall {
   /**
@@ -43,10 +47,229 @@ function decide(c, out, o, degraded) {
   return d
 }
 
+// --- Several limiters in one call: all-or-nothing takes, refunds, resets -------------------
+
+/**
+ * One call over several limiters (`owners`, distinct keys in one hash slot), sent alone (never
+ * batched): `op` 'group' takes `weight` from every owner only if each admits (peeked first, in
+ * the same script call; else nothing is charged), `adjust` or `reset` applies to each.
+ */
+class LimitGroupCall {
+  constructor(owners, weight, op, count) {
+    this.owners = owners
+    this.weight = weight
+    this.count = count
+    this.alone = true
+    this.text = ''
+    this.nums = new Float64Array(owners.length * WIDTH)
+    for (let e = 0; e < owners.length; e++) {
+      const owner = owners[e]
+      this.text = appendPart(this.text, owner._key)
+      this.nums.set(
+        [owner._kind, weight, owner._limit, owner._intervalUs, op === group && e > 0 ? member : op],
+        e * WIDTH,
+      )
+    }
+  }
+}
+
+/** A group call's answer: `{ allowed (all), degraded, decisions }`, each window counted as the group went. */
+function decideGroup(c, out, degraded) {
+  const decisions = c.owners.map((owner, e) => owner._decision(out, 4 * e, degraded))
+  const allowed = decisions.every((d) => d.allowed)
+  if (c.count) {
+    c.owners.forEach((owner, e) => owner._count(allowed ? decisions[e] : { ...decisions[e], allowed }, c.weight))
+  }
+  return { allowed, degraded, decisions }
+}
+
+/** How a store runs a LimitGroupCall: `_call(limit.group, call)`. */
+/** @satisfies {import('./contract').AloneKind<LimitGroupCall, any> & import('./contract').Own<'Call'>} */
+const groupKind = {
+  code: CODE,
+  name: 'limit group',
+  lane: LANE,
+  Call: LimitGroupCall,
+  memory(store, c, degraded) {
+    const nowUs = store._begin()
+    store._sweepFor(c.owners.length, nowUs)
+    return decideGroup(c, native.memoryCall(store._handle, CODE, c.text, c.nums, nowUs), degraded)
+  },
+  async alone(store, c, nowUs) {
+    const out = await store._poolCall(CODE, c.text, c.nums, nowUs, LANE)
+    const wrong = c.owners.findIndex((_, e) => out[4 * e + 1] === WRONG_TYPE)
+    if (wrong >= 0) throw wrongType(`${c.owners[wrong]._statsKind} limiter`, store.keyPrefix)
+    return decideGroup(c, out, false)
+  },
+  /** As `limit.whenDown`, for each owner. */
+  whenDown(policy, c) {
+    if (policy.mode === 'local') return limit.group.memory(policy.local, c, true)
+    const op = c.nums[4]
+    if (op === OP.reset) throw policy.error
+    const out = c.owners.flatMap((owner) => {
+      const max = owner._limit
+      if (op === OP.adjust) return [1, max, 0, 0]
+      if (policy.mode === 'allow') return [1, Math.max(0, max - c.weight), 0, 0]
+      return [0, 0, policy.retryUs, policy.retryUs]
+    })
+    return decideGroup(c, out, true)
+  },
+  keyOf: (c) => c.owners[0]._key,
+}
+
+/**
+ * An HTTP door's several windows of one key (`members`, limiters whose keys share a hash
+ * tag), decided all or nothing in one store call, refunded and reset in one call.
+ */
+class LimitGroup {
+  constructor(members) {
+    this.members = members
+    this._store = members[0]._store
+  }
+
+  /** Takes `weight` from every window or none: `{ allowed, degraded, decisions }`. */
+  check(weight) {
+    return this._store._call(limit.group, new LimitGroupCall(this.members, weight, group, true))
+  }
+
+  /**
+   * Gives back `weight` charged by `decisions` (a check made at `atMs`, elapsedMs' clock): one
+   * adjust over the windows whose refund still lands in the window charged (as `_refund`).
+   */
+  refund(weight, decisions, atMs) {
+    const owners = this.members.filter((l, i) => !decisions[i].degraded && l._refundable(decisions[i], atMs))
+    if (owners.length === 0) return Promise.resolve(false)
+    return this._store._call(limit.group, new LimitGroupCall(owners, -weight, OP.adjust, false)).then(() => true)
+  }
+
+  /** Forgets every window's counts. */
+  async reset() {
+    await this._store._call(limit.group, new LimitGroupCall(this.members, 0, OP.reset, false))
+  }
+}
+
+// --- How the sites above the stores see a rate limiter (lib/kinds/contract.d.ts)
+
+/** The limiter class of each statistics kind, by its name in the package's exports. */
+const CLASS = { bucket: 'BucketLimiter', window: 'WindowLimiter', leaky: 'LeakyLimiter', points: 'PointsLimiter' }
+
+/** A counter's Decision, as the store answered it, as door window `w`: remaining and reset. */
+function fromDecision(w, d) {
+  w.remaining = d.remaining
+  w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
+  return w
+}
+
+/** A door's several windows, one all-or-nothing store call: each window as the store answered it. */
+async function checkGroup(door, limiters, key, weight, windows, at) {
+  const g = await limiters.check(weight)
+  let retryAfterMs = 0
+  g.decisions.forEach((d, i) => {
+    fromDecision(windows[i], d)
+    if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
+  })
+  let refund = null
+  if (g.allowed && weight > 0 && door.config.refunds) {
+    const atE = door.elapsedAt(at)
+    refund = () => limiters.refund(weight, g.decisions, atE)
+  }
+  return door.outcome(key, weight, windows, g.allowed, g.degraded, retryAfterMs, refund, at)
+}
+
+/**
+ * The store key of window `i` of a door's several windows of counter `name`: one hash tag per
+ * door key, so the windows share a slot (one script call on a cluster); `v2` sets it apart from
+ * the one-window layout `<prefix>:<segment>:{<name>}`, which stays.
+ */
+const groupKey = (store, segment, name, i) => storeKey(store, segment, name, 2, [i])
+
+/** A door algorithm of counters of `statsKind`: one limiter per window. */
+const counters = (statsKind, order) => ({
+  order,
+  refunds: true,
+  make(classes, store, name, windows) {
+    const made = windows.map((w, i) => {
+      const l = new classes[CLASS[statsKind]](store, {
+        // `_<window>`: a second `_`, so never the name of one window of another key
+        name: windows.length === 1 ? name : `${name}_${i}`,
+        limit: w.limit,
+        interval: w.windowMs,
+        waitTimeoutMs: 0,
+      })
+      // several windows: keys under one hash tag (statistics keep the window's name)
+      return windows.length > 1 ? l._asWindow(name, i) : l
+    })
+    return made.length === 1 ? made[0] : new LimitGroup(made)
+  },
+  members: (limiter) => (limiter instanceof LimitGroup ? limiter.members : [limiter]),
+  async check(door, limiter, key, weight, windows, at) {
+    if (limiter instanceof LimitGroup) return checkGroup(door, limiter, key, weight, windows, at)
+    // one counter: the common case, kept short (the weight is checked: straight to the
+    // store), and counted in the store's statistics as check() counts
+    const d = await limiter._call(weight, 0, true)
+    fromDecision(windows[0], d)
+    const refund = door.refundOf(limiter, weight, d, at)
+    return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
+  },
+})
+
+/** A counter given by `limiter(req)`: one window, refunded when asked. */
+const counterRequest = {
+  refunds: true,
+  async check(door, limiter, key, weight, at) {
+    const d = await limiter.check(weight)
+    const w = fromDecision({ name: '', limit: limiter.limit, windowMs: limiter.intervalMs }, d)
+    const refund = door.refundOf(limiter, weight, d, at)
+    return door.outcome(key, weight, door.named([w]), d.allowed, d.degraded, d.retryAfterMs, refund, at)
+  },
+}
+
+/** @satisfies {import('./contract').DoorSection} */
+const doorSection = {
+  algorithms: { fixed: counters('bucket', 1), window: counters('window', 2), leaky: counters('leaky', 4) },
+  limiters: Object.fromEntries(Object.values(CLASS).map((name) => [name, counterRequest])),
+}
+
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  resettable: true,
+  limiter(classes, store, { kind, name, options: o }) {
+    if (kind === 'points') return new classes.PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
+    const l = new classes[CLASS[kind]](store, { name, limit: o.limit, interval: o.intervalMs })
+    // a window of a door's several windows lives under the door key's hash tag
+    const w = o.window
+    return w && typeof w.group === 'string' && Number.isInteger(w.index) ? l._asWindow(w.group, w.index) : l
+  },
+  async state(limiter) {
+    const d = await limiter.peek()
+    return {
+      remaining: d.remaining,
+      limit: d.limit,
+      retryAfterMs: d.retryAfterMs,
+      resetAfterMs: d.resetAfterMs,
+      fill: d.limit > 0 ? 1 - d.remaining / d.limit : 1,
+    }
+  },
+  limitText: (o, per, info) =>
+    info.kind === 'points' ? `${o.points} points / ${per(o.intervalMs)}` : `${o.limit} / ${per(o.intervalMs)}`,
+  words: (st, f) => `${f.count(st.remaining)} of ${f.count(st.limit)} left`,
+}
+
+/** sluice/bullmq: rate limiters; Leaky and Points charge later slots, Bucket and Window prefetch. */
+const rateOf = (l) => (l.limit * 1000) / l.intervalMs
+/** @satisfies {import('./contract').Kind['bullmq']} */
+const bullmqSection = {
+  BucketLimiter: { role: 'rate', prefetch: true, rateOf },
+  WindowLimiter: { role: 'rate', prefetch: true, rateOf },
+  LeakyLimiter: { role: 'rate', reserves: true, rateOf },
+  PointsLimiter: { role: 'rate', reserves: true, rateOf },
+}
+
+/** @satisfies {import('./contract').Kind<LimitCall> & import('./contract').Own<'ALGORITHM' | 'group' | 'groupKey'>} */
 const limit = {
-  code: 1,
+  code: CODE,
   name: 'limit',
-  lane: 1,
+  lane: LANE,
   OP,
   ALGORITHM,
   Call: LimitCall,
@@ -64,7 +287,7 @@ const limit = {
     io[3] = owner._intervalUs
     io[4] = c.maxWaitUs
     io[5] = nowUs
-    native.memoryStep(store._handle, limit.code, id)
+    native.memoryStep(store._handle, CODE, id)
     return decide(c, io, 0, degraded)
   },
 
@@ -133,221 +356,11 @@ const limit = {
     else out = [0, 0, policy.retryUs, policy.retryUs]
     return decide(c, out, 0, true)
   },
-}
-
-// --- Several limiters in one call: all-or-nothing takes, refunds, resets -------------------
-
-/**
- * One call over several limiters (`owners`, distinct keys in one hash slot), sent alone (never
- * batched): `op` 'group' takes `weight` from every owner only if each admits (peeked first, in
- * the same script call; else nothing is charged), `adjust` or `reset` applies to each.
- */
-class LimitGroupCall {
-  constructor(owners, weight, op, count) {
-    this.owners = owners
-    this.weight = weight
-    this.count = count
-    this.alone = true
-    this.text = ''
-    this.nums = new Float64Array(owners.length * WIDTH)
-    for (let e = 0; e < owners.length; e++) {
-      const owner = owners[e]
-      this.text = appendPart(this.text, owner._key)
-      this.nums.set(
-        [owner._kind, weight, owner._limit, owner._intervalUs, op === group && e > 0 ? member : op],
-        e * WIDTH,
-      )
-    }
-  }
-}
-
-/** A group call's answer: `{ allowed (all), degraded, decisions }`, each window counted as the group went. */
-function decideGroup(c, out, degraded) {
-  const decisions = c.owners.map((owner, e) => owner._decision(out, 4 * e, degraded))
-  const allowed = decisions.every((d) => d.allowed)
-  if (c.count) {
-    c.owners.forEach((owner, e) => owner._count(allowed ? decisions[e] : { ...decisions[e], allowed }, c.weight))
-  }
-  return { allowed, degraded, decisions }
-}
-
-/** How a store runs a LimitGroupCall: `_call(limit.group, call)`. */
-limit.group = {
-  code: limit.code,
-  name: 'limit group',
-  lane: limit.lane,
-  Call: LimitGroupCall,
-  memory(store, c, degraded) {
-    const nowUs = store._begin()
-    store._sweepFor(c.owners.length, nowUs)
-    return decideGroup(c, native.memoryCall(store._handle, limit.code, c.text, c.nums, nowUs), degraded)
-  },
-  async alone(store, c, nowUs) {
-    const out = await store._poolCall(limit.code, c.text, c.nums, nowUs, limit.lane)
-    const wrong = c.owners.findIndex((_, e) => out[4 * e + 1] === WRONG_TYPE)
-    if (wrong >= 0) throw wrongType(`${c.owners[wrong]._statsKind} limiter`, store.keyPrefix)
-    return decideGroup(c, out, false)
-  },
-  /** As `limit.whenDown`, for each owner. */
-  whenDown(policy, c) {
-    if (policy.mode === 'local') return limit.group.memory(policy.local, c, true)
-    const op = c.nums[4]
-    if (op === OP.reset) throw policy.error
-    const out = c.owners.flatMap((owner) => {
-      const max = owner._limit
-      if (op === OP.adjust) return [1, max, 0, 0]
-      if (policy.mode === 'allow') return [1, Math.max(0, max - c.weight), 0, 0]
-      return [0, 0, policy.retryUs, policy.retryUs]
-    })
-    return decideGroup(c, out, true)
-  },
-  keyOf: (c) => c.owners[0]._key,
-}
-
-/**
- * An HTTP door's several windows of one key (`members`, limiters whose keys share a hash
- * tag), decided all or nothing in one store call, refunded and reset in one call.
- */
-class LimitGroup {
-  constructor(members) {
-    this.members = members
-    this._store = members[0]._store
-  }
-
-  /** Takes `weight` from every window or none: `{ allowed, degraded, decisions }`. */
-  check(weight) {
-    return this._store._call(limit.group, new LimitGroupCall(this.members, weight, group, true))
-  }
-
-  /**
-   * Gives back `weight` charged by `decisions` (a check made at `atMs`, elapsedMs' clock): one
-   * adjust over the windows whose refund still lands in the window charged (as `_refund`).
-   */
-  refund(weight, decisions, atMs) {
-    const owners = this.members.filter((l, i) => !decisions[i].degraded && l._refundable(decisions[i], atMs))
-    if (owners.length === 0) return Promise.resolve(false)
-    return this._store._call(limit.group, new LimitGroupCall(owners, -weight, OP.adjust, false)).then(() => true)
-  }
-
-  /** Forgets every window's counts. */
-  async reset() {
-    await this._store._call(limit.group, new LimitGroupCall(this.members, 0, OP.reset, false))
-  }
-}
-
-// --- How the sites above the stores see a rate limiter (see lib/kinds/kind.js) ------------
-
-/** The limiter class of each statistics kind, by its name in the package's exports. */
-const CLASS = { bucket: 'BucketLimiter', window: 'WindowLimiter', leaky: 'LeakyLimiter', points: 'PointsLimiter' }
-
-/** A counter's Decision, as the store answered it, as door window `w`: remaining and reset. */
-function fromDecision(w, d) {
-  w.remaining = d.remaining
-  w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
-  return w
-}
-
-/** A door's several windows, one all-or-nothing store call: each window as the store answered it. */
-async function checkGroup(door, limiters, key, weight, windows, at) {
-  const g = await limiters.check(weight)
-  let retryAfterMs = 0
-  g.decisions.forEach((d, i) => {
-    fromDecision(windows[i], d)
-    if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
-  })
-  let refund = null
-  if (g.allowed && weight > 0 && door.config.refunds) {
-    const atE = door.elapsedAt(at)
-    refund = () => limiters.refund(weight, g.decisions, atE)
-  }
-  return door.outcome(key, weight, windows, g.allowed, g.degraded, retryAfterMs, refund, at)
-}
-
-/**
- * The store key of window `i` of a door's several windows of counter `name`: one hash tag per
- * door key, so the windows share a slot (one script call on a cluster); `v2` sets it apart from
- * the one-window layout `<prefix>:<segment>:{<name>}`, which stays.
- */
-const groupKey = (store, segment, name, i) => storeKey(store, segment, name, 2, [i])
-limit.groupKey = groupKey
-
-/** A door algorithm of counters of `statsKind`: one limiter per window. */
-const counters = (statsKind, order) => ({
-  order,
-  refunds: true,
-  make(classes, store, name, windows) {
-    const made = windows.map((w, i) => {
-      const l = new classes[CLASS[statsKind]](store, {
-        // `_<window>`: a second `_`, so never the name of one window of another key
-        name: windows.length === 1 ? name : `${name}_${i}`,
-        limit: w.limit,
-        interval: w.windowMs,
-        waitTimeoutMs: 0,
-      })
-      // several windows: keys under one hash tag (statistics keep the window's name)
-      return windows.length > 1 ? l._asWindow(name, i) : l
-    })
-    return made.length === 1 ? made[0] : new LimitGroup(made)
-  },
-  members: (limiter) => (limiter instanceof LimitGroup ? limiter.members : [limiter]),
-  async check(door, limiter, key, weight, windows, at) {
-    if (limiter instanceof LimitGroup) return checkGroup(door, limiter, key, weight, windows, at)
-    // one counter: the common case, kept short (the weight is checked: straight to the
-    // store), and counted in the store's statistics as check() counts
-    const d = await limiter._call(weight, 0, true)
-    fromDecision(windows[0], d)
-    const refund = door.refundOf(limiter, weight, d, at)
-    return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
-  },
-})
-
-/** A counter given by `limiter(req)`: one window, refunded when asked. */
-const counterRequest = {
-  refunds: true,
-  async check(door, limiter, key, weight, at) {
-    const d = await limiter.check(weight)
-    const w = fromDecision({ name: '', limit: limiter.limit, windowMs: limiter.intervalMs }, d)
-    const refund = door.refundOf(limiter, weight, d, at)
-    return door.outcome(key, weight, door.named([w]), d.allowed, d.degraded, d.retryAfterMs, refund, at)
-  },
-}
-
-limit.door = {
-  algorithms: { fixed: counters('bucket', 1), window: counters('window', 2), leaky: counters('leaky', 4) },
-  limiters: Object.fromEntries(Object.values(CLASS).map((name) => [name, counterRequest])),
-}
-
-limit.inspect = {
-  resettable: true,
-  limiter(classes, store, { kind, name, options: o }) {
-    if (kind === 'points') return new classes.PointsLimiter(store, { name, points: o.points, interval: o.intervalMs })
-    const l = new classes[CLASS[kind]](store, { name, limit: o.limit, interval: o.intervalMs })
-    // a window of a door's several windows lives under the door key's hash tag
-    const w = o.window
-    return w && typeof w.group === 'string' && Number.isInteger(w.index) ? l._asWindow(w.group, w.index) : l
-  },
-  async state(limiter) {
-    const d = await limiter.peek()
-    return {
-      remaining: d.remaining,
-      limit: d.limit,
-      retryAfterMs: d.retryAfterMs,
-      resetAfterMs: d.resetAfterMs,
-      fill: d.limit > 0 ? 1 - d.remaining / d.limit : 1,
-    }
-  },
-  limitText: (o, per, info) =>
-    info.kind === 'points' ? `${o.points} points / ${per(o.intervalMs)}` : `${o.limit} / ${per(o.intervalMs)}`,
-  words: (st, f) => `${f.count(st.remaining)} of ${f.count(st.limit)} left`,
-}
-
-/** sluice/bullmq: rate limiters; Leaky and Points charge later slots, Bucket and Window prefetch. */
-const rateOf = (l) => (l.limit * 1000) / l.intervalMs
-limit.bullmq = {
-  BucketLimiter: { role: 'rate', prefetch: true, rateOf },
-  WindowLimiter: { role: 'rate', prefetch: true, rateOf },
-  LeakyLimiter: { role: 'rate', reserves: true, rateOf },
-  PointsLimiter: { role: 'rate', reserves: true, rateOf },
+  group: groupKind,
+  groupKey,
+  door: doorSection,
+  inspect: inspectSection,
+  bullmq: bullmqSection,
 }
 
 module.exports = limit

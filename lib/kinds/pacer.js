@@ -1,7 +1,8 @@
+// @ts-check
 'use strict'
 // The pacer's kind (DistributedPacer, PacerComposite): a call reserves a slot (`pace`) or
 // admits now or refuses (`rateLimit`), on one pacer or on every member of a composite, all
-// or nothing; a block is a call of its own, never batched. Result per member:
+// or nothing; a block or a give-back is a call of its own, never batched (`pacer.single`). Result per member:
 // `[delayUs, watermark, paced]`, the marker in `delayUs`.
 
 const native = require('../native')
@@ -14,6 +15,9 @@ const { storeKey } = require('../store/keys')
 const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace, block: OPS.pacer.block, give: OPS.pacer.give }
 /** Numbers per member in a batch (after the call's two: members, op). */
 const MEMBER_WIDTH = 4
+/** The kind's code in the native registry, and its pool lane (a block's and a give-back's too). */
+const CODE = 0
+const LANE = 0
 
 class PacerCall {
   /**
@@ -65,12 +69,160 @@ class PacerGiveCall {
   }
 }
 
-const pacer = {
-  code: 0,
+// --- How the sites above the stores see a pacer (lib/kinds/contract.d.ts)
+
+/**
+ * A pacer's part of a 'gcra' door's rateLimit() outcome (the pacer of `limit` per
+ * `windowMs`, maxBurst `limit`): `mark` is its bucket level before the call. Remaining is
+ * what the level leaves after an admitted charge; the reset, when the bucket is empty again
+ * (refused: when a retry would be admitted, the delay). JS arithmetic on the watermark: the
+ * pacer's answer carries no remaining or reset.
+ */
+function fromGcra(w, mark, weight, allowed, delayMs) {
+  const qps = (w.limit * 1000) / w.windowMs
+  const level = Math.min(w.limit, mark + (allowed ? weight : 0))
+  w.remaining = Math.max(0, Math.floor(w.limit - level))
+  w.resetMs = allowed ? Math.ceil((level / qps) * 1000) : delayMs
+  return w
+}
+
+/**
+ * The window of a pacer `p` given by `limiter(req)`: its maxBurst (rounded down: a policy's
+ * quota is an Integer) per the time its bucket takes to drain; the reset is the delay.
+ */
+function pacerWindow(p, mark, weight, allowed, delayMs) {
+  return {
+    name: '',
+    limit: Math.floor(p._maxBurst),
+    windowMs: Math.ceil((p._maxBurst / p._qps) * 1000) || 1000,
+    remaining: Math.max(0, Math.floor(p._maxBurst - mark - (allowed ? weight : 0))),
+    resetMs: delayMs,
+  }
+}
+
+/** A pacer (or, `composite`, a PacerComposite) given by `limiter(req)`: a window per member. */
+const pacerRequest = (composite) => ({
+  refunds: false,
+  async check(door, limiter, key, weight, at) {
+    const pacers = composite ? limiter._leaves : [limiter]
+    if (pacers.length === 0) return null // a composite of no pacers limits nothing
+    const o = await limiter.rateLimit(weight)
+    const allowed = o.delayMs === 0
+    const marks = composite ? o.watermarks : [o.watermark]
+    const windows = pacers.map((p, i) => pacerWindow(p, marks[i], weight, allowed, o.delayMs))
+    return door.outcome(key, weight, door.named(windows), allowed, o.degraded, o.delayMs, null, at)
+  },
+})
+
+/**
+ * The store key of window `i` of a door's several windows of counter `name`: one hash tag per
+ * door key, so a composite of them is one script call on a cluster; `v2` sets it apart from a
+ * pacer's own key `<prefix>:pacer:{<key>}`.
+ */
+const groupKey = (store, name, i) => storeKey(store, 'pacer', name, 2, [i])
+
+/** @satisfies {import('./contract').DoorSection} */
+const doorSection = {
+  algorithms: {
+    gcra: {
+      order: 5,
+      refunds: false,
+      resettable: false,
+      /**
+       * A pacer per window (a composite of them for several), maxBurst its limit. Several
+       * windows' store keys share a hash tag, `<prefix>:pacer:v2:{<counter>}:<i>`, so the
+       * composite is one script call on a cluster too (no undo); one window keeps
+       * `<prefix>:pacer:{<counter>}`. A counter name needs no escaping (`[A-Za-z0-9_-]`).
+       */
+      make(classes, store, name, windows) {
+        const pacers = windows.map((w, i) => {
+          const p = new classes.DistributedPacer(store, {
+            // a pacer's key may hold any character: `.` is in no counter name
+            key: windows.length === 1 ? name : `${name}.${i}`,
+            qps: (w.limit * 1000) / w.windowMs,
+            maxBurst: w.limit,
+          })
+          return windows.length > 1 ? p._asWindow(name, i) : p
+        })
+        return pacers.length === 1 ? pacers[0] : new classes.PacerComposite(pacers)
+      },
+      members: (limiter) => limiter._leaves ?? [limiter],
+      async check(door, limiter, key, weight, windows, at) {
+        const o = await limiter.rateLimit(weight)
+        const allowed = o.delayMs === 0
+        const marks = windows.length === 1 ? [o.watermark] : o.watermarks
+        windows.forEach((w, i) => fromGcra(w, marks[i], weight, allowed, o.delayMs))
+        return door.outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null, at)
+      },
+    },
+  },
+  limiters: { DistributedPacer: pacerRequest(false), PacerComposite: pacerRequest(true) },
+}
+
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.DistributedPacer(store, { key: name, qps: o.qps, maxBurst: o.maxBurst }),
+  async state(limiter, info) {
+    const o = await limiter.rateLimit(0) // a probe: charges nothing, counts nothing
+    const maxBurst = info.options.maxBurst
+    return {
+      backlogMs: o.delayMs,
+      watermark: o.watermark,
+      fill: o.delayMs > 0 ? 1 : maxBurst > 0 ? Math.min(1, Math.max(0, o.watermark / maxBurst)) : 0,
+    }
+  },
+  limitText: (o) => `${o.qps}/s, burst ${o.maxBurst}`,
+  words: (st, f) => (st.backlogMs > 0 ? `backlog ${f.ms(st.backlogMs)}` : `burst used ${f.count(st.watermark)}`),
+}
+
+/** @satisfies {import('./contract').Kind['bullmq']} */
+const bullmqSection = {
+  DistributedPacer: { role: 'pacer', paces: true, spacingMs: (p) => 1000 / p._qps },
+  PacerComposite: {
+    role: 'pacer',
+    spacingMs: (c) => Math.max(0, ...c._leaves.map((p) => 1000 / p._qps)),
+    members: (c) => c._leaves,
+  },
+}
+
+/** A block or give-back `c` on the embedded store `store`: its number. */
+function runSingle(store, c) {
+  return native.memoryCall(store._handle, CODE, c.text, c.nums, store._begin())[0]
+}
+
+/**
+ * How a store runs a call on one pacer key that is never batched, a block or a give-back:
+ * `_call(pacer.single, call)`, answering a number (µs until the block ends; 1 given back, 0 not).
+ */
+/** @satisfies {import('./contract').AloneKind<PacerBlockCall | PacerGiveCall, number>} */
+const single = {
+  code: CODE,
   name: 'pacer',
-  lane: 0,
+  lane: LANE,
+  memory: (store, c) => runSingle(store, c),
+  /** On the pool lane; its key holding another type rejects (ERR_SCRIPT). */
+  async alone(store, c, nowUs) {
+    const out = await store._poolCall(CODE, c.text, c.nums, nowUs, LANE)
+    if (out[0] === WRONG_TYPE) throw wrongType('pacer', store.keyPrefix)
+    return out[0]
+  },
+  /** Needs Redis, except under 'local' (recorded in this process). */
+  whenDown(policy, c) {
+    if (policy.mode === 'local') return runSingle(policy.local, c)
+    throw policy.error
+  },
+  keyOf: (c) => c.key,
+}
+
+/** @satisfies {import('./contract').Kind<PacerCall> & import('./contract').Own<'single' | 'BlockCall' | 'GiveCall' | 'groupKey'>} */
+const pacer = {
+  code: CODE,
+  name: 'pacer',
+  lane: LANE,
   OP,
   Call: PacerCall,
+  single,
   BlockCall: PacerBlockCall,
   GiveCall: PacerGiveCall,
   statsKinds: ['pacer'],
@@ -78,7 +230,6 @@ const pacer = {
 
   memory(store, c, degraded) {
     const nowUs = store._begin()
-    if (c.alone) return native.memoryCall(store._handle, pacer.code, c.text, c.nums, nowUs)[0]
     let out
     if (c.keys === null) {
       const owner = c.owner
@@ -133,13 +284,7 @@ const pacer = {
     }
     return { keys: encodeParts(keys), nums: nums.subarray(0, length), nowUs }
   },
-  keyOf: (c) => (c.alone ? c.key : c.keys === null ? c.owner._storeKey : c.keys[0]),
-  /** A block or a give-back on the pool lane: µs until the block ends, or given back (1/0); its key holding another type rejects (ERR_SCRIPT). */
-  async alone(store, c, nowUs) {
-    const out = await store._poolCall(pacer.code, c.text, c.nums, nowUs, pacer.lane)
-    if (out[0] === WRONG_TYPE) throw wrongType('pacer', store.keyPrefix)
-    return out[0]
-  },
+  keyOf: (c) => (c.keys === null ? c.owner._storeKey : c.keys[0]),
 
   settle(store, out, calls, resolve, reject) {
     const cache = store._denyCache
@@ -163,12 +308,10 @@ const pacer = {
 
   /**
    * 'allow' admits (no delay), 'deny' refuses rateLimit() until the next probe (and rejects
-   * pace(), which cannot refuse), 'local' decides on the embedded store. A block needs Redis
-   * except under 'local' (recorded in this process).
+   * pace(), which cannot refuse), 'local' decides on the embedded store.
    */
   whenDown(policy, c) {
     if (policy.mode === 'local') return pacer.memory(policy.local, c, true)
-    if (c.alone) throw policy.error
     const members = c.members
     const out = new Float64Array(3 * members)
     if (policy.mode === 'deny') {
@@ -177,120 +320,10 @@ const pacer = {
     }
     return c.owner._outcome(out, 0, c.weight, true, c.pace)
   },
-}
-
-// --- How the sites above the stores see a pacer (see lib/kinds/kind.js) -------------------
-
-/**
- * A pacer's part of a 'gcra' door's rateLimit() outcome (the pacer of `limit` per
- * `windowMs`, maxBurst `limit`): `mark` is its bucket level before the call. Remaining is
- * what the level leaves after an admitted charge; the reset, when the bucket is empty again
- * (refused: when a retry would be admitted, the delay). JS arithmetic on the watermark: the
- * pacer's answer carries no remaining or reset.
- */
-function fromGcra(w, mark, weight, allowed, delayMs) {
-  const qps = (w.limit * 1000) / w.windowMs
-  const level = Math.min(w.limit, mark + (allowed ? weight : 0))
-  w.remaining = Math.max(0, Math.floor(w.limit - level))
-  w.resetMs = allowed ? Math.ceil((level / qps) * 1000) : delayMs
-  return w
-}
-
-/**
- * The window of a pacer `p` given by `limiter(req)`: its maxBurst (rounded down: a policy's
- * quota is an Integer) per the time its bucket takes to drain; the reset is the delay.
- */
-function pacerWindow(p, mark, weight, allowed, delayMs) {
-  return {
-    name: '',
-    limit: Math.floor(p._maxBurst),
-    windowMs: Math.ceil((p._maxBurst / p._qps) * 1000) || 1000,
-    remaining: Math.max(0, Math.floor(p._maxBurst - mark - (allowed ? weight : 0))),
-    resetMs: delayMs,
-  }
-}
-
-/** A pacer (or, `composite`, a PacerComposite) given by `limiter(req)`: a window per member. */
-const pacerRequest = (composite) => ({
-  refunds: false,
-  async check(door, limiter, key, weight, at) {
-    const pacers = composite ? limiter._leaves : [limiter]
-    if (pacers.length === 0) return null // a composite of no pacers limits nothing
-    const o = await limiter.rateLimit(weight)
-    const allowed = o.delayMs === 0
-    const marks = composite ? o.watermarks : [o.watermark]
-    const windows = pacers.map((p, i) => pacerWindow(p, marks[i], weight, allowed, o.delayMs))
-    return door.outcome(key, weight, door.named(windows), allowed, o.degraded, o.delayMs, null, at)
-  },
-})
-
-/**
- * The store key of window `i` of a door's several windows of counter `name`: one hash tag per
- * door key, so a composite of them is one script call on a cluster; `v2` sets it apart from a
- * pacer's own key `<prefix>:pacer:{<key>}`.
- */
-pacer.groupKey = (store, name, i) => storeKey(store, 'pacer', name, 2, [i])
-
-pacer.door = {
-  algorithms: {
-    gcra: {
-      order: 5,
-      refunds: false,
-      resettable: false,
-      /**
-       * A pacer per window (a composite of them for several), maxBurst its limit. Several
-       * windows' store keys share a hash tag, `<prefix>:pacer:v2:{<counter>}:<i>`, so the
-       * composite is one script call on a cluster too (no undo); one window keeps
-       * `<prefix>:pacer:{<counter>}`. A counter name needs no escaping (`[A-Za-z0-9_-]`).
-       */
-      make(classes, store, name, windows) {
-        const pacers = windows.map((w, i) => {
-          const p = new classes.DistributedPacer(store, {
-            // a pacer's key may hold any character: `.` is in no counter name
-            key: windows.length === 1 ? name : `${name}.${i}`,
-            qps: (w.limit * 1000) / w.windowMs,
-            maxBurst: w.limit,
-          })
-          return windows.length > 1 ? p._asWindow(name, i) : p
-        })
-        return pacers.length === 1 ? pacers[0] : new classes.PacerComposite(pacers)
-      },
-      members: (limiter) => limiter._leaves ?? [limiter],
-      async check(door, limiter, key, weight, windows, at) {
-        const o = await limiter.rateLimit(weight)
-        const allowed = o.delayMs === 0
-        const marks = windows.length === 1 ? [o.watermark] : o.watermarks
-        windows.forEach((w, i) => fromGcra(w, marks[i], weight, allowed, o.delayMs))
-        return door.outcome(key, weight, windows, allowed, o.degraded, o.delayMs, null, at)
-      },
-    },
-  },
-  limiters: { DistributedPacer: pacerRequest(false), PacerComposite: pacerRequest(true) },
-}
-
-pacer.inspect = {
-  limiter: (classes, store, { name, options: o }) =>
-    new classes.DistributedPacer(store, { key: name, qps: o.qps, maxBurst: o.maxBurst }),
-  async state(limiter, info) {
-    const o = await limiter.rateLimit(0) // a probe: charges nothing, counts nothing
-    const maxBurst = info.options.maxBurst
-    return {
-      backlogMs: o.delayMs,
-      watermark: o.watermark,
-      fill: o.delayMs > 0 ? 1 : maxBurst > 0 ? Math.min(1, Math.max(0, o.watermark / maxBurst)) : 0,
-    }
-  },
-  limitText: (o) => `${o.qps}/s, burst ${o.maxBurst}`,
-  words: (st, f) => (st.backlogMs > 0 ? `backlog ${f.ms(st.backlogMs)}` : `burst used ${f.count(st.watermark)}`),
-}
-
-pacer.bullmq = {
-  DistributedPacer: { role: 'pacer', paces: true, spacingMs: (p) => 1000 / p._qps },
-  PacerComposite: {
-    role: 'pacer',
-    spacingMs: (c) => Math.max(0, ...c._leaves.map((p) => 1000 / p._qps)),
-    members: (c) => c._leaves,
-  },
+  groupKey,
+  door: doorSection,
+  inspect: inspectSection,
+  bullmq: bullmqSection,
 }
 
 module.exports = pacer

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The quotas' kind (QuotaLimiter, Sentry's sliding-window quotas). Call: `{ keys, nums, mode,
 // timestamp }`: the distinct counters' keys (in the codec's encoding) and `nums` =
@@ -6,7 +7,7 @@
 // (nothing for `use`), the marker in the timestamp.
 
 const native = require('../native')
-const { OPS, WRONG_TYPE, numbers, wrongType, longest } = require('./kind')
+const { OPS, WRONG_TYPE, numbers, wrongType, longest, degraded } = require('./kind')
 
 const { check, checkAndUse, use } = OPS.quota
 const MODE = { check, checkAndUse, use }
@@ -36,11 +37,22 @@ function put(nums, at, c, timestamp) {
 function run(store, c, timestamp) {
   const nums = new Float64Array(3 + c.nums.length)
   put(nums, 0, c, timestamp)
-  const out = native.memoryCall(store._handle, quota.code, c.keys, nums, store._begin())
+  const out = /** @type {number[]} */ (native.memoryCall(store._handle, quota.code, c.keys, nums, store._begin()))
   out.shift()
   return out
 }
 
+// --- How the sites above the stores see the quotas (lib/kinds/contract.d.ts)
+
+/** A quota prefix has no limiter object of its own: its statistics are read through one. */
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  limiter: () => null,
+  stats: (classes, store, info) => new classes.QuotaLimiter(store).stats(info.name),
+  limitText: (o) => `${(o.quotas || []).length} quota${(o.quotas || []).length === 1 ? '' : 's'}`,
+}
+
+/** @satisfies {import('./contract').Kind<QuotaCall> & import('./contract').Own<'MODE'>} */
 const quota = {
   code: 3,
   name: 'quota',
@@ -111,18 +123,9 @@ const quota = {
       out = new Float64Array(c.mode === MODE.use ? 0 : values.length)
       if (c.mode !== MODE.use) out.set(values)
     }
-    out.degraded = true
-    return out
+    return degraded(out)
   },
-}
-
-// --- How the sites above the stores see the quotas (see lib/kinds/kind.js) ---------------
-
-/** A quota prefix has no limiter object of its own: its statistics are read through one. */
-quota.inspect = {
-  limiter: () => null,
-  stats: (classes, store, info) => new classes.QuotaLimiter(store).stats(info.name),
-  limitText: (o) => `${(o.quotas || []).length} quota${(o.quotas || []).length === 1 ? '' : 's'}`,
+  inspect: inspectSection,
 }
 
 module.exports = quota

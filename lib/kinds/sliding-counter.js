@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The approximate sliding window's kind (its limiter: SlidingCounterLimiter, lib/classes/): per window two
 // counters (this calendar window's and the previous one's, weighted by its overlap with the
@@ -43,6 +44,71 @@ function encode(calls, nowUs) {
   return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
 }
 
+// --- How the sites above the stores see it (lib/kinds/contract.d.ts)
+
+/** A window `dw` of its Decision as door window `w`: if it refuses, until it admits; else its full reset. */
+function fromWindow(w, dw) {
+  w.remaining = dw.remaining
+  w.resetMs = dw.retryAfterMs > 0 ? dw.retryAfterMs : dw.resetAfterMs
+  return w
+}
+
+/** The door's answer for `d`, a decision of `limiter` on door windows `windows`. */
+function doorOutcome(door, limiter, key, weight, windows, d, at) {
+  windows.forEach((w, i) => fromWindow(w, d.windows[i]))
+  const refund = door.refundOf(limiter, weight, d, at)
+  return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
+}
+
+/** @satisfies {import('./contract').DoorSection} */
+const doorSection = {
+  algorithms: {
+    'sliding-counter': {
+      order: 6,
+      refunds: true,
+      /** One limiter of every window, charged together in one call. */
+      make: (classes, store, name, windows) =>
+        new classes.SlidingCounterLimiter(store, {
+          name,
+          windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
+        }),
+      async check(door, limiter, key, weight, windows, at) {
+        return doorOutcome(door, limiter, key, weight, windows, await limiter.check(weight), at)
+      },
+    },
+  },
+  limiters: {
+    SlidingCounterLimiter: {
+      refunds: true,
+      async check(door, limiter, key, weight, at) {
+        const windows = limiter.windows.map((w) => ({ name: '', limit: w.limit, windowMs: w.intervalMs }))
+        const d = await limiter.check(weight)
+        return doorOutcome(door, limiter, key, weight, door.named(windows), d, at)
+      },
+    },
+  },
+}
+
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  resettable: true,
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.SlidingCounterLimiter(store, { name, windows: o.windows }),
+  state: async (limiter) => windowed.state(await limiter.peek()),
+  limitText: (o, per) => (o.windows || []).map((w) => `~${w.limit} / ${per(w.intervalMs)}`).join(', '),
+  words: windowed.words,
+}
+
+/** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
+/** @satisfies {import('./contract').Kind['bullmq']} */
+const bullmqSection = {
+  SlidingCounterLimiter: {
+    role: 'rate',
+    rateOf: windowed.rateOf,
+  },
+}
+
+/** @satisfies {import('./contract').Kind<SlidingCounterCall>} */
 const slidingCounter = {
   code: CODE,
   name: 'sliding-counter',
@@ -88,67 +154,9 @@ const slidingCounter = {
     }
     return owner._decision(out, 0, true)
   },
-}
-
-// --- How the sites above the stores see it (see lib/kinds/kind.js) --
-
-/** A window `dw` of its Decision as door window `w`: if it refuses, until it admits; else its full reset. */
-function fromWindow(w, dw) {
-  w.remaining = dw.remaining
-  w.resetMs = dw.retryAfterMs > 0 ? dw.retryAfterMs : dw.resetAfterMs
-  return w
-}
-
-/** The door's answer for `d`, a decision of `limiter` on door windows `windows`. */
-function doorOutcome(door, limiter, key, weight, windows, d, at) {
-  windows.forEach((w, i) => fromWindow(w, d.windows[i]))
-  const refund = door.refundOf(limiter, weight, d, at)
-  return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
-}
-
-slidingCounter.door = {
-  algorithms: {
-    'sliding-counter': {
-      order: 6,
-      refunds: true,
-      /** One limiter of every window, charged together in one call. */
-      make: (classes, store, name, windows) =>
-        new classes.SlidingCounterLimiter(store, {
-          name,
-          windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
-        }),
-      async check(door, limiter, key, weight, windows, at) {
-        return doorOutcome(door, limiter, key, weight, windows, await limiter.check(weight), at)
-      },
-    },
-  },
-  limiters: {
-    SlidingCounterLimiter: {
-      refunds: true,
-      async check(door, limiter, key, weight, at) {
-        const windows = limiter.windows.map((w) => ({ name: '', limit: w.limit, windowMs: w.intervalMs }))
-        const d = await limiter.check(weight)
-        return doorOutcome(door, limiter, key, weight, door.named(windows), d, at)
-      },
-    },
-  },
-}
-
-slidingCounter.inspect = {
-  resettable: true,
-  limiter: (classes, store, { name, options: o }) =>
-    new classes.SlidingCounterLimiter(store, { name, windows: o.windows }),
-  state: async (limiter) => windowed.state(await limiter.peek()),
-  limitText: (o, per) => (o.windows || []).map((w) => `~${w.limit} / ${per(w.intervalMs)}`).join(', '),
-  words: windowed.words,
-}
-
-/** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
-slidingCounter.bullmq = {
-  SlidingCounterLimiter: {
-    role: 'rate',
-    rateOf: windowed.rateOf,
-  },
+  door: doorSection,
+  inspect: inspectSection,
+  bullmq: bullmqSection,
 }
 
 module.exports = slidingCounter

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The sliding windows' kind (SlidingWindowLimiter): several exact sliding windows decided and
 // charged together. Call: `{ owner, op, weight, atUs }`, the windows from the owner's `_spec`
@@ -33,6 +34,72 @@ function put(nums, at, c) {
   return at + 2 + spec.length
 }
 
+// --- How the sites above the stores see a sliding-window limiter (lib/kinds/contract.d.ts)
+
+/**
+ * A sliding window's part `dw` of its Decision as door window `w`. It names no reset: until
+ * it has room (refused), else its length at most.
+ */
+function fromSliding(w, dw) {
+  w.remaining = dw.remaining
+  w.resetMs = dw.retryAfterMs > 0 ? dw.retryAfterMs : w.windowMs
+  return w
+}
+
+/** @satisfies {import('./contract').DoorSection} */
+const doorSection = {
+  algorithms: {
+    sliding: {
+      order: 3,
+      refunds: false,
+      /** One limiter of every window, charged together. */
+      make: (classes, store, name, windows) =>
+        new classes.SlidingWindowLimiter(store, {
+          name,
+          windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
+        }),
+      async check(door, limiter, key, weight, windows, at) {
+        const d = await limiter.check(weight)
+        windows.forEach((w, i) => fromSliding(w, d.windows[i]))
+        return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
+      },
+    },
+  },
+  limiters: {
+    SlidingWindowLimiter: {
+      refunds: false,
+      async check(door, limiter, key, weight, at) {
+        if (door.config.refunds) throw door.noRefund()
+        const d = await limiter.check(weight)
+        const windows = limiter.windows.map((w, i) =>
+          fromSliding({ name: '', limit: w.limit, windowMs: w.intervalMs }, d.windows[i]),
+        )
+        return door.outcome(key, weight, door.named(windows), d.allowed, d.degraded, d.retryAfterMs, null, at)
+      },
+    },
+  },
+}
+
+/** @satisfies {import('./contract').InspectSection} */
+const inspectSection = {
+  resettable: true,
+  limiter: (classes, store, { name, options: o }) =>
+    new classes.SlidingWindowLimiter(store, { name, windows: o.windows }),
+  state: async (limiter) => windowed.state(await limiter.peek(0)),
+  limitText: (o, per) => (o.windows || []).map((w) => `${w.limit} / ${per(w.intervalMs)}`).join(', '),
+  words: windowed.words,
+}
+
+/** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
+/** @satisfies {import('./contract').Kind['bullmq']} */
+const bullmqSection = {
+  SlidingWindowLimiter: {
+    role: 'rate',
+    rateOf: windowed.rateOf,
+  },
+}
+
+/** @satisfies {import('./contract').Kind<SlidingCall>} */
 const sliding = {
   code: 2,
   name: 'sliding',
@@ -112,68 +179,9 @@ const sliding = {
     }
     return owner._decision(out, 0, true)
   },
-}
-
-// --- How the sites above the stores see a sliding-window limiter (see lib/kinds/kind.js) --
-
-/**
- * A sliding window's part `dw` of its Decision as door window `w`. It names no reset: until
- * it has room (refused), else its length at most.
- */
-function fromSliding(w, dw) {
-  w.remaining = dw.remaining
-  w.resetMs = dw.retryAfterMs > 0 ? dw.retryAfterMs : w.windowMs
-  return w
-}
-
-sliding.door = {
-  algorithms: {
-    sliding: {
-      order: 3,
-      refunds: false,
-      /** One limiter of every window, charged together. */
-      make: (classes, store, name, windows) =>
-        new classes.SlidingWindowLimiter(store, {
-          name,
-          windows: windows.map((w) => ({ limit: w.limit, intervalMs: w.windowMs })),
-        }),
-      async check(door, limiter, key, weight, windows, at) {
-        const d = await limiter.check(weight)
-        windows.forEach((w, i) => fromSliding(w, d.windows[i]))
-        return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, null, at)
-      },
-    },
-  },
-  limiters: {
-    SlidingWindowLimiter: {
-      refunds: false,
-      async check(door, limiter, key, weight, at) {
-        if (door.config.refunds) throw door.noRefund()
-        const d = await limiter.check(weight)
-        const windows = limiter.windows.map((w, i) =>
-          fromSliding({ name: '', limit: w.limit, windowMs: w.intervalMs }, d.windows[i]),
-        )
-        return door.outcome(key, weight, door.named(windows), d.allowed, d.degraded, d.retryAfterMs, null, at)
-      },
-    },
-  },
-}
-
-sliding.inspect = {
-  resettable: true,
-  limiter: (classes, store, { name, options: o }) =>
-    new classes.SlidingWindowLimiter(store, { name, windows: o.windows }),
-  state: async (limiter) => windowed.state(await limiter.peek(0)),
-  limitText: (o, per) => (o.windows || []).map((w) => `${w.limit} / ${per(w.intervalMs)}`).join(', '),
-  words: windowed.words,
-}
-
-/** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
-sliding.bullmq = {
-  SlidingWindowLimiter: {
-    role: 'rate',
-    rateOf: windowed.rateOf,
-  },
+  door: doorSection,
+  inspect: inspectSection,
+  bullmq: bullmqSection,
 }
 
 module.exports = sliding

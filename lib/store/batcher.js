@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // Flush policy: a call leaves at the end of the tick it was made in (process.nextTick) when
 // fewer than `maxInFlight` batches of its queue are under way; otherwise it waits for one of

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // A RedisStore's circuit breaker: the first call that finds Redis unreachable opens it
 // (status 'down', 'down' emitted, the store-down policy answers), a probe every
@@ -20,6 +21,7 @@ class Circuit {
     this._probeIntervalMs = probeIntervalMs
     this.policy = policy
     /** 'up', or 'down' from the first call that found Redis unreachable until a probe finds it back */
+    /** @type {'up' | 'down'} */
     this.status = 'up'
     this.probeTimer = null
     this._probing = false

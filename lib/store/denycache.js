@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The local deny cache of a RedisStore (`localDenyCache`): refusals Redis gave, answered again
 // in this process until they run out, without a round trip.

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The direct lane: one connection to a standalone Redis, owned by the JS thread. Store calls
 // run in native code (src/store/redis/direct.rs) and hand back the exact bytes of their

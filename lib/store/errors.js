@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The errors a store makes itself (closed, statistics off or unwritable, Redis found down),
 // and which native failures say that Redis is unreachable.

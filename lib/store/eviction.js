@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // Evicting servers, found at connect: each master's maxmemory-policy (read from INFO memory,
 // which managed services and least-privilege ACL users allow where CONFIG GET is refused).

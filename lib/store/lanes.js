@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // How a RedisStore's calls travel: one queue per kind, batched (see batcher.js), each batch on
 // the direct connection when it is up, else on the queue's own pool connection (its lane);

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The embedded store: limiter state in this process, decisions made synchronously in native
 // code (no thread hop), with the same semantics as Redis. For tests, single-process apps,
@@ -14,12 +15,20 @@ const { closedError, statsOffError } = require('./errors')
 /** New keys between two checks whether the memory store should drop expired keys. */
 const SWEEP_EVERY = 4096
 
+/** @typedef {import('./store').MemoryStoreInternals} MemoryStoreInternals the store interface this store implements */
+
 /**
  * The embedded store: state in this process, decisions synchronous in native code (no thread
  * hop), the same semantics as Redis. For tests, single-process apps and the demo.
+ * @implements {MemoryStoreInternals}
  */
 class MemoryStore {
-  constructor(options) {
+  /**
+   * `options`: the public ones (lib/entries/types/store.d.ts). `waiters` (@internal): the
+   * concurrent-limiter waiters of the RedisStore this store decides for under whenDown
+   * 'local': its grants wake them, and closing this store leaves them to their store.
+   */
+  constructor(options, waiters = null) {
     const { keyPrefix, clock, stats } = memoryOptions(options)
     this.keyPrefix = keyPrefix
     this.clock = clock
@@ -30,8 +39,10 @@ class MemoryStore {
     this._ids = new Map() // store key -> interned id; cleared whenever a sweep frees ids
     this._untilSweep = SWEEP_EVERY
     this._closed = false
-    this._waiters = new Waiters()
+    this._waiters = waiters ?? new Waiters()
+    this._sharedWaiters = waiters !== null
     this._spares = new Spares() // slots given back in this process (lib/store/spares.js)
+    this._denyCache = null // a RedisStore's only
   }
 
   /** @internal the mark limiters check a store by (see lib/store/options.js) */

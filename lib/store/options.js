@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The options of the two stores: `new MemoryStore(options)` and `RedisStore.connect(options)`
 // checked (ERR_INVALID_CONFIG for anything unknown or out of range) and given their defaults.

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // A Redis (or Redis Cluster) store over one native connection pool and, on a standalone
 // Redis, a direct connection: the store's calls of every kind, its lifetime (connect, close)
@@ -23,6 +24,8 @@ const { MemoryStore } = require('./memory')
 const { closedError } = require('./errors')
 const slots = require('./slots')
 
+/** @typedef {import('./store').RedisStoreInternals} RedisStoreInternals the store interface this store implements */
+
 const PRIVATE = Symbol('sluice.private')
 
 /**
@@ -36,26 +39,31 @@ const PRIVATE = Symbol('sluice.private')
  * waits for `commandTimeoutMs` any more) until a probe, every `probeIntervalMs`, gets an
  * answer: then 'up'. Meanwhile calls are answered by `whenDown` (see whendown.js).
  */
+/** @implements {RedisStoreInternals} */
 class RedisStore extends EventEmitter {
   /** @internal the mark limiters check a store by (see lib/store/options.js) */
   get [STORE]() {
     return true
   }
 
-  constructor(token, nativeStore, direct, o) {
+  /**
+   * Made by `connect`: `direct` the direct connection (or null), `sentinel` the
+   * SentinelWatcher following the master (or null), `warnings` what connect found risky.
+   */
+  constructor(token, nativeStore, direct, o, sentinel = null, warnings = []) {
     if (token !== PRIVATE) throw invalidConfig('use `await RedisStore.connect(options)`')
     super()
     const { keyPrefix, clock } = o
     this.keyPrefix = keyPrefix
     this.clock = clock
     this._native = nativeStore
-    // behind Sentinel: what follows the master (set by connect), and whether a failover is
-    // under way (from a sentinel's start until the store is on the new master): no call is
-    // sent then, since what the old master counts may be lost
-    this._sentinel = null
+    // behind Sentinel: what follows the master, and whether a failover is under way (from a
+    // sentinel's start until the store is on the new master): no call is sent then, since
+    // what the old master counts may be lost
+    this._sentinel = sentinel
     this._failingOver = false
     /** What connect found risky (ERR_CONFIG_RISK errors, each also emitted as 'warning'). */
-    this.warnings = []
+    this.warnings = warnings
     // results come back through the process's result buffer and slots (see slots.js)
     native.redisAttach(nativeStore, slots.OUT, slots.announced)
     this._commandTimeoutMs = o.commandTimeoutMs
@@ -66,12 +74,7 @@ class RedisStore extends EventEmitter {
     // the circuit breaker and the store-down policy
     const policy = new WhenDown(o.whenDown, o.probeIntervalMs, {
       // whenDown 'local': counts from zero for the outage; its grants wake this store's waiters
-      makeLocal: () => {
-        const local = new MemoryStore({ keyPrefix, clock, stats: false })
-        local._waiters = this._waiters
-        local._sharedWaiters = true
-        return local
-      },
+      makeLocal: () => new MemoryStore({ keyPrefix, clock, stats: false }, this._waiters),
       nowUs: () => this._localUs(),
     })
     this._circuit = new Circuit(this, o.probeIntervalMs, policy)
@@ -101,6 +104,8 @@ class RedisStore extends EventEmitter {
     let direct = null
     let url = o.url
     let watcher = null
+    /** the store, once made: what the sentinels' news is for */
+    let store = null
     if (o.sentinel) {
       // the direct lane's server: the master the sentinels name now (the pool asks them itself)
       watcher = new SentinelWatcher(
@@ -108,17 +113,16 @@ class RedisStore extends EventEmitter {
         ({ host, port }) => {
           if (direct !== null) direct.retarget(host, port)
           // calls stay held off until the pool is on the new master too
-          const store = watcher.store
-          if (store) store._failingOver = true
+          const held = store
+          if (held) held._failoverStarts()
           nativeStore.reconnect().then(
-            () => store && store._failoverEnds(),
-            () => store && store._failoverEnds(),
+            () => held && held._failoverEnds(),
+            () => held && held._failoverEnds(),
           )
         },
         (on) => {
-          const store = watcher.store
           if (!store) return
-          if (on) store._failingOver = true
+          if (on) store._failoverStarts()
           else store._failoverEnds()
         },
       )
@@ -140,10 +144,7 @@ class RedisStore extends EventEmitter {
       direct = nativeStore.startedUp ? await DirectConnection.open(url, timeouts) : DirectConnection.idle(url, timeouts)
     }
     if (watcher !== null) watcher.start()
-    const store = new RedisStore(PRIVATE, nativeStore, direct, o)
-    store._sentinel = watcher
-    if (watcher !== null) watcher.store = store
-    store.warnings = warnings
+    store = new RedisStore(PRIVATE, nativeStore, direct, o, watcher, warnings)
     // emitted from a later turn: a listener added just after `await connect()` still hears them
     if (warnings.length > 0) setImmediate(() => warnings.forEach((w) => store.emit('warning', w)))
     if (!nativeStore.startedUp) {
@@ -250,6 +251,11 @@ class RedisStore extends EventEmitter {
       if (circuit.opens(error)) circuit.trip(error, kind.keyOf(c))
       throw error
     }
+  }
+
+  /** @internal a failover (Sentinel) has begun: no call is sent until it is over */
+  _failoverStarts() {
+    this._failingOver = true
   }
 
   /** @internal the failover (Sentinel) is over: calls go to Redis again, the circuit probes at once */

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // Following a master behind Redis Sentinel: asks the sentinels where the master is, and keeps
 // one subscription per sentinel to `+switch-master`, so the store moves to a promoted replica

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // Where a RedisStore's batches wait for their results, without an object per call at the
 // native boundary: a slot per batch under way (one table for every store of the process), the

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // Slots given back in this process: a paced slot that its caller gave up (an abort, a
 // timeout, a deadline, outcome.cancel()) and that the store could not take back exactly (it

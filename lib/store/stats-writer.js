@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // A RedisStore's statistics in Redis: the counts this process took (its StatsBook) written
 // every `statsFlushMs` and at close, one script call per hash slot (lua/stats.lua); read back

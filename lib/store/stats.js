@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 
 // Statistics of every limiter, per kind and name, counted in the process (a few additions per
@@ -356,7 +357,7 @@ class StatsBook {
     const e = names === undefined ? undefined : names.get(name)
     const out = {}
     for (const f of fieldsOf(kind)) out[f] = e ? e.counts[INDEX[f]] : 0
-    return out
+    return /** @type {import('./store').LimiterStats} */ (out)
   }
 
   /** The per-minute history of `kind:name` held here (a MemoryStore's book): see historyOf. */

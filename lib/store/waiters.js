@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The concurrent-limiter waiters of this process (one interface on both stores: enter, leave,
 // wake), and on a RedisStore the pub/sub channels their grants arrive on.

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // What a RedisStore answers while its circuit is open (Redis found down), by its `whenDown`
 // policy: 'error' (reject), 'allow' (admit, fail open), 'deny' (refuse until the next probe,

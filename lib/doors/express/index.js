@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 
 // sluice/express: rate-limiting middleware for Express 4 and 5, with express-rate-limit 8's
@@ -47,7 +48,7 @@ function defaultHandler(req, res, next, options) {
  */
 function readOptions(passed) {
   if (passed === null || typeof passed !== 'object' || Array.isArray(passed)) return { options: passed }
-  const options = {}
+  const options = /** @type {Record<string, any>} */ ({})
   for (const [name, value] of Object.entries(passed)) {
     if (value !== undefined && !PEER_ONLY.includes(name) && !SLOW_DOWN.includes(name)) options[name] = value
   }
@@ -115,12 +116,15 @@ function defaultKeyOf(config, checks, subnetFn) {
         })
       }
     : (req) => (req.ip === undefined ? NO_IP : ipKey(req.ip, subnet))
+  let checked = false
   return (req, res) => {
-    checks.run('ip', req.ip)
-    checks.run('trustProxy', req)
-    checks.run('xForwardedForHeader', req)
-    checks.run('forwardedHeader', req)
-    config.defaultKey = plain // every check has run once
+    if (!checked) {
+      checks.run('ip', req.ip)
+      checks.run('trustProxy', req)
+      checks.run('xForwardedForHeader', req)
+      checks.run('forwardedHeader', req)
+      checked = true // every check has run once
+    }
     return plain(req, res)
   }
 }
@@ -134,11 +138,13 @@ function defaultKeyOf(config, checks, subnetFn) {
  */
 function rateLimit(passed) {
   const { options, subnetFn, policyFn, checks } = readOptions(passed)
-  const config = doorConfig(options, { defaults: DEFAULTS })
-  if (checks) {
-    checks.run('creationStack')
-    config.defaultKey = defaultKeyOf(config, checks, subnetFn)
+  /** @type {import('../http/adapter').DoorAdapter} what this adapter supplies to the door */
+  const adapter = {
+    defaults: DEFAULTS,
+    defaultKey: checks ? (config) => defaultKeyOf(config, checks, subnetFn) : undefined,
   }
+  const config = doorConfig(options, adapter)
+  if (checks) checks.run('creationStack')
   const door = new Door(config)
   const handler = config.handler || defaultHandler
   const handlerOptions = Object.freeze({ ...options, message: config.message, statusCode: config.statusCode })

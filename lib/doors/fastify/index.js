@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 
 // sluice/fastify: a rate-limit plugin for Fastify 5, global or per route, with
@@ -92,6 +93,7 @@ function durationMs(text) {
 
 /** `1 second`, `8 seconds`, `2 minutes`: the peer's `context.after` (a duration in long form, rounded). */
 function longDuration(ms) {
+  /** @type {[number, string][]} */
   const steps = [
     [31_557_600_000, 'year'],
     [86_400_000, 'day'],
@@ -131,6 +133,7 @@ function warnUnknown(name) {
 function canonical(options, where) {
   if (!isObject(options)) throw invalidConfig(`${where} must be an object`)
   const rest = { ...options }
+  /** @type {Record<string, any>} */
   const peer = {}
   for (const name of PEER_OPTIONS) {
     if (name in rest) {
@@ -158,6 +161,7 @@ function canonical(options, where) {
   if (peer.timeWindow !== undefined) {
     if (rest.windowMs !== undefined) throw invalidConfig('give windowMs or its alias timeWindow, not both')
     const tw = peer.timeWindow
+    /** @type {number | Function} */
     let ms = DEFAULT_WINDOW_MS
     if (typeof tw === 'function') ms = (req, _reply, key) => tw(req, key)
     else if (Number.isFinite(tw) && tw >= 0) ms = Math.max(1, Math.trunc(tw))
@@ -216,37 +220,43 @@ function headerFlags(peer, draft) {
  * `peer.addHeaders`/`addHeadersOnExceeding`: the plugin's headerFlags, or a route's own
  * object, which replaced them whole).
  */
+/** @param {{ options: any, peer: Record<string, any>, draft?: boolean }} merged */
 function makeDoor({ options, peer, draft }) {
   const own = { ...options }
   if (own.passOnStoreError === undefined && peer.skipOnError !== undefined)
     own.passOnStoreError = peer.skipOnError === true
   if (peer.nameSpace) own.identifier = safeIdentifier(`${peer.nameSpace}${own.identifier ?? 'global'}`)
-  const config = doorConfig(own, { defaults: { limit: DEFAULT_MAX, windowMs: DEFAULT_WINDOW_MS } })
   const s = peer.ipv6Subnet
   const subnet = Number.isFinite(s) && s >= 0 && s <= 128 ? Math.trunc(s) : DEFAULT_SUBNET
-  config.defaultKey = (req) => normalizeIP(req.ip, subnet)
-  if (peer.allowList !== undefined) config.allowList = peer.allowList
   // the peer's headers: the plugin's names (a route's enableDraftSpec does not rename them,
   // as there), each shown when its flag is true (headerFlags: the plugin's flags over all true;
   // a route's, rateLimit()'s or createRateLimit()'s own object replaces them whole, as there)
   const names = draft ? DRAFT_NAMES : LEGACY_NAMES
-  const kept = (shown) => names.map((name, i) => [name, i]).filter(([name]) => Boolean(shown[name]))
-  config.headerForm = {
-    allowed: kept(peer.addHeadersOnExceeding),
-    refused: kept(peer.addHeaders),
-    retryAfter: Boolean(peer.addHeaders['retry-after']),
-  }
+  /** @type {(shown: Record<string, unknown>) => [string, number][]} */
+  const kept = (shown) => names.flatMap((name, i) => (shown[name] ? [[name, i]] : []))
   const exceeding = new Exceeding({
     continueExceeding: peer.continueExceeding === true,
     exponentialBackoff: peer.exponentialBackoff === true,
     ban: Number.isFinite(peer.ban) && peer.ban >= 0 ? Math.trunc(peer.ban) : -1,
   })
-  if (exceeding.active) config.exceeding = exceeding
-  return new Door(config)
+  /** @type {import('../http/adapter').DoorAdapter} what this adapter supplies to the door */
+  const adapter = {
+    defaults: { limit: DEFAULT_MAX, windowMs: DEFAULT_WINDOW_MS },
+    defaultKey: () => (req) => normalizeIP(req.ip, subnet),
+    allowList: peer.allowList,
+    headerForm: {
+      allowed: kept(peer.addHeadersOnExceeding),
+      refused: kept(peer.addHeaders),
+      retryAfter: Boolean(peer.addHeaders['retry-after']),
+    },
+    exceeding: exceeding.active ? exceeding : undefined,
+  }
+  return new Door(doorConfig(own, adapter))
 }
 
 /** The peer's default answer to a refusal: an error (with statusCode) for Fastify's error handler. */
 function defaultErrorResponse(_req, context) {
+  /** @type {Error & { statusCode?: number }} */
   const err = new Error(`Rate limit exceeded, retry in ${context.after}`)
   err.statusCode = context.statusCode
   return err

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 
 // The decision of an HTTP door, shared by sluice/express and sluice/fastify: a request's key
@@ -45,9 +46,14 @@ const LIMITER_BYTES = 600
 /** @internal where a middleware or hook keeps its Door (for tests and tools) */
 const DOOR = Symbol.for('sluice.door')
 
+/** @typedef {import('./adapter').HttpDoor} HttpDoor what an adapter calls on a door (lib/doors/http/adapter.d.ts) */
+/** @typedef {import('../../kinds/contract').DoorSite} DoorSite what a kind's door section calls on it */
+
 /**
  * One door: decides a request (`decide`), describes the outcome in headers (`headers`) and
  * refunds it when asked to skip failed or successful requests.
+ * @implements {HttpDoor}
+ * @implements {DoorSite}
  */
 class Door {
   constructor(config) {
@@ -410,7 +416,8 @@ class Door {
    * may add to). `Retry-After` on every refusal, never before the reset it reports.
    */
   headers(o) {
-    return headers(o, this.config.legacyHeaders, this.config.standardHeaders, this.config.headerForm)
+    const out = headers(o, this.config.legacyHeaders, this.config.standardHeaders, this.config.headerForm)
+    return /** @type {[string, string, boolean][]} */ (out)
   }
 
   /** `req.rateLimit`: the window the single-window headers describe */
@@ -439,19 +446,24 @@ class Door {
 
   /**
    * Gives the charge of `o` back once the response ends, when skipFailedRequests or
-   * skipSuccessfulRequests asks (`raw`: the node response; a response closed before it
-   * finished counts as failed).
+   * skipSuccessfulRequests asks (`end`: the response's end as the adapter supplies it, e.g.
+   * Node's response; a response closed before it finished counts as failed).
+   * @param {import('./adapter').DoorOutcome} o
+   * @param {unknown} req
+   * @param {unknown} res
+   * @param {import('./adapter').ResponseEnd} end
    */
-  settleAfter(o, req, res, raw) {
+  settleAfter(o, req, res, end) {
     const c = this.config
     if (o.refund === null || (!c.skipFailedRequests && !c.skipSuccessfulRequests)) return
     let settled = false
     const settle = (finished) => {
       if (settled) return
       settled = true
+      /** @type {any} a boolean, or a promise of one */
       let ok = false
       try {
-        ok = finished && (c.requestWasSuccessful ? c.requestWasSuccessful(req, res) : raw.statusCode < 400)
+        ok = finished && (c.requestWasSuccessful ? c.requestWasSuccessful(req, res) : end.statusCode < 400)
       } catch {
         ok = false // a requestWasSuccessful that throws: the request did not succeed
       }
@@ -466,8 +478,8 @@ class Door {
         )
       else done(Boolean(ok))
     }
-    raw.once('finish', () => settle(true))
-    raw.once('close', () => settle(raw.writableFinished))
+    end.once('finish', () => settle(true))
+    end.once('close', () => settle(end.writableFinished))
   }
 }
 

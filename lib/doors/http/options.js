@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 
 // The options of an HTTP door (sluice/express, sluice/fastify): validated at setup into the
@@ -88,10 +89,14 @@ function duration(ms) {
 }
 
 /**
- * Validates a door's options (`extra`: the adapter's own option names) into its config.
- * Throws ERR_INVALID_CONFIG, at setup, for anything wrong.
+ * Validates a door's options into its config, with what the adapter supplies (`adapter`: its
+ * defaults, its own option names, the default key, allowList, headerForm, exceeding; see
+ * lib/doors/http/adapter.d.ts). Throws ERR_INVALID_CONFIG, at setup, for anything wrong.
+ * @param {any} options
+ * @param {import('./adapter').DoorAdapter} [adapter]
  */
-function doorConfig(options, { extra = [], defaults = {} } = {}) {
+function doorConfig(options, adapter = {}) {
+  const { extra = [], defaults = {} } = adapter
   if (!isObject(options)) throw invalidConfig('rate limit options must be an object')
   const known = COMMON_OPTIONS.concat(extra)
   for (const name of Object.keys(options)) {
@@ -129,6 +134,7 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
     allowList: null,
     /** the legacy headers' names and form, when not express-rate-limit's (lib/doors/http/headers.js) */
     headerForm: null,
+    /** @type {false | 'draft-6' | 'draft-7' | 'draft-8' | 'draft-10'} */
     standardHeaders: false,
     statusCode: 429,
     downStatusCode: 503,
@@ -239,7 +245,12 @@ function doorConfig(options, { extra = [], defaults = {} } = {}) {
   }
   config.refunds = config.skipFailedRequests || config.skipSuccessfulRequests
   const subnet = config.ipv6Subnet
-  config.defaultKey = (req) => ipKey(req.ip, subnet)
+  config.defaultKey = adapter.defaultKey
+    ? adapter.defaultKey(/** @type {any} the config, complete */ (config))
+    : (req) => ipKey(req.ip, subnet)
+  if (adapter.allowList !== undefined) config.allowList = adapter.allowList
+  if (adapter.headerForm !== undefined) config.headerForm = adapter.headerForm
+  if (adapter.exceeding !== undefined) config.exceeding = adapter.exceeding
   return config
 }
 

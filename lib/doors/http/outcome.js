@@ -1,11 +1,12 @@
+// @ts-check
 'use strict'
 
 // What an HTTP door answers for a request and how it counts it: the outcome of a decision (its
 // windows' remaining and reset, the window the single-window headers describe), `req.rateLimit`,
 // and the door's statistics. A door is one limiter in the registry and in statistics, kind
 // `door` named by its counter identifier (lib/kinds/door.js): it counts each request it decides,
-// over all its clients, once; its clients' counters are kept out of statistics (`_statsAs`
-// null), so no number of distinct client keys can crowd the registry.
+// over all its clients, once; its clients' counters are kept out of statistics (each one's
+// `_uncounted()`), so no number of distinct client keys can crowd the registry.
 
 /**
  * An outcome: `{ allowed, degraded, key, weight, windows, main, retryAfterMs, refund, at }`
@@ -58,7 +59,7 @@ function doorOwner(config) {
 
 /** Keeps the limiters a door made for a client (`made`: the leaves) out of statistics. */
 function uncounted(made) {
-  for (const l of made) l._statsAs = null
+  for (const l of made) l._uncounted()
 }
 
 /**
