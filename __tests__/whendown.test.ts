@@ -297,6 +297,50 @@ describe('whenDown: the store-down policy and the circuit breaker', () => {
     })
   }
 
+  for (const policy of ['error', 'allow', 'deny', 'local'] as Policy[]) {
+    it(`issue-37-alone-call-whendown: ${policy}: a door's several windows (one call, never batched) follow the policy as one window does`, async () => {
+      // a door's several windows of one key are one all-or-nothing call that is never batched;
+      // it answered 'error' with a degraded refusal (a 429 where one window passed the store's
+      // error on) and threw, under every policy, from the call that found Redis down
+      const t = await setup(policy)
+      try {
+        const req = createRequire(__filename)
+        const LIMIT = req('../lib/kinds/limit.js')
+        const classes = req('../lib/classes/index.js')
+        const windows = [
+          { limit: 3, windowMs: 60_000 },
+          { limit: 10, windowMs: 3_600_000 },
+        ]
+        const group = LIMIT.door.algorithms.fixed.make(classes, t.store, 'g', windows)
+        const one = LIMIT.door.algorithms.fixed.make(classes, t.store, 'o', windows.slice(0, 1))
+        expect((await group.check(1)).allowed).toBe(true)
+        await t.kill()
+        const settle = (p: Promise<any>) =>
+          p.then(
+            (v) => ({ allowed: v.allowed, degraded: v.degraded, code: null }),
+            (e) => ({ allowed: null, degraded: null, code: (e as SluiceError).code }),
+          )
+        // the call that finds Redis down, then calls while it is down: as one window's
+        const found = await settle(group.check(1))
+        await until(() => t.store.status === 'down')
+        const down = [await settle(group.check(1)), await settle(group.check(1))]
+        const single = await settle(one.check(1))
+        const expected = {
+          error: { allowed: null, degraded: null, code: 'ERR_STORE_UNAVAILABLE' },
+          allow: { allowed: true, degraded: true, code: null },
+          deny: { allowed: false, degraded: true, code: null },
+          local: { allowed: true, degraded: true, code: null },
+        }[policy]
+        if (policy !== 'error') expect(found).toEqual(expected)
+        else expect(found.code).toMatch(/^ERR_(STORE_UNAVAILABLE|TIMEOUT)$/)
+        expect(down).toEqual([expected, expected])
+        expect(single).toEqual(expected)
+      } finally {
+        await t.close()
+      }
+    })
+  }
+
   it('a store closed while down stops probing (the process can exit)', async () => {
     const t = await setup('allow')
     await t.kill()

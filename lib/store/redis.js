@@ -231,24 +231,33 @@ class RedisStore extends EventEmitter {
   }
 
   /**
-   * @internal a call that is never batched, on its kind's lane. While Redis is down, its
-   * kind's `whenDown` answers (a pacer's block: only 'local' can record it, in this process).
+   * @internal a call that is never batched, on its kind's lane. While Redis is down it is
+   * answered as a batched call is: under 'error' it rejects with the store's error, else its
+   * kind's `whenDown` answers (a pacer's block: only 'local' can record it, in this process);
+   * the call that finds Redis down is answered by the policy too.
    */
   async _alone(kind, c) {
     const circuit = this._circuit
-    if (circuit.status === 'down') {
+    const byPolicy = () => {
       try {
         return kind.whenDown(circuit.policy, c)
       } catch (err) {
         throw fromNative(err)
       }
     }
+    if (circuit.status === 'down') {
+      if (circuit.policy.mode === 'error') throw circuit.policy.error
+      return byPolicy()
+    }
     try {
       if (this._failingOver) throw failingOver()
       return await kind.alone(this, c, this._nowUs())
     } catch (err) {
       const error = fromNative(err)
-      if (circuit.opens(error)) circuit.trip(error, kind.keyOf(c))
+      if (circuit.opens(error)) {
+        circuit.trip(error, kind.keyOf(c))
+        if (circuit.policy.mode !== 'error') return byPolicy()
+      }
       throw error
     }
   }
