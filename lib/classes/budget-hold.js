@@ -8,7 +8,7 @@
 // deep queue stays in the process, where it can still borrow when the other tenants go idle,
 // instead of in the tenant's lane at its share's pace. Used by lib/classes/budget.js.
 
-const { sleep, nowMs, aborted } = require('./limiter')
+const { sleep, nowMs, aborted } = require('./base')
 
 /** Reservations of one tenant in flight to the store at once, at most (their starts are not known yet). */
 const IN_FLIGHT = 4

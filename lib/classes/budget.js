@@ -5,17 +5,8 @@
 
 const { randomBytes } = require('node:crypto')
 const { SluiceError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
-const {
-  checkStore,
-  checkInteger,
-  plainObject,
-  checkSignal,
-  withinOptions,
-  sleep,
-  nowMs,
-  overLimit,
-} = require('./limiter')
-const { NAME, MAX_LIMIT, MAX_MS } = require('./limiter')
+const { checkStore, checkInteger, plainObject, checkSignal, withinOptions, sleep, nowMs, overLimit } = require('./base')
+const { NAME, MAX_LIMIT, MAX_MS } = require('./base')
 const budget = require('../kinds/budget')
 const { Holds } = require('./budget-hold')
 const { storeKey } = require('../store/keys')

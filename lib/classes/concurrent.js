@@ -14,7 +14,7 @@ const {
   aborted,
   MAX_LIMIT,
   MAX_MS,
-} = require('./limiter')
+} = require('./base')
 const CONCURRENT = require('../kinds/concurrent')
 const { storeKey } = require('../store/keys')
 

@@ -3,7 +3,7 @@
 // fair kind's (lib/kinds/fair.js).
 
 const { invalidConfig, invalidArgument } = require('../base/errors')
-const { checkInteger, MAX_MS } = require('./limiter')
+const { checkInteger, MAX_MS } = require('./base')
 const { MemoryStore, RedisStore } = require('../store')
 const FAIR = require('../kinds/fair')
 const { MAX_LIMIT } = require('../store/bounds')

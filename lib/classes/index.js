@@ -5,9 +5,10 @@
 // calls them, so that a kind names the classes it builds and never requires them.
 
 const { DistributedPacer, PacerComposite } = require('./pacer')
-const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, UnlimitedLimiter } = require('./limiters')
+const { BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter, UnlimitedLimiter } = require('./rate')
 const { ConcurrentLimiter, Lease } = require('./concurrent')
-const { SlidingWindowLimiter, QuotaLimiter } = require('./windows')
+const { SlidingWindowLimiter } = require('./sliding')
+const { QuotaLimiter } = require('./quota')
 const { SlidingCounterLimiter } = require('./sliding-counter')
 const { FairTenant } = require('./fair')
 const { Budget } = require('./budget')

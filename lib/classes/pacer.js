@@ -4,7 +4,7 @@
 
 const { MemoryStore, RedisStore } = require('../store')
 const { invalidConfig, invalidArgument, ownProps } = require('../base/errors')
-const { blockMs, nowMs } = require('./limiter')
+const { blockMs, nowMs } = require('./base')
 const { escapeKey, storeKey } = require('../store/keys')
 const PACER = require('../kinds/pacer')
 

@@ -1,8 +1,8 @@
 'use strict'
 // SlidingCounterLimiter (the approximate sliding window): its options and results. Its calls are
-// the sliding-counter kind's (lib/kinds/sliding-counter.js), the rest `Limiter`'s (limiter.js).
+// the sliding-counter kind's (lib/kinds/sliding-counter.js), the rest `Limiter`'s (base.js).
 
-const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('./limiter')
+const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('./base')
 const SLIDING_COUNTER = require('../kinds/sliding-counter')
 
 const OP = SLIDING_COUNTER.OP

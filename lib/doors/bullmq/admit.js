@@ -4,7 +4,7 @@
 // prefetched admissions) or a pacer, retried when the limiter says, and a pacer's wait that
 // reserves no slot it will not wait for.
 
-const { isPacer, paces } = require('./limiters')
+const { isPacer, paces } = require('./roles')
 const { sleep } = require('./support')
 
 /** One try of a rate limiter or pacer: 0 when admitted (and charged), else ms to retry after. */

@@ -5,7 +5,7 @@
 // it is loaded when a processor is made, not when sluice is.
 //
 // The public entry only; each feature lives in lib/doors/bullmq/: processor.js (limitProcessor),
-// admit.js, prefetch.js, slots.js, concurrent.js, mark.js, limiters.js (what it knows of each
+// admit.js, prefetch.js, slots.js, concurrent.js, mark.js, roles.js (what it knows of each
 // kind), fair-queues.js (FairQueues), weighted.js (weightedWorkers).
 
 const { limitProcessor } = require('./processor')

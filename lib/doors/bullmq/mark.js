@@ -4,7 +4,7 @@
 // back, written when it is moved back to delayed; and the reschedule counted in statistics.
 
 const { SluiceError } = require('../../base/errors')
-const { membersOf } = require('./limiters')
+const { membersOf } = require('./roles')
 
 /**
  * A job's reschedule state lives in its own BullMQ hash, in this field (JSON), so it survives

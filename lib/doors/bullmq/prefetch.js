@@ -3,7 +3,7 @@
 // Admissions of a Bucket or Window limiter taken ahead by one process, in batches charged in
 // one call each, so that most jobs are admitted without a round trip.
 
-const { elapsedMs } = require('../../classes/limiters')
+const { elapsedMs } = require('../../classes/rate')
 
 /** Admissions a process takes ahead in one call: 1 % of the limit, at most this many. */
 const MAX_PREFETCH = 1024

@@ -5,7 +5,7 @@
 // backoff, or fails with OverLimitError past `reschedule` refusals.
 
 const { OverLimitError, invalidConfig } = require('../../base/errors')
-const { MAX_MS } = require('../../classes/limiters')
+const { MAX_MS } = require('../../classes/rate')
 const {
   isRateLimiter,
   isPacer,
@@ -15,7 +15,7 @@ const {
   nameOf,
   spacingMs,
   leadOf,
-} = require('./limiters')
+} = require('./roles')
 const { slotAfter, reserve } = require('./slots')
 const { Prefetch } = require('./prefetch')
 const { admit } = require('./admit')

@@ -5,8 +5,8 @@
 // limiter's rate) that hands each refused job a slot of its own.
 
 const { DistributedPacer } = require('../../classes/pacer')
-const { MAX_MS } = require('../../classes/limiters')
-const { isPacer, rateOf } = require('./limiters')
+const { MAX_MS } = require('../../classes/rate')
+const { isPacer, rateOf } = require('./roles')
 
 /** A reservation as far ahead as a wait may be (10 years), µs. */
 const MAX_WAIT_US = MAX_MS * 1000

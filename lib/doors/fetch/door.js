@@ -12,7 +12,7 @@ const MAX_KEY_LENGTH = 500
 const BACKOFF_MS = 250
 
 /** The gates of one pacedFetch or interceptor, by key. */
-class Door {
+class FetchDoor {
   constructor(config) {
     this.config = config
     this.store = config.store
@@ -73,4 +73,4 @@ class Door {
   }
 }
 
-module.exports = { Door }
+module.exports = { FetchDoor }

@@ -2,12 +2,12 @@
 // The per-key gate of sluice/fetch: waits for a key's slot (the key's record of the adaptive
 // kind, shared by every process on the store: its rate, queue, block and learned rate), reads
 // each response (Retry-After, learned limits, throttled answers) into that record, and counts
-// what happened per key. `Door` (lib/doors/fetch/door.js) holds the gates of one pacedFetch or
+// what happened per key. `FetchDoor` (lib/doors/fetch/door.js) holds the gates of one pacedFetch or
 // interceptor.
 
 const ADAPTIVE = require('../../kinds/adaptive')
 const { OverLimitError } = require('../../base/errors')
-const { nowMs, elapsedMs, aborted } = require('../../classes/limiter')
+const { nowMs, elapsedMs, aborted } = require('../../classes/base')
 const { sleepUntil, moveUp } = require('./slots')
 const { storeKey } = require('../../store/keys')
 const { learn } = require('./headers')

@@ -4,9 +4,9 @@
 // pacedFetch reads it; a retryable answer is swallowed and the request dispatched again.
 
 const { fetchConfig } = require('./options')
-const { Door } = require('./door')
+const { FetchDoor } = require('./door')
 const { fromObject } = require('./headers')
-const { sleep } = require('../../classes/limiter')
+const { sleep } = require('../../classes/base')
 const { SluiceError } = require('../../base/errors')
 
 /** Bodies that can be dispatched again (a stream or an iterator cannot). */
@@ -154,7 +154,7 @@ class PacedCall {
  * with the same options (but `fetch`). Its `stats(key?)` counts per key.
  */
 function interceptor(options) {
-  const door = new Door(fetchConfig(options, false))
+  const door = new FetchDoor(fetchConfig(options, false))
   const intercept = (dispatch) =>
     function pacedDispatch(opts, handler) {
       new PacedCall(door, dispatch, opts, handler).start()

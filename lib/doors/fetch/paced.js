@@ -4,9 +4,9 @@
 // retries what the options allow, after the key's block and paced like every other call.
 
 const { fetchConfig } = require('./options')
-const { Door } = require('./door')
+const { FetchDoor } = require('./door')
 const { fromHeaders } = require('./headers')
-const { sleep } = require('../../classes/limiter')
+const { sleep } = require('../../classes/base')
 
 /** A WHATWG Request of any realm (Node's global one or undici's own class). */
 function isRequest(input) {
@@ -81,7 +81,7 @@ async function settleFrom(config, gate, reservation, res, req) {
  */
 function pacedFetch(options) {
   const config = fetchConfig(options, true)
-  const door = new Door(config)
+  const door = new FetchDoor(config)
   const send = config.fetch
   async function fetch(input, init) {
     const request = isRequest(input)

@@ -4,7 +4,7 @@
 // the latest one waiting moves up to its slot (the capacity goes to a caller still waiting,
 // and the spacing of the fleet's slots holds), and the latest slot is what is left free.
 
-const { nowMs, aborted } = require('../../classes/limiter')
+const { nowMs, aborted } = require('../../classes/base')
 const { longTimeout } = require('../../base/timers')
 
 /**

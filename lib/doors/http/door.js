@@ -12,7 +12,7 @@
 
 const classes = require('../../classes')
 const { classEntry } = require('../../kinds')
-const { elapsedMs } = require('../../classes/limiter')
+const { elapsedMs } = require('../../classes/base')
 const { SluiceError, invalidConfig, invalidArgument } = require('../../base/errors')
 const {
   checkIdentifier,

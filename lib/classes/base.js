@@ -174,7 +174,7 @@ function withinOptions(options, names) {
 }
 
 /**
- * What every one-decision limiter shares (the rate limiters of lib/classes/limiters.js, and the
+ * What every one-decision limiter shares (the rate limiters of lib/classes/rate.js, and the
  * classes of kind files that hold their own): `check`, `peek`, `reset`, `block`, `withinLimit` and
  * `stats` over its kind's calls, one round trip each (calls of one tick share it), waiting in
  * `withinLimit` up to `waitTimeoutMs`. A subclass gives its store `key` (its kind's segment),

@@ -1,6 +1,6 @@
 'use strict'
 // The rate limiters (Bucket, Window, Leaky, Points, Unlimited): one `limit` per `interval`,
-// their calls the limit kind's (lib/kinds/limit.js), the rest `Limiter`'s (lib/classes/limiter.js).
+// their calls the limit kind's (lib/kinds/limit.js), the rest `Limiter`'s (lib/classes/base.js).
 
 const {
   Limiter,
@@ -13,7 +13,7 @@ const {
   MAX_LIMIT,
   MAX_MS,
   REFUND_MARGIN_MS,
-} = require('./limiter')
+} = require('./base')
 const { invalidArgument } = require('../base/errors')
 const LIMIT = require('../kinds/limit')
 
