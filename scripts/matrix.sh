@@ -17,7 +17,7 @@ ROOT=${SLUICE_MATRIX_ROOT:-/var/tmp/sluice-deb13}
 WORK=${SLUICE_MATRIX_WORK:-/var/tmp/sluice-matrix}
 SERVERS=${SERVERS:-valkey redis}
 SUITES=(limiters sliding sliding-counter quota fair pacer concurrent wrongtype block direct-lane
-  script-keys eviction acl sentinel http http-cluster http-windows-atomic bullmq bullmq-fair)
+  script-keys eviction acl sentinel http http-cluster http-windows-atomic bullmq bullmq-fair budget)
 # the Rust conformance tests: every kind's model against its Lua, standalone and cluster
 CONFORMANCE=(conformance limiters_conformance windows_conformance sliding_counter_conformance
   budget_conformance adaptive_conformance registry)
