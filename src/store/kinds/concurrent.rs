@@ -17,13 +17,13 @@ use crate::core::concurrent::{Reply as OpReply, Request, Semaphore};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{malformed, now_arg, number, Slotted};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
 use fred::prelude::*;
 use std::sync::LazyLock;
 
-static CONCURRENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/concurrent.lua")));
+static CONCURRENT: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("concurrent")));
 
 /// The concurrent kind (see the module docs).
 pub struct Concurrent;

@@ -9,16 +9,16 @@ use crate::core::pacer::{Decision, Mode, Params};
 use crate::error::Result;
 use crate::store::kinds::WRONG_TYPE;
 use crate::store::redis::calls::{malformed, now_arg, number, Slotted, CHUNK};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use fred::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer.lua")));
-static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_undo.lua")));
-static PACER_BLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_block.lua")));
-static PACER_GIVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_give.lua")));
+static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("pacer")));
+static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("pacer_undo")));
+static PACER_BLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("pacer_block")));
+static PACER_GIVE: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("pacer_give")));
 
 impl RedisStore {
   /// Blocks the pacer of `key` for `duration_us` (`lua/pacer_block.lua`); µs until it ends,
