@@ -1,4 +1,4 @@
--- budget/state.lua: the budget script's state helpers (included by lua/budget.lua, whose
+-- includes/budget/state.lua: the budget script's state helpers (included by lua/budget.lua, whose
 -- locals they use): loading a budget's keys, the totals, expired reservations, tats.
 
 -- struct formats of k doubles, built once per k

@@ -35,7 +35,7 @@ use std::sync::LazyLock;
 /// so at most that many sets.
 ///
 /// [`CHUNK`]: crate::store::redis::calls::CHUNK
-const SET_SHIFT: usize = 1024;
+pub(crate) const SET_SHIFT: usize = 1024;
 
 static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("budget")));
 

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 /// `lua/sliding_counter.lua`'s packing of a key index and a parameter set into one number.
-const KEY_SHIFT: usize = 1 << 20;
+pub(crate) const KEY_SHIFT: usize = 1 << 20;
 
 static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("sliding_counter")));
 

@@ -33,6 +33,7 @@ impl RedisStore {
   ) -> Result<f64> {
     let args =
       vec![now_arg(now_us), number(duration_us), number(params.qps), number(params.max_burst), number(params.factor)];
+    debug_assert_eq!(args.len(), BLOCK_ARGS);
     let reply = self.run(lane, &PACER_BLOCK, vec![Key::from(key)], args).await?;
     let left = match reply.as_slice() {
       [left] => left.as_i64().map(|x| x as f64),
@@ -62,6 +63,7 @@ impl RedisStore {
       number(params.factor),
       number(start_in_us),
     ];
+    debug_assert_eq!(args.len(), GIVE_ARGS);
     let reply = self.run(lane, &PACER_GIVE, vec![Key::from(key)], args).await?;
     match reply.as_slice() {
       [left] => left.as_i64().map(|x| x as f64),
@@ -274,9 +276,13 @@ impl ScriptArgs {
 }
 
 /// Fields per member in the script's reply: delay_us, watermark_before in millionths.
-const REPLY_FIELDS: usize = 2;
+pub(crate) const REPLY_FIELDS: usize = 2;
+/// ARGV of `lua/pacer_block.lua` and `lua/pacer_give.lua`: now, then the block's duration, qps,
+/// max_burst, factor; the give-back's weight, qps, max_burst, factor, start_in_us.
+pub(crate) const BLOCK_ARGS: usize = 5;
+pub(crate) const GIVE_ARGS: usize = 6;
 /// A member's argument packs its key index and parameter set: `key * KEY_SHIFT + set`.
-const KEY_SHIFT: usize = 1 << 20;
+pub(crate) const KEY_SHIFT: usize = 1 << 20;
 
 fn decision_from(fields: &[Value]) -> Result<Decision> {
   let int = |i: usize| fields.get(i).and_then(Value::as_i64).ok_or_else(|| malformed("pacer"));
