@@ -32,10 +32,14 @@ import { freePort, startCluster, startRedis, stop } from './helpers/servers.js'
 import { freshPrefix } from './helpers/stores.js'
 
 const LUA = join(__dirname, '..', 'lua')
-/** A script as the store sends it: each line `-- @include <path>` replaced by that snippet (src/store/redis/script.rs). */
-const assembled = (f: string) =>
-  readFileSync(join(LUA, f), 'utf8').replace(/^-- @include (\S+)\n/gm, (_, path) =>
-    readFileSync(join(LUA, path), 'utf8'),
+/**
+ * A script as the store sends it: each line `-- @include <name>` replaced by
+ * `lua/includes/<name>.lua`, itself expanded (build.rs does this at build time; this test
+ * expands on its own, so a script build.rs expanded otherwise is never recognised).
+ */
+const assembled = (file: string): string =>
+  readFileSync(file, 'utf8').replace(/^-- @include (\S+)\n/gm, (_, name) =>
+    assembled(join(LUA, 'includes', `${name}.lua`)),
   )
 /** SHA1 of each script as sent (with the Redis 7 shebang) -> its file name. */
 const SCRIPTS = new Map(
@@ -43,7 +47,7 @@ const SCRIPTS = new Map(
     .filter((f) => f.endsWith('.lua'))
     .map((f) => [
       createHash('sha1')
-        .update(`#!lua\n${assembled(f)}`)
+        .update(`#!lua\n${assembled(join(LUA, f))}`)
         .digest('hex'),
       f,
     ]),

@@ -29,15 +29,8 @@
 local nargs = #ARGV
 assert(nargs >= 18 and (nargs - 1) % 17 == 0 and #KEYS >= 1, 'adaptive: expected keys and calls')
 
-local now
-local margin = 0
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-  margin = 60000
-end
+-- @include clock
+-- @include wrong_type
 local SECOND = 1000000
 local KEEP = 600 * SECOND
 local WINDOW = 1000000
@@ -58,10 +51,7 @@ for i = 2, nargs, 17 do
   local sent_ago = tonumber(ARGV[i + 16])
 
   local v = redis.pcall('GET', key)
-  if type(v) == 'table' and v.err then
-    if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = -2, 0, 0, 0
-  elseif v and #v ~= 96 then
+  if wrong_type(v) or (v and #v ~= 96) then
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = -2, 0, 0, 0
   else
     local rate, tail, buntil, huntil, linc, wstart, cur, prev, created, lqps, luntil, mark = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0

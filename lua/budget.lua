@@ -1,7 +1,7 @@
 -- budget.lua: decides a batch of budget calls (Budget: reserve, settle, cancel, stats)
 -- atomically. Mirrors src/core/budget/ `step` operation for operation (same doubles). Its
--- helpers are in lua/budget/state.lua and lua/budget/tenants.lua, spliced in at the
--- `-- @include` lines (src/store/redis/script.rs).
+-- helpers are in lua/includes/budget/state.lua and tenants.lua, spliced in at the
+-- `-- @include` lines by build.rs.
 --
 -- KEYS[5b-4] budget b's state: doubles '<d...' = tail_us, open, expired, latest_deadline_us,
 --            n, shares (ppm), latest_tenant_us, active_shares (ppm), then tat_us x n,
@@ -39,13 +39,7 @@
 local nargs = #ARGV
 assert(nargs >= 8 and #KEYS >= 5 and #KEYS % 5 == 0, 'budget: expected keys and calls')
 
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- @include clock
 local nowstr = string.format('%.0f', now)
 local MARGIN_MS = 120000
 local MAX_TTL_MS = 315360000000
@@ -81,8 +75,8 @@ end
 
 -- set in budget/tenants.lua, used by prune in budget/state.lua
 local closed
--- @include budget/state.lua
--- @include budget/tenants.lua
+-- @include budget/state
+-- @include budget/tenants
 
 local out, nout, ids = {}, 0, {}
 while i <= nargs do

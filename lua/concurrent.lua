@@ -47,13 +47,8 @@
 --            operation, and a write that failed half-way would leave the batch half applied).
 
 local nargs = #ARGV
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- @include clock
+-- @include wrong_type
 local G = tonumber(ARGV[2])
 assert(G and G >= 1 and #KEYS == 3 * G, 'concurrent: malformed arguments')
 local P = tonumber(ARGV[3 + G])
@@ -86,20 +81,14 @@ local grants = {}
 -- whether `key` is a sorted set or absent (nothing of another type): a zset read, which
 -- errors WRONGTYPE on another type (ZSCORE, not TYPE: the documented ACL has no +type)
 local function zset_or_none(key)
-  local r = redis.pcall('ZSCORE', key, '')
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 10) ~= 'WRONGTYPE ' then error(r) end
-    return false
-  end
-  return true
+  return not wrong_type(redis.pcall('ZSCORE', key, ''))
 end
 
 -- the counts of limiter g, or nil (and wrong[g]) when one of its keys holds another type
 local function load(g)
   local info = KEYS[3 * g]
   local raw = redis.pcall('HGET', info, 'm')
-  if raw and raw.err then
-    if string.sub(raw.err, 1, 10) ~= 'WRONGTYPE ' then error(raw) end
+  if wrong_type(raw) then
     wrong[g] = true
     return nil
   end

@@ -16,7 +16,7 @@
 --           granule ending at least the longest window of its granularity ago is dropped (and
 --           one of a granularity no rule uses); a window of per sums the floor(per / g) newest
 --           granules of its granularity g. The key's PX is the horizon
---           (plus 60 s when now_us is given: see limiter.lua). All KEYS share one hash slot.
+--           (plus 60 s when now_us is given: see includes/clock.lua). All KEYS share one hash slot.
 --           A call's first command on its key goes through redis.pcall: a command refused
 --           with WRONGTYPE wrote nothing, and once one has run the key is ours.
 
@@ -24,21 +24,9 @@ local argv = ARGV
 local nargs = #argv
 if nargs < 7 then error('fair: expected keys and calls') end
 
-local now, margin
-if argv[1] == '' then
-  local t = redis.call('TIME')
-  now, margin = t[1] * 1000 + (t[2] - t[2] % 1000) / 1000, 0
-else
-  local us = argv[1] + 0
-  now, margin = (us - us % 1000) / 1000, 60000
-end
-
--- whether `reply` (of redis.pcall) is WRONGTYPE; any other error is raised
-local function wrong_type(reply)
-  if type(reply) ~= 'table' or not reply.err then return false end
-  if string.sub(reply.err, 1, 10) ~= 'WRONGTYPE ' then error(reply) end
-  return true
-end
+-- @include clock
+now = (now - now % 1000) / 1000 -- ms
+-- @include wrong_type
 
 local out, n = {}, 0
 local i = 2

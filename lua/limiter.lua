@@ -50,13 +50,8 @@ local argv = ARGV
 local nargs = #argv
 if nargs < 6 or (nargs - 1) % 5 ~= 0 then error('limiter: expected keys and calls') end
 
-local now, margin
-if argv[1] == '' then
-  local t = redis.call('TIME')
-  now, margin = t[1] * 1000000 + t[2], 0
-else
-  now, margin = argv[1] + 0, 60000
-end
+-- @include clock
+-- @include wrong_type
 
 -- One call (not a reset) on state a, b (a nil: fresh): allowed (0/1), remaining,
 -- retry_after_us, reset_after_us, then, if the call changed the state, the new a, b and the
@@ -202,10 +197,8 @@ if nargs == 6 then
     local a, b, u
     local v = redis.pcall('GET', key)
     if v then
-      if v.err then
-        if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-        return { 0, -2, 0, 0 }
-      end
+      -- (`err` tested first: the usual reply, a string, makes no call)
+      if v.err and wrong_type(v) then return { 0, -2, 0, 0 } end
       if #v == 16 then
         local x, y = struct.unpack('<dd', v)
         if x - x == 0 and y - y == 0 then a, b = x, y end
@@ -239,8 +232,7 @@ local function decide(k, kind, weight, limit, interval, max_wait)
   if not loaded[k] then
     loaded[k] = true
     local v = redis.pcall('GET', key)
-    if v and v.err then
-      if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+    if wrong_type(v) then
       wrong[k] = true
     elseif v then
       if #v == 16 then

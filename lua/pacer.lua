@@ -32,13 +32,8 @@
 local nargs = #ARGV
 assert(nargs >= 3 and #KEYS >= 1, 'pacer: expected keys and entries')
 
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- @include clock
+-- @include wrong_type
 local MARGIN_MS = 120000
 local MAX_TTL_MS = 315360000000 -- 10 years: Redis refuses expiries near 1e21 ms
 local MAX_DELAY_US = 9e15 -- replies are 64-bit integers; a refusal's delay must stay > 0
@@ -102,10 +97,8 @@ if nargs == 7 and ARGV[2] == '1' then
     assert(p == 1 and key, 'pacer: malformed entry')
     local qps, burst, factor, weight = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
     local v = redis.pcall('GET', key)
-    if v and v.err then
-      if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-      return { WRONG_TYPE, 0 }
-    end
+    -- (`err` tested first: the usual reply, a string or false, makes no call)
+    if v and v.err and wrong_type(v) then return { WRONG_TYPE, 0 } end
     local w0, n0, l0
     if v then w0, n0, l0 = parse(v) end
     local delay, before, admitted, w, n, l = step(w0, n0, l0, qps, burst, factor, mode == 1, weight)
@@ -139,8 +132,7 @@ local out, nout = {}, 0
 local function load(k)
   loaded[k] = true
   local v = redis.pcall('GET', KEYS[k])
-  if v and v.err then
-    if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+  if wrong_type(v) then
     wrong[k] = true
   elseif v then
     raw[k] = v

@@ -11,20 +11,12 @@
 --           PX = the block, then the bucket's drain, in whole seconds, + 120 s (at most 10 years).
 
 assert(#ARGV == 5 and #KEYS == 1, 'pacer_block: expected a key and 5 arguments')
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- @include clock
+-- @include wrong_type
 local duration, qps, burst, factor = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local queued = now
 local v = redis.pcall('GET', KEYS[1])
-if v and v.err then
-  if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-  return { -2 }
-end
+if wrong_type(v) then return { -2 } end
 if v and #v == 24 then
   local _, n = struct.unpack('<ddd', v)
   if n == n and n < math.huge and n > -math.huge then queued = n end

@@ -15,20 +15,12 @@
 --           PX = the queue, or the bucket's drain, in whole seconds, + 120 s (at most 10 years).
 
 assert(#ARGV == 6 and #KEYS == 1, 'pacer_give: expected a key and 6 arguments')
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- @include clock
+-- @include wrong_type
 local weight, qps, burst, factor = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local start_in = tonumber(ARGV[6])
 local v = redis.pcall('GET', KEYS[1])
-if v and v.err then
-  if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-  return { -2 }
-end
+if wrong_type(v) then return { -2 } end
 if not v or #v ~= 24 then return { 0 } end
 local w, n, l = struct.unpack('<ddd', v)
 if not (w == w and n == n and l == l and w < math.huge and n < math.huge and l < math.huge

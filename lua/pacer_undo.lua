@@ -11,11 +11,9 @@
 --          the older state too (its tail is earlier, its drain time the same).
 
 assert(#KEYS == 1 and #ARGV == 2, 'pacer_undo: expected 1 key and 2 arguments')
+-- @include wrong_type
 local v = redis.pcall('GET', KEYS[1])
-if v and v.err then
-  if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-  return 0
-end
+if wrong_type(v) then return 0 end
 if v ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then
   redis.call('DEL', KEYS[1])

@@ -37,6 +37,7 @@ else
 end
 local margin, mode = tonumber(ARGV[2]), tonumber(ARGV[3])
 local REBASE_AT = 1e15
+-- @include wrong_type
 
 local g0, n, ttl = {}, {}, {}
 for c = 1, C do
@@ -68,8 +69,7 @@ local newest, wrong = {}, {}
 local function load_newest(c)
   if newest[c] == nil then
     local e = redis.pcall('ZRANGE', KEYS[c], -1, -1, 'WITHSCORES')
-    if e.err then
-      if string.sub(e.err, 1, 10) ~= 'WRONGTYPE ' then error(e) end
+    if wrong_type(e) then
       wrong[c] = true
       newest[c] = false
     elseif e[1] then

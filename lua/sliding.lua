@@ -35,15 +35,8 @@
 local nargs = #ARGV
 assert(nargs >= 5 and #KEYS >= 1, 'sliding: expected keys and calls')
 
-local now
-local margin = 0
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-  margin = 60000
-end
+-- @include clock
+-- @include wrong_type
 local MAX_DELAY_US = 9e15
 local REBASE_AT = 1e15
 
@@ -58,10 +51,7 @@ end
 -- the end of the block on `key`, or 0; nil when the key holds another type
 local function blocked_until(key)
   local b = redis.pcall('ZRANGEBYSCORE', key, -1, -1)
-  if b.err then
-    if string.sub(b.err, 1, 10) ~= 'WRONGTYPE ' then error(b) end
-    return nil
-  end
+  if wrong_type(b) then return nil end
   if b[1] then return tonumber(string.sub(b[1], 3)) or 0 end
   return 0
 end
@@ -115,8 +105,7 @@ while i <= nargs do
     -- the trim is the type test (it writes nothing to a key of another type); then the two
     -- lowest members: the block (score -1, below every call) if any, and the oldest call
     local trimmed = redis.pcall('ZREMRANGEBYSCORE', key, '(-1', num(now - longest))
-    if type(trimmed) == 'table' and trimmed.err then
-      if string.sub(trimmed.err, 1, 10) ~= 'WRONGTYPE ' then error(trimmed) end
+    if wrong_type(trimmed) then
       untl = nil
       wrong[k] = true
     else

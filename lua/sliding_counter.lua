@@ -35,15 +35,8 @@
 local nargs = #ARGV
 assert(nargs >= 5 and #KEYS >= 1, 'sliding_counter: expected keys and calls')
 
-local now
-local margin = 0
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-  margin = 60000
-end
+-- @include clock
+-- @include wrong_type
 local MAX_DELAY_US = 9e15
 
 -- counters rolled forward to the calendar window holding t (kept when the clock stepped back)
@@ -182,8 +175,7 @@ for i = a, nargs do
   untl = 0
   if not wrong[k] then
     local v = redis.pcall('GET', key)
-    if type(v) == 'table' and v.err then
-      if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
+    if wrong_type(v) then
       wrong[k] = true
     elseif v and (#v < 8 or (#v - 8) % 24 ~= 0) then
       -- a string that is not ours (another writer uses the prefix)

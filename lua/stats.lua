@@ -47,14 +47,10 @@ local TYPES = {
   incr = { 'hash' }, del = { 'hash' }, hgetall = { 'hash' },
   registry = { 'zset', 'hash', 'zset', 'zset', 'hash' }, since = { 'zset', 'hash' },
 }
+-- @include wrong_type
 local function holds(key, t)
-  local r
-  if t == 'hash' then r = redis.pcall('HGET', key, 'admitted') else r = redis.pcall('ZSCORE', key, '') end
-  if type(r) == 'table' and r.err then
-    if string.sub(r.err, 1, 10) ~= 'WRONGTYPE ' then error(r) end
-    return false
-  end
-  return true
+  if t == 'hash' then return not wrong_type(redis.pcall('HGET', key, 'admitted')) end
+  return not wrong_type(redis.pcall('ZSCORE', key, ''))
 end
 
 -- the members of `list` (1-based, from..to) as arguments of `cmd` on `key` after `pre`, 1000 at a time
@@ -172,8 +168,7 @@ while i <= n do
           redis.call(cmd, keys[1], FIELDS[f], c)
         else
           local r = redis.pcall(cmd, keys[1], FIELDS[f], c)
-          if type(r) == 'table' and r.err then
-            if string.sub(r.err, 1, 10) ~= 'WRONGTYPE ' then error(r) end
+          if wrong_type(r) then
             op = 'wrongtype'
             break
           end

@@ -1,6 +1,6 @@
 //! Tenants of a budget: a reservation through a tenant view (its lane or borrowing), the
 //! tenant's activity, and what a settlement, a cancellation or an expiry gives back on its lane
-//! and ceiling. Mirrored by `lua/budget/tenants.lua`.
+//! and ceiling. Mirrored by `lua/includes/budget/tenants.lua`.
 //!
 //! A view `budget.tenant(id, { share, maxShare })` sends its share and max with every call, in
 //! parts per million (`share`, `max`, integers, `0 <= share <= max <= 1e6`, `max >= 1`). The

@@ -21,14 +21,14 @@ use crate::core::adaptive::{Answer, Params, State};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{int, malformed, now_arg, number};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
 use fred::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/adaptive.lua")));
+static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("adaptive")));
 
 /// The adaptive rate kind (see the module docs).
 pub struct Adaptive;

@@ -23,7 +23,7 @@ use crate::core::budget::{step, ttl_ms, Dimension, Request, State, TenantArg, PP
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{int, malformed, now_arg, number};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
 use fred::prelude::*;
@@ -35,17 +35,9 @@ use std::sync::LazyLock;
 /// so at most that many sets.
 ///
 /// [`CHUNK`]: crate::store::redis::calls::CHUNK
-const SET_SHIFT: usize = 1024;
+pub(crate) const SET_SHIFT: usize = 1024;
 
-static SCRIPT: LazyLock<Script> = LazyLock::new(|| {
-  Script::assembled(
-    include_str!("../../../lua/budget.lua"),
-    &[
-      ("budget/state.lua", include_str!("../../../lua/budget/state.lua")),
-      ("budget/tenants.lua", include_str!("../../../lua/budget/tenants.lua")),
-    ],
-  )
-});
+static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("budget")));
 
 /// The budget kind (see the module docs).
 pub struct Budget;
@@ -394,8 +386,8 @@ mod tests {
   }
 
   #[test]
-  fn the_script_is_assembled_from_its_snippets() {
-    assert!(!SCRIPT.lua.contains("\n-- @include "), "every @include of lua/budget.lua is given");
+  fn the_script_holds_its_snippets() {
+    assert!(!SCRIPT.lua.contains("\n-- @include "), "build.rs expands every @include of lua/budget.lua");
     assert!(SCRIPT.lua.contains("local function reserve_as(") && SCRIPT.lua.contains("local function load(b)"));
   }
 }

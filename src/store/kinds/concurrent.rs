@@ -17,13 +17,13 @@ use crate::core::concurrent::{Reply as OpReply, Request, Semaphore};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{malformed, now_arg, number, Slotted};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
 use fred::prelude::*;
 use std::sync::LazyLock;
 
-static CONCURRENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/concurrent.lua")));
+static CONCURRENT: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("concurrent")));
 
 /// The concurrent kind (see the module docs).
 pub struct Concurrent;
@@ -37,7 +37,10 @@ pub const STATS: f64 = 6.0;
 /// Numbers per operation in a result (stats has the most).
 pub const CONCURRENT_RESULT_FIELDS: usize = 9;
 /// Numbers in the script's reply to every operation but stats.
-const REPLY_FIELDS: usize = 4;
+pub(crate) const REPLY_FIELDS: usize = 4;
+/// `lua/concurrent.lua`'s packing of a limiter index and a parameter set into one number (with
+/// the op: `(limiter * SET_SHIFT + set) * 8 + op`).
+pub(crate) const SET_SHIFT: usize = 1024;
 
 /// One operation: limiter key, lease or waiter id, op, `[limit, lock_us, wait_us, ttl_ms]`.
 pub type ConcurrentOp = (String, String, f64, [f64; 4]);
@@ -224,7 +227,7 @@ impl RedisStore {
       let (key, id, op, nums) = &ops[*i];
       let g = index_of(&mut limiters, key.as_str());
       let set = index_of(&mut sets, *nums);
-      encoded.push(Value::Integer(((g * 1024 + set) * 8) as i64 + *op as i64));
+      encoded.push(Value::Integer(((g * SET_SHIFT + set) * 8) as i64 + *op as i64));
       encoded.push(Value::String(id.as_str().into()));
     }
     let keys: Vec<Key> =

@@ -14,14 +14,14 @@ use crate::core::fair::{Granules, Log};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{int, malformed, now_arg, Slotted};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key};
 use fred::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-static FAIR: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/fair.lua")));
+static FAIR: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("fair")));
 
 /// The fair-tenant kind (see the module docs).
 pub struct Fair;

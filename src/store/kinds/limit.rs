@@ -29,14 +29,14 @@ use crate::core::limit::{self, Decision, Op, Params, State, MAX_DELAY_US};
 use crate::error::{Error, Result};
 use crate::store::memory::{Inner, MemoryStore};
 use crate::store::redis::calls::{int, malformed, now_arg, number, Slotted, CHUNK};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
 use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
-static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/limiter.lua")));
+static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("limiter")));
 
 /// The counting limiters' kind (see the module docs).
 pub struct Limit;

@@ -181,6 +181,9 @@ registry! {
 }
 
 #[cfg(test)]
+mod headers;
+
+#[cfg(test)]
 mod tests {
   use super::*;
 

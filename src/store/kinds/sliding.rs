@@ -13,14 +13,14 @@ use crate::core::sliding::{self, Decision, Log, Op, Window, WindowDecision};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{int, malformed, now_arg, number, Slotted};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
 use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
-static SLIDING: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/sliding.lua")));
+static SLIDING: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("sliding")));
 
 /// The sliding-window log kind (see the module docs).
 pub struct Sliding;

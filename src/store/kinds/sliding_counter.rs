@@ -17,7 +17,7 @@ use crate::core::sliding_counter::{reset_us, Decision, Op, State, WindowDecision
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{int, malformed, now_arg, number};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US, MAX_LIMIT};
 use fred::prelude::*;
@@ -25,9 +25,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 /// `lua/sliding_counter.lua`'s packing of a key index and a parameter set into one number.
-const KEY_SHIFT: usize = 1 << 20;
+pub(crate) const KEY_SHIFT: usize = 1 << 20;
 
-static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/sliding_counter.lua")));
+static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("sliding_counter")));
 
 /// The approximate sliding window kind (see the module docs).
 pub struct SlidingCounter;

@@ -1,5 +1,6 @@
-//! Running a Lua script: each script embedded once with its SHA1 (each kind's file names its
-//! own), sent by EVALSHA on a lane (a pool connection or the direct socket), NOSCRIPT answered
+//! Running a Lua script: each script embedded once, as build.rs expanded it (its
+//! `-- @include` lines replaced by the snippets of `lua/includes/`), with its SHA1 (each kind's
+//! file names its own), sent by EVALSHA on a lane (a pool connection or the direct socket), NOSCRIPT answered
 //! by one EVAL, TRYAGAIN retried within the deadline, and a server before Redis 7 given the
 //! scripts without their shebang.
 
@@ -9,6 +10,16 @@ use crate::error::{Error, ErrorKind, Result};
 use fred::prelude::*;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+/// The text of `lua/<name>.lua` as build.rs expanded it (every `-- @include <snippet>` line
+/// replaced by `lua/includes/<snippet>.lua`): the text sent to Redis, so its SHA1 is the
+/// expanded script's.
+macro_rules! lua_script {
+  ($name:literal) => {
+    include_str!(concat!(env!("OUT_DIR"), "/lua/", $name, ".lua"))
+  };
+}
+pub(crate) use lua_script;
 
 /// A Lua script and its SHA1.
 pub struct Script {
@@ -23,27 +34,11 @@ pub struct Script {
 }
 
 impl Script {
-  /// `lua` (an `include_str!` of a file under `lua/`), with its SHA1s computed once.
+  /// `lua` (a script as `lua_script!` embeds it), with its SHA1s computed once.
   pub fn new(lua: &str) -> Script {
     let flagged = format!("#!lua\n{lua}");
     let lua = lua.to_owned();
     Script { sha: fred::util::sha1_hash(&lua), lua, flagged_sha: fred::util::sha1_hash(&flagged), flagged }
-  }
-
-  /// `main` with each line `-- @include <path>` replaced by the text of that snippet (`parts`:
-  /// its path under `lua/` and an `include_str!` of it), as BullMQ assembles its scripts: a
-  /// script too long for one file shares its helpers this way. `__tests__/script-keys.test.ts`
-  /// assembles the same text to recognise the script.
-  pub fn assembled(main: &str, parts: &[(&str, &str)]) -> Script {
-    let mut lua = String::with_capacity(main.len() + parts.iter().map(|p| p.1.len()).sum::<usize>());
-    for line in main.split_inclusive('\n') {
-      match line.trim_end().strip_prefix("-- @include ") {
-        // a snippet not given leaves its line, a comment (the budget kind's test checks none is left)
-        Some(path) => lua.push_str(parts.iter().find(|p| p.0 == path).map_or(line, |p| p.1)),
-        None => lua.push_str(line),
-      }
-    }
-    Script::new(&lua)
   }
 
   /// `(sha, body)`: the flagged script, or the legacy one for a server before Redis 7.

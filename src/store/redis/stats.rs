@@ -3,7 +3,7 @@
 //! the background, so nothing here is ordered with decisions.
 
 use super::calls::malformed;
-use super::script::Script;
+use super::script::{lua_script, Script};
 use super::{Lane, RedisStore};
 use crate::error::{Error, Result};
 use crate::store::validate_key;
@@ -11,7 +11,7 @@ use fred::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-static STATS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/stats.lua")));
+static STATS: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("stats")));
 
 /// One operation: its name, keys and arguments (see `lua/stats.lua`).
 #[derive(Clone, Debug, PartialEq)]

@@ -9,16 +9,16 @@ use crate::core::pacer::{Decision, Mode, Params};
 use crate::error::Result;
 use crate::store::kinds::WRONG_TYPE;
 use crate::store::redis::calls::{malformed, now_arg, number, Slotted, CHUNK};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use fred::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer.lua")));
-static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_undo.lua")));
-static PACER_BLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_block.lua")));
-static PACER_GIVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/pacer_give.lua")));
+static PACER: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("pacer")));
+static PACER_UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("pacer_undo")));
+static PACER_BLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("pacer_block")));
+static PACER_GIVE: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("pacer_give")));
 
 impl RedisStore {
   /// Blocks the pacer of `key` for `duration_us` (`lua/pacer_block.lua`); µs until it ends,
@@ -33,6 +33,7 @@ impl RedisStore {
   ) -> Result<f64> {
     let args =
       vec![now_arg(now_us), number(duration_us), number(params.qps), number(params.max_burst), number(params.factor)];
+    debug_assert_eq!(args.len(), BLOCK_ARGS);
     let reply = self.run(lane, &PACER_BLOCK, vec![Key::from(key)], args).await?;
     let left = match reply.as_slice() {
       [left] => left.as_i64().map(|x| x as f64),
@@ -62,6 +63,7 @@ impl RedisStore {
       number(params.factor),
       number(start_in_us),
     ];
+    debug_assert_eq!(args.len(), GIVE_ARGS);
     let reply = self.run(lane, &PACER_GIVE, vec![Key::from(key)], args).await?;
     match reply.as_slice() {
       [left] => left.as_i64().map(|x| x as f64),
@@ -274,9 +276,13 @@ impl ScriptArgs {
 }
 
 /// Fields per member in the script's reply: delay_us, watermark_before in millionths.
-const REPLY_FIELDS: usize = 2;
+pub(crate) const REPLY_FIELDS: usize = 2;
+/// ARGV of `lua/pacer_block.lua` and `lua/pacer_give.lua`: now, then the block's duration, qps,
+/// max_burst, factor; the give-back's weight, qps, max_burst, factor, start_in_us.
+pub(crate) const BLOCK_ARGS: usize = 5;
+pub(crate) const GIVE_ARGS: usize = 6;
 /// A member's argument packs its key index and parameter set: `key * KEY_SHIFT + set`.
-const KEY_SHIFT: usize = 1 << 20;
+pub(crate) const KEY_SHIFT: usize = 1 << 20;
 
 fn decision_from(fields: &[Value]) -> Result<Decision> {
   let int = |i: usize| fields.get(i).and_then(Value::as_i64).ok_or_else(|| malformed("pacer"));

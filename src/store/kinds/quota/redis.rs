@@ -7,13 +7,13 @@ use crate::core::quota::{self, Grant, Request};
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::kinds::WRONG_TYPE;
 use crate::store::redis::calls::{assemble, int, malformed, now_arg, number, Slotted, CHUNK};
-use crate::store::redis::script::Script;
+use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
 use fred::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../../lua/quota.lua")));
+static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("quota")));
 
 impl RedisStore {
   /// One quota call. `timestamp`: whole seconds, or `None` for Redis' clock; `margin_ms` is

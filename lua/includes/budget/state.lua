@@ -1,4 +1,4 @@
--- budget/state.lua: the budget script's state helpers (included by lua/budget.lua, whose
+-- includes/budget/state.lua: the budget script's state helpers (included by lua/budget.lua, whose
 -- locals they use): loading a budget's keys, the totals, expired reservations, tats.
 
 -- struct formats of k doubles, built once per k
@@ -12,22 +12,16 @@ local function doubles(k)
   return f
 end
 
-local function wrongtype(v)
-  if type(v) == 'table' and v.err then
-    if string.sub(v.err, 1, 10) ~= 'WRONGTYPE ' then error(v) end
-    return true
-  end
-  return false
-end
+-- @include wrong_type
 
 local function load(b)
   loaded[b] = true
   local v = redis.pcall('GET', KEYS[5 * b - 4])
-  local bad = wrongtype(v)
-  bad = wrongtype(redis.pcall('HLEN', KEYS[5 * b - 3])) or bad
-  bad = wrongtype(redis.pcall('ZCARD', KEYS[5 * b - 2])) or bad
-  bad = wrongtype(redis.pcall('HLEN', KEYS[5 * b - 1])) or bad
-  bad = wrongtype(redis.pcall('ZCARD', KEYS[5 * b])) or bad
+  local bad = wrong_type(v)
+  bad = wrong_type(redis.pcall('HLEN', KEYS[5 * b - 3])) or bad
+  bad = wrong_type(redis.pcall('ZCARD', KEYS[5 * b - 2])) or bad
+  bad = wrong_type(redis.pcall('HLEN', KEYS[5 * b - 1])) or bad
+  bad = wrong_type(redis.pcall('ZCARD', KEYS[5 * b])) or bad
   if bad then
     wrong[b] = true
     return

@@ -1,7 +1,7 @@
--- budget/tenants.lua: the budget script's tenant helpers (included by lua/budget.lua, after
--- budget/state.lua; mirrors src/core/budget/tenants.rs): tenant records (held only while the
--- tenant is active), activity, a reservation through a tenant, what a settlement gives back on
--- its lane and ceiling, the tenant part of a reply.
+-- includes/budget/tenants.lua: the budget script's tenant helpers (included by lua/budget.lua,
+-- after budget/state; mirrors src/core/budget/tenants.rs): tenant records (held only while
+-- the tenant is active), activity, a reservation through a tenant, what a settlement gives
+-- back on its lane and ceiling, the tenant part of a reply.
 
 local ACTIVE_US, NEVER, TOP = 1000000, 9e15, 20
 
