@@ -16,12 +16,21 @@ async function hold(cfg) {
   return new Promise(() => {}) // killed here, never settles
 }
 
+/** Says `{ ready: true }` and resolves with the `startAt` the test sends back (every process at once). */
+const together = () =>
+  new Promise((resolve) => {
+    process.once('message', (m) => resolve(m.startAt))
+    process.send({ ready: true })
+  })
+
 // `mode: 'tenant'`: loops of one tenant view, { requests: 1 } each, settled as reserved, from
-// `startAt + delayMs`; every start goes back with the tenant's name
+// `startAt + delayMs` (`startAt` from the test once every process is connected); every start
+// goes back with the tenant's name
 async function tenant(cfg) {
   const store = await storeOf(cfg)
   const budget = new Budget(store, { name: cfg.name, dimensions: cfg.dimensions })
   const view = budget.tenant(cfg.tenant, cfg.tenantOptions)
+  cfg.startAt = await together()
   await sleep(Math.max(0, cfg.startAt + cfg.delayMs - Date.now()))
   const reserved = []
   const loop = async () => {
@@ -34,12 +43,56 @@ async function tenant(cfg) {
   await Promise.all(Array.from({ length: cfg.inflight }, loop))
   const stats = await view.stats()
   await store.close()
-  return { reserved, stats }
+  return { reserved, stats, startAt: cfg.startAt }
+}
+
+// `mode: 'roles'`: loops of several tenants in this process. It reports `{ ready: true }` once
+// connected and starts at the `startAt` the test sends back (every process at once). Each role
+// `{ tenant, tenantOptions, inflight, minTokens, maxTokens, fromMs, untilMs, gapMs }` runs
+// `inflight` loops from `startAt + fromMs`: reserve { tokens: minTokens..maxTokens }, settle at
+// once, pause gapMs; at `startAt + untilMs` its waits are aborted (nothing charged). Every start
+// goes back with its tenant, tokens and delay.
+async function roles(cfg) {
+  const store = await storeOf(cfg)
+  const budget = new Budget(store, { name: cfg.name, dimensions: cfg.dimensions })
+  const startAt = await together()
+  let seed = cfg.seed
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return seed / 2147483648
+  }
+  const reserved = []
+  const loop = async (role, stop) => {
+    const view = budget.tenant(role.tenant, role.tenantOptions)
+    await sleep(Math.max(0, startAt + role.fromMs - Date.now()))
+    while (!stop.aborted) {
+      const tokens = role.minTokens + Math.floor(random() * (role.maxTokens - role.minTokens + 1))
+      let r
+      try {
+        r = await view.reserve({ tokens }, { maxWaitMs: Infinity, signal: stop })
+      } catch (err) {
+        if (err.code === 'ERR_ABORTED') return
+        throw err
+      }
+      reserved.push({ startUs: Math.round(r.startMs * 1000), tenant: role.tenant, tokens, delayMs: r.delayMs })
+      await r.settle({ tokens })
+      if (role.gapMs) await sleep(role.gapMs)
+    }
+  }
+  await Promise.all(
+    cfg.roles.flatMap((role) => {
+      const stop = AbortSignal.timeout(Math.max(1, startAt + role.untilMs - Date.now()))
+      return Array.from({ length: role.inflight }, () => loop(role, stop))
+    }),
+  )
+  await store.close()
+  return { reserved, startAt }
 }
 
 async function main(cfg) {
   if (cfg.mode === 'hold') return hold(cfg)
   if (cfg.mode === 'tenant') return tenant(cfg)
+  if (cfg.mode === 'roles') return roles(cfg)
   const store = await storeOf(cfg)
   const budget = new Budget(store, { name: cfg.name, dimensions: cfg.dimensions })
   await sleep(Math.max(0, cfg.startAt - Date.now()))

@@ -19,3 +19,31 @@ export async function eventually(predicate: () => boolean | Promise<boolean>): P
 
 /** Lets callbacks queued by a clock move run (promise jobs and one I/O turn). */
 export const flush = () => new Promise((r) => setTimeout(r, 1))
+
+/**
+ * Counts the store calls under way on `stores` (counted in `count.calls` too); the function
+ * returned resolves once none is (I/O), so a test moves a ManualClock only after every call
+ * it started was answered.
+ */
+export function tracked(stores: object[], count: { calls: number } = { calls: 0 }): () => Promise<void> {
+  let pending = 0
+  for (const s of new Set(stores)) {
+    const any = s as { _call: (...a: unknown[]) => Promise<unknown> }
+    const call = any._call.bind(s)
+    any._call = (...a: unknown[]) => {
+      pending++
+      count.calls++
+      return call(...a).finally(() => pending--)
+    }
+  }
+  return async () => {
+    for (let i = 0; i < 1_000_000; i++) {
+      await new Promise((r) => setImmediate(r))
+      if (pending === 0) {
+        await new Promise((r) => setImmediate(r))
+        if (pending === 0) return
+      }
+    }
+    throw new Error('store calls never settled')
+  }
+}

@@ -193,6 +193,25 @@ class Budget {
   }
 
   /**
+   * @internal what a reservation of `charged` needs of tenant `t`'s hold, µs: `costUs` and
+   * `lowUs`, its time at the tenant's share (0 for a share of 0) and at its maxShare on its
+   * slowest dimension, and `horizonUs`, how far ahead it may be committed: `borrowAheadMs`, or
+   * its time at the share when longer
+   */
+  _need(charged, t) {
+    let costUs = 0
+    let lowUs = 0
+    for (let d = 0; d < charged.length; d++) {
+      if (charged[d] === 0) continue
+      const [limit, intervalUs] = [this._spec[4 * d], this._spec[4 * d + 1]]
+      const full = (charged[d] * intervalUs) / limit
+      if (t.sharePpm > 0) costUs = Math.max(costUs, (full * PPM) / t.sharePpm)
+      lowUs = Math.max(lowUs, (full * PPM) / t.maxPpm)
+    }
+    return { costUs, lowUs, horizonUs: Math.max(t.aheadUs, costUs) }
+  }
+
+  /**
    * Reserves `amounts` (`{ [dimension]: integer }`, dimensions left out are not charged) on
    * every dimension at once, waiting for its turn in the FIFO on the store's clock. Rejects
    * with OverLimitError (nothing charged) when its turn is more than `maxWaitMs` (default
@@ -222,23 +241,40 @@ class Budget {
     const t = this._tenant
     const holds = this._holds
     let heldMs = 0
-    if (t !== null) {
-      // held here until the tenant's committed queue is within its horizon (nothing charged yet)
-      heldMs = await holds.turn(t.id, t.aheadUs, maxWaitMs, signal, (ms) => {
+    let r
+    if (t === null) r = await this._call(OP.reserve, id, charged, ttlMs * 1000, maxWaitMs * 1000)
+    else {
+      // held here until its start is within the tenant's horizon (nothing charged yet); the store
+      // refuses it past the horizon (a queue committed there could never borrow): it comes back
+      const need = this._need(charged, t)
+      const refuse = (ms) => {
         if (book) book.decision(this, false, 1, false, false)
         return overLimit(this, ms)
-      })
-    }
-    let r
-    try {
-      const left = Math.max(0, maxWaitMs - (nowMs(store) - start))
-      r = await this._call(OP.reserve, id, charged, ttlMs * 1000, left * 1000)
-    } catch (err) {
-      if (t !== null) holds.failed(t.id)
-      throw err
+      }
+      let seq
+      for (;;) {
+        const turn = await holds.turn(t.id, need, maxWaitMs - (nowMs(store) - start), signal, refuse, seq)
+        heldMs += turn.heldMs
+        seq = turn.seq
+        const leftUs = Math.max(0, maxWaitMs - (nowMs(store) - start)) * 1000
+        // a tenant coming back waits for what was borrowed while it was idle, up to a horizon plus
+        // a reservation: the first of a hold (nothing known yet) is not refused for its horizon
+        const capUs = t.sharePpm > 0 && turn.known ? Math.min(leftUs, need.horizonUs) : leftUs
+        try {
+          r = await this._call(OP.reserve, id, charged, ttlMs * 1000, capUs)
+        } catch (err) {
+          holds.failed(t.id, need)
+          throw err
+        }
+        // refused for its horizon alone (not for its maxWaitMs, nor as a share-0 tenant that
+        // cannot borrow): it waits here, first in line, for the start the store told
+        const again = r.status === STATUS.refused && capUs < leftUs && r.delayUs > capUs && r.delayUs <= leftUs
+        if (r.status === STATUS.ok || again) holds.answered(t.id, need, !again, r.nowUs + r.delayUs, r.nowUs)
+        else holds.failed(t.id, need)
+        if (!again) break
+      }
     }
     const ok = r.status === STATUS.ok
-    if (t !== null) holds.answered(t.id, ok ? r.nowUs + r.delayUs : -Infinity, r.nowUs)
     if (r.status === STATUS.refused) {
       if (book) book.decision(this, false, 1, false, r.degraded)
       throw overLimit(this, Math.ceil(r.delayUs / 1000))
