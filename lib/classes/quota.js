@@ -6,7 +6,7 @@ const { invalidConfig, invalidArgument, ownProps } = require('../base/errors')
 const { checkInteger, checkStore, plainObject } = require('./base')
 const { encodeParts } = require('../base/codec')
 const QUOTA = require('../kinds/quota')
-const { storeKey } = require('../store/keys')
+const { taggedKey } = require('../store/keys')
 
 const QUOTA_KEYS = ['windowSeconds', 'granularitySeconds', 'limit', 'prefixOverride']
 const MAX_QUOTA = 1e12
@@ -89,7 +89,9 @@ class QuotaLimiter {
         checkQuota(r.quotas[j], `requests[${i}].quotas[${j}]`)
         const q = ownProps(r.quotas[j])
         const prefix = q.prefixOverride === undefined || q.prefixOverride === null ? r.prefix : q.prefixOverride
-        const key = storeKey(this._store, 'quota', prefix, 0, [q.windowSeconds, q.granularitySeconds])
+        // a prefix holds no brace or newline (checkPrefix) and keeps its `%` as written: its
+        // hash tag as it always was
+        const key = taggedKey(this._store, 'quota', prefix, 0, [q.windowSeconds, q.granularitySeconds])
         let c = index.get(key)
         if (c === undefined) {
           c = keys.length
