@@ -50,10 +50,12 @@ export interface KindEntry {
   code: number
   /** The numbers its calls carry (operation codes, modes), by name. */
   ops: Record<string, number>
+  /** Its result layout: each group of fields (by the group's name) and their names, in order. */
+  results: Record<string, Array<string>>
 }
 
 /**
- * Every kind of the registry: its name, code and operation codes (see each kind's file under
+ * Every kind of the registry: its name, code, operation codes and result layout (see each kind's file under
  * `src/store/kinds/` for its call and result layouts).
  */
 export declare function kinds(): Array<KindEntry>

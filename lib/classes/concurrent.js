@@ -16,6 +16,9 @@ const {
   MAX_MS,
 } = require('./base')
 const CONCURRENT = require('../kinds/concurrent')
+const { status: STATUS, token: TOKEN, earliest_expiry_us: EARLIEST_US, now_us: NOW_US } = CONCURRENT.RESULT.lease
+const { ok: OK } = CONCURRENT.RESULT.done
+const S = { ...CONCURRENT.RESULT.stats } // a plain copy: read at every stats()
 const { storeKey } = require('../store/keys')
 
 const { acquire: ACQUIRE, release: RELEASE, extend: EXTEND, poll: POLL, cancel: CANCEL, stats: STATS } = CONCURRENT.OP
@@ -45,7 +48,7 @@ class Lease {
   async release() {
     if (this._free) return true
     const values = await this._limiter._op(RELEASE, this._id, 0)
-    return values[0] === 1
+    return values[OK] === 1
   }
 
   /** Extends the lease to `ms` (default lockTimeoutMs) from now; false if it had expired. */
@@ -55,7 +58,7 @@ class Lease {
     checkInteger('ms', lockMs, 1, Math.floor(this._limiter._ttlMs / 2), invalidArgument)
     if (this._free) return true
     const values = await this._limiter._op(EXTEND, this._id, 0, lockMs)
-    return values[0] === 1
+    return values[OK] === 1
   }
 }
 
@@ -123,7 +126,7 @@ class ConcurrentLimiter {
   async tryAcquire() {
     const id = nextId()
     const values = await this._op(ACQUIRE, id, 0)
-    const got = values[0] === 1 ? lease(this, id, values) : null
+    const got = values[STATUS] === 1 ? lease(this, id, values) : null
     const book = this._store._stats
     if (book !== null) book.decision(this, got !== null, 1, false, values.degraded === true)
     return got
@@ -151,9 +154,9 @@ class ConcurrentLimiter {
       // policy answers at once; only under 'local' do waiters queue (on the embedded store).
       const id = nextId()
       const values = await this._op(ACQUIRE, id, 0)
-      if (values[0] === 1) return lease(this, id, values)
+      if (values[STATUS] === 1) return lease(this, id, values)
       if (full || this._waitTimeoutMs === 0 || (values.degraded && store.whenDown !== 'local')) {
-        return hintMs(values[2], values[3])
+        return hintMs(values[EARLIEST_US], values[NOW_US])
       }
     }
     return this._wait(nextId(), signal)
@@ -203,13 +206,15 @@ class ConcurrentLimiter {
       await store._waiters.enter(id, waiter, this._channel)
       try {
         const values = await this._op(ACQUIRE, id, this._waitTimeoutMs)
-        const [status, , earliest, nowUs] = values
+        const status = values[STATUS]
+        const earliest = values[EARLIEST_US]
+        const nowUs = values[NOW_US]
         if (status === 1) return lease(this, id, values)
         if (values.degraded && store.whenDown !== 'local') {
           // Redis went down on the way: the policy answered, do not wait
           const c = await this._op(CANCEL, id, 0)
-          if (c[0] === 1) return new Lease(this, id, c[1], true)
-          return hintMs(c[2] || earliest, c[3] || nowUs)
+          if (c[STATUS] === 1) return new Lease(this, id, c[TOKEN], true)
+          return hintMs(c[EARLIEST_US] || earliest, c[NOW_US] || nowUs)
         }
         armExpiry(earliest, nowUs)
         cancelDeadline = timer(store, this._waitTimeoutMs, () => settle({ timeout: true }))
@@ -278,22 +283,23 @@ class ConcurrentLimiter {
     const [v, common] = await Promise.all([this._op(STATS, 'stats', 0), this._store._statsOf('concurrent', this._name)])
     return {
       ...common,
-      held: v[0],
-      heldTimeMs: Math.round(v[1] / 1000),
-      immediate: v[2],
-      waited: v[3],
-      waitTimeMs: Math.round(v[4] / 1000),
-      overages: v[5],
-      reclaimed: v[6],
-      current: v[7],
-      waiting: v[8],
+      held: v[S.held],
+      heldTimeMs: Math.round(v[S.held_us] / 1000),
+      immediate: v[S.immediate],
+      waited: v[S.waited],
+      waitTimeMs: Math.round(v[S.wait_us] / 1000),
+      overages: v[S.overages],
+      reclaimed: v[S.reclaimed],
+      current: v[S.current],
+      waiting: v[S.waiters],
     }
   }
 }
 
 /** The lease of an ACQUIRE reply that granted it at once */
 function lease(limiter, id, values) {
-  return new Lease(limiter, `${id}|${values[1]}|${values[3]}`, values[1], values.degraded === true)
+  const token = values[TOKEN]
+  return new Lease(limiter, `${id}|${token}|${values[NOW_US]}`, token, values.degraded === true)
 }
 
 /**

@@ -7,6 +7,7 @@ const { invalidConfig, invalidArgument, ownProps } = require('../base/errors')
 const { blockMs, nowMs } = require('./base')
 const { escapeKey, storeKey } = require('../store/keys')
 const PACER = require('../kinds/pacer')
+const { delay_us: DELAY_US, watermark_before: WATERMARK, admitted: ADMITTED, size: MEMBER } = PACER.RESULT
 
 const MAX_KEY_LENGTH = 512
 /** Largest qps or burst; latest start of a slot given back, µs from now (the store refuses more). */
@@ -45,6 +46,8 @@ function fixed2(x) {
 
 /** `delayMs` of a decision: whole ms, rounded up so nobody starts before their slot. */
 const delayMsOf = (delayUs) => (delayUs > 0 ? Math.ceil(delayUs / 1000) : 0)
+/** Whether the member's decision at `out[i..]` admitted: it was paced, or it starts now. */
+const admittedAt = (out, i) => out[i + ADMITTED] === 1 || out[i + DELAY_US] === 0
 
 /**
  * What `pace()` and `rateLimit()` resolve with: `{ delayMs, reason, watermark | pacer,
@@ -230,28 +233,30 @@ class DistributedPacer {
   }
 
   /**
-   * @internal counts the decision at `out[i..i+3]`: admitted when it starts now or was paced
-   * (a paced call that waits counts a wait); near the limit when the bucket is 80 % full
+   * @internal counts the decision at `out[i..]` (a member of the pacer kind's `RESULT`):
+   * admitted when it starts now or was paced (a paced call that waits counts a wait); near the
+   * limit when the bucket is 80 % full
    */
-  _count(out, i, weight, degraded, admitted = out[i + 2] === 1 || out[i] === 0) {
+  _count(out, i, weight, degraded, admitted = admittedAt(out, i)) {
     const book = this._store._stats
     if (book === null || weight === 0) return
-    book.decision(this, admitted, weight, out[i + 1] + weight >= 0.8 * this._maxBurst, degraded)
-    if (admitted && out[i] > 0) book.waited(this, delayMsOf(out[i]))
+    book.decision(this, admitted, weight, out[i + WATERMARK] + weight >= 0.8 * this._maxBurst, degraded)
+    if (admitted && out[i + DELAY_US] > 0) book.waited(this, delayMsOf(out[i + DELAY_US]))
   }
 
-  /** @internal the outcome of this pacer's decision at `out[i..i+3]` */
+  /** @internal the outcome of this pacer's decision at `out[i..]` */
   _outcome(out, i, weight, degraded = false, pace = true) {
     this._count(out, i, weight, degraded)
-    const delayMs = delayMsOf(out[i])
-    const reason = `watermark=${fixed2(out[i + 1])}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}`
-    const charged = weight > 0 && !degraded && (out[i + 2] === 1 || out[i] === 0)
-    const atMs = charged ? nowMs(this._store) + out[i] / 1000 : 0
+    const delayUs = out[i + DELAY_US]
+    const delayMs = delayMsOf(delayUs)
+    const reason = `watermark=${fixed2(out[i + WATERMARK])}/${this._maxBurst} + weight=${weight}, delayMs=${delayMs}`
+    const charged = weight > 0 && !degraded && admittedAt(out, i)
+    const atMs = charged ? nowMs(this._store) + delayUs / 1000 : 0
     return new PacerOutcome(
       delayMs,
       reason,
       'watermark',
-      out[i + 1],
+      out[i + WATERMARK],
       degraded,
       charged ? this : null,
       weight,
@@ -351,11 +356,10 @@ class PacerComposite {
     // all or nothing: the entry is admitted when every member starts now or was paced
     let admitted = true
     for (let i = 0; i < this._leaves.length; i++) {
-      const m = offset + 3 * i
-      if (!(out[m + 2] === 1 || out[m] === 0)) admitted = false
+      if (!admittedAt(out, offset + MEMBER * i)) admitted = false
     }
     for (let i = 0; i < this._leaves.length; i++) {
-      this._leaves[i]._count(out, offset + 3 * i, weight, degraded, admitted)
+      this._leaves[i]._count(out, offset + MEMBER * i, weight, degraded, admitted)
     }
     // Per top-level child: its largest member delay (first one on ties), like lodash maxBy.
     let best = -1
@@ -363,8 +367,8 @@ class PacerComposite {
     let bestLeaf = -1
     const watermarks = new Array(this._leaves.length)
     for (let i = 0; i < this._leaves.length; i++) {
-      watermarks[i] = out[offset + 3 * i + 1]
-      const delayUs = out[offset + 3 * i]
+      watermarks[i] = out[offset + MEMBER * i + WATERMARK]
+      const delayUs = out[offset + MEMBER * i + DELAY_US]
       if (delayUs > bestDelay) {
         bestDelay = delayUs
         best = this._childOf[i]
@@ -374,13 +378,13 @@ class PacerComposite {
     const owner = admitted && weight > 0 && !degraded ? this : null
     // each member's slot start (a leaf gives back its own)
     const now = owner === null ? 0 : nowMs(this._leaves[0]._store)
-    const atMs = owner === null ? null : this._leaves.map((_, i) => now + out[offset + 3 * i] / 1000)
+    const atMs = owner === null ? null : this._leaves.map((_, i) => now + out[offset + MEMBER * i + DELAY_US] / 1000)
     const made = (delayMs, reason, pacer) =>
       withMarks(new PacerOutcome(delayMs, reason, 'pacer', pacer, degraded, owner, weight, pace, atMs), watermarks)
     if (best < 0) return made(0, 'no delay', null)
     const leaf = this._leaves[bestLeaf]
     const delayMs = delayMsOf(bestDelay)
-    const wb = out[offset + 3 * bestLeaf + 1]
+    const wb = out[offset + MEMBER * bestLeaf + WATERMARK]
     let reason = `watermark=${fixed2(wb)}/${leaf._maxBurst} + weight=${weight}, delayMs=${delayMs}`
     // Nested composites contribute their leaf's line; every level adds its own prefix.
     const chain = []

@@ -6,6 +6,9 @@ const { invalidConfig, invalidArgument, ownProps } = require('../base/errors')
 const { checkInteger, checkStore, plainObject } = require('./base')
 const { encodeParts } = require('../base/codec')
 const QUOTA = require('../kinds/quota')
+const { timestamp: TIMESTAMP, size: GRANTS } = QUOTA.RESULT.grants
+const { granted: GRANTED, size: REQUEST } = QUOTA.RESULT.request
+const { reached: REACHED, size: QUOTA_SIZE } = QUOTA.RESULT.quota
 const { taggedKey } = require('../store/keys')
 
 const QUOTA_KEYS = ['windowSeconds', 'granularitySeconds', 'limit', 'prefixOverride']
@@ -112,12 +115,18 @@ class QuotaLimiter {
     return store._call(QUOTA, new QUOTA.Call(store, keys, nums, mode, timestamp))
   }
 
+  /** @internal each request's grant, from a result (the quota kind's `RESULT` past its `call`) */
   static _grants(requests, out) {
-    let o = 1
+    let o = GRANTS
     const degraded = out.degraded === true
     return requests.map((r) => {
-      const granted = out[o++]
-      const reachedQuotas = r.quotas.filter(() => out[o++] === 1)
+      const granted = out[o + GRANTED]
+      o += REQUEST
+      const reachedQuotas = r.quotas.filter(() => {
+        const reached = out[o + REACHED] === 1
+        o += QUOTA_SIZE
+        return reached
+      })
       return { prefix: r.prefix, granted, reachedQuotas, degraded }
     })
   }
@@ -137,7 +146,7 @@ class QuotaLimiter {
     const out = await this._run(requests, QuotaLimiter._requested, MODE.check, t)
     const grants = QuotaLimiter._grants(requests, out)
     this._count(requests, grants)
-    return { timestamp: out[0], grants }
+    return { timestamp: out[TIMESTAMP], grants }
   }
 
   /**

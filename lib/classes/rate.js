@@ -16,6 +16,7 @@ const {
 } = require('./base')
 const { invalidArgument } = require('../base/errors')
 const LIMIT = require('../kinds/limit')
+const { allowed: ALLOWED, remaining: REMAINING, retry_after_us: RETRY_US, reset_after_us: RESET_US } = LIMIT.RESULT
 
 const KIND = LIMIT.ALGORITHM
 const OP = LIMIT.OP
@@ -90,15 +91,16 @@ class RateLimiter extends Limiter {
     return this._call(weight, OP[name])
   }
 
-  /** @internal the decision at `out[o..o+4]`; `degraded`: answered without Redis */
+  /** @internal the decision at `out[o..]` (the limit kind's `RESULT`); `degraded`: answered without Redis */
   _decision(out, o, degraded = false) {
-    const retryUs = out[o + 2]
+    const retryUs = out[o + RETRY_US]
+    const resetUs = out[o + RESET_US]
     return {
-      allowed: out[o] === 1,
+      allowed: out[o + ALLOWED] === 1,
       limit: this._limit,
-      remaining: out[o + 1],
+      remaining: out[o + REMAINING],
       retryAfterMs: retryUs > 0 ? Math.ceil(retryUs / 1000) : 0,
-      resetAfterMs: out[o + 3] > 0 ? Math.ceil(out[o + 3] / 1000) : 0,
+      resetAfterMs: resetUs > 0 ? Math.ceil(resetUs / 1000) : 0,
       degraded,
     }
   }

@@ -4,6 +4,9 @@
 
 const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('./base')
 const SLIDING_COUNTER = require('../kinds/sliding-counter')
+const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING_COUNTER.RESULT.call
+const W = SLIDING_COUNTER.RESULT.window
+const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, reset_after_us: W_RESET_US, size: EACH } = W
 
 const OP = SLIDING_COUNTER.OP
 
@@ -70,16 +73,16 @@ class SlidingCounterLimiter extends Limiter {
 
   /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
   _decision(out, o, degraded = false) {
-    const allowed = out[o] === 1
+    const allowed = out[o + ALLOWED] === 1
     let pick = 0
     const windows = this._windows.map((w, i) => {
-      const at = o + 2 + 3 * i
+      const at = o + HEAD + EACH * i
       return {
         limit: w.limit,
         intervalMs: w.intervalMs,
-        remaining: out[at],
-        retryAfterMs: ms(out[at + 1]),
-        resetAfterMs: ms(out[at + 2]),
+        remaining: out[at + W_REMAINING],
+        retryAfterMs: ms(out[at + W_RETRY_US]),
+        resetAfterMs: ms(out[at + W_RESET_US]),
       }
     })
     // the most restrictive window: the one that refuses longest, or the one with least room
@@ -93,7 +96,7 @@ class SlidingCounterLimiter extends Limiter {
       allowed,
       limit: m.limit,
       remaining: m.remaining,
-      retryAfterMs: ms(out[o + 1]),
+      retryAfterMs: ms(out[o + RETRY_US]),
       resetAfterMs: m.resetAfterMs,
       degraded,
       windows,

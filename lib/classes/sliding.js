@@ -5,6 +5,8 @@
 const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
 const { checkInteger, checkStore, plainObject, windowsOption, blockMs, NAME } = require('./base')
 const SLIDING = require('../kinds/sliding')
+const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING.RESULT.call
+const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, size: EACH } = SLIDING.RESULT.window
 const { storeKey } = require('../store/keys')
 
 const OP = SLIDING.OP
@@ -89,14 +91,14 @@ class SlidingWindowLimiter {
   _decision(out, o, degraded = false) {
     const ms = (us) => (us > 0 ? Math.ceil(us / 1000) : 0)
     return {
-      allowed: out[o] === 1,
-      retryAfterMs: ms(out[o + 1]),
+      allowed: out[o + ALLOWED] === 1,
+      retryAfterMs: ms(out[o + RETRY_US]),
       degraded,
       windows: this._windows.map((w, i) => ({
         limit: w.limit,
         intervalMs: w.intervalMs,
-        remaining: out[o + 2 + 2 * i],
-        retryAfterMs: ms(out[o + 3 + 2 * i]),
+        remaining: out[o + HEAD + EACH * i + W_REMAINING],
+        retryAfterMs: ms(out[o + HEAD + EACH * i + W_RETRY_US]),
       })),
     }
   }

@@ -3,13 +3,16 @@
 // The adaptive rate's kind (sluice/fetch): one record per key owns the key's rate, its pacing
 // queue and its block, shared by every process. Call: `{ owner, nums }`, `nums` the 16 numbers
 // of src/store/kinds/adaptive.rs (`pace`: reserve a slot, successes reported; `report`: what a
-// response said). Result: 4 numbers (pace: delayUs, rate in milli-qps, admitted; report:
-// blockUs left, rate in milli-qps, decreased; then for both the blockUs left), the wrong-type
-// marker in the first (lua/adaptive.lua). Used by lib/doors/fetch/gate.js.
+// response said; `give`: a slot given back). Result: the op's group of the kind's fields
+// (`RESULT`, named in src/store/kinds/adaptive.rs: pace `delay_us, rate_mqps, admitted,
+// block_us`, report `recorded_block_us, rate_mqps, decreased, block_us`, give `none, rate_mqps,
+// given, block_us`), the wrong-type marker in the first. A call answers the tuple `[delay_us |
+// recorded_block_us | 0, rate_mqps, admitted | decreased | given, block_us, degraded]`. Used
+// by lib/doors/fetch/gate.js.
 
 const native = require('../native')
 const { encodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, resultFields } = require('./kind')
 const { storeKey } = require('../store/keys')
 
 const NATIVE_NAME = 'adaptive'
@@ -17,8 +20,30 @@ const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
 const OP = OPS[NATIVE_NAME]
 /** Numbers per call. */
 const WIDTH = 16
-/** Numbers per call in a result. */
-const RESULT = 4
+/** Each op's result fields (offsets), as Rust names them; the three share their offsets. */
+const RESULT = {
+  pace: resultFields(NATIVE_NAME, 'pace'),
+  report: resultFields(NATIVE_NAME, 'report'),
+  give: resultFields(NATIVE_NAME, 'give'),
+}
+const { delay_us: FIRST, rate_mqps: RATE, admitted: FLAG, block_us: BLOCK_US, size: SIZE } = RESULT.pace
+if (
+  RESULT.report.recorded_block_us !== FIRST ||
+  RESULT.give.none !== FIRST ||
+  RESULT.report.decreased !== FLAG ||
+  RESULT.give.given !== FLAG ||
+  RESULT.report.rate_mqps !== RATE ||
+  RESULT.give.rate_mqps !== RATE ||
+  RESULT.report.block_us !== BLOCK_US ||
+  RESULT.give.block_us !== BLOCK_US ||
+  RESULT.report.size !== SIZE ||
+  RESULT.give.size !== SIZE
+) {
+  throw new Error("the adaptive kind's result groups no longer share their offsets (src/store/kinds/adaptive.rs)")
+}
+
+/** The answer (see above) of the result at `out[o..]`. */
+const answer = (out, o, degraded) => [out[o + FIRST], out[o + RATE], out[o + FLAG], out[o + BLOCK_US], degraded]
 
 class AdaptiveCall {
   /** `owner` has `_storeKey`; `nums`: the call's 16 numbers. */
@@ -125,7 +150,7 @@ const adaptive = {
   memory(store, c, degraded) {
     const b = encode([c], store._begin())
     const out = native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs)
-    return [out[0], out[1], out[2], out[3], degraded]
+    return answer(out, 0, degraded)
   },
 
   encode,
@@ -133,9 +158,9 @@ const adaptive = {
 
   settle(store, out, calls, resolve, reject) {
     for (let e = 0; e < calls.length; e++) {
-      const o = RESULT * e
-      if (out[o] === WRONG_TYPE) reject[e](wrongType('adaptive rate', store.keyPrefix))
-      else resolve[e]([out[o], out[o + 1], out[o + 2], out[o + 3], false])
+      const o = SIZE * e
+      if (out[o + FIRST] === WRONG_TYPE) reject[e](wrongType('adaptive rate', store.keyPrefix))
+      else resolve[e](answer(out, o, false))
     }
   },
 

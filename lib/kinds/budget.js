@@ -3,16 +3,16 @@
 // The budget's kind (Budget, lib/classes/budget.js): reservations of several dimensions charged all or
 // nothing in one fleet-wide FIFO, settled, cancelled, or expired as spent. Call: `{ owner, op,
 // id, amounts, ttlUs, maxWaitUs, tenant }`, the dimensions from the owner's `_spec`, `tenant`
-// (the reserve-as and stats-of ops) `{ id, sharePpm, maxPpm, aheadUs }`. Result per call:
-// `[status, delayUs, nowUs, open, expired, (used, reserved, excess) per dimension]`, for the tenant ops
-// then `[share, max, used per dimension]`, for stats then `[active tenants, k listed, TOP slots
-// of (share, max, used per dimension)]` with the k listed ids in the reply's text (every stats
-// call's, in call order); the wrong-type marker in `status` (src/store/kinds/budget.rs,
-// lua/budget.lua).
+// (the reserve-as and stats-of ops) `{ id, sharePpm, maxPpm, aheadUs }`. Result per call, in
+// the groups of the kind's fields (`RESULT`, named in src/store/kinds/budget.rs): `call`, then
+// `dimension` per dimension; for the tenant ops then `tenant` and `tenant_dimension` per
+// dimension; for stats then `tenants` (active, k listed) and TOP slots of (`tenant`,
+// `tenant_dimension` per dimension), with the k listed ids in the reply's text (every stats
+// call's, in call order); the wrong-type marker in `status`.
 
 const native = require('../native')
 const { encodeParts, decodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, resultFields } = require('./kind')
 
 const NATIVE_NAME = 'budget'
 const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
@@ -21,6 +21,17 @@ const OP = OPS[NATIVE_NAME]
 const STATUS = Object.freeze({ ok: 1, refused: 0, notOpen: 3 })
 /** Tenants a stats call lists at most (src/core/budget/tenants.rs `TOP`). */
 const TOP = 20
+
+/** A result's groups of fields (offsets) and widths, as Rust names them. */
+const RESULT = Object.fromEntries(
+  ['call', 'dimension', 'tenant', 'tenant_dimension', 'tenants'].map((g) => [g, resultFields(NATIVE_NAME, g)]),
+)
+const { status: C_STATUS, delay_us: C_DELAY_US, now_us: C_NOW_US, open: C_OPEN, expired: C_EXPIRED } = RESULT.call
+const CALL = RESULT.call.size
+const { used: D_USED, reserved: D_RESERVED, excess: D_EXCESS, size: DIMENSION } = RESULT.dimension
+const { share_ppm: T_SHARE, max_ppm: T_MAX, size: TENANT } = RESULT.tenant
+const { used: TD_USED, size: TENANT_DIMENSION } = RESULT.tenant_dimension
+const { active: ACTIVE, listed: LISTED, size: TENANTS } = RESULT.tenants
 
 class BudgetCall {
   constructor(owner, op, id, amounts, ttlUs, maxWaitUs, tenant = null) {
@@ -37,7 +48,8 @@ class BudgetCall {
 /** Numbers of the result of a call. */
 const resultLength = (c) => {
   const n = c.owner._names.length
-  return 5 + 3 * n + (c.tenant === null ? 0 : 2 + n) + (c.op === OP.stats ? 2 + TOP * (2 + n) : 0)
+  const tenant = TENANT + TENANT_DIMENSION * n
+  return CALL + DIMENSION * n + (c.tenant === null ? 0 : tenant) + (c.op === OP.stats ? TENANTS + TOP * tenant : 0)
 }
 
 function encode(calls, nowUs) {
@@ -84,29 +96,31 @@ function result(c, out, o, degraded, ids) {
   const reserved = new Array(n)
   const excess = new Array(n)
   for (let d = 0; d < n; d++) {
-    used[d] = out[o + 5 + 3 * d]
-    reserved[d] = out[o + 6 + 3 * d]
-    excess[d] = out[o + 7 + 3 * d]
+    const at = o + CALL + DIMENSION * d
+    used[d] = out[at + D_USED]
+    reserved[d] = out[at + D_RESERVED]
+    excess[d] = out[at + D_EXCESS]
   }
-  const [status, delayUs, nowUs, open, expired] = [out[o], out[o + 1], out[o + 2], out[o + 3], out[o + 4]]
-  let tenant = null
-  if (c.tenant !== null) {
-    const t = o + 5 + 3 * n
+  const status = out[o + C_STATUS]
+  const delayUs = out[o + C_DELAY_US]
+  const nowUs = out[o + C_NOW_US]
+  const open = out[o + C_OPEN]
+  const expired = out[o + C_EXPIRED]
+  /** The tenant (share, max, use per dimension) whose fields start at `out[at]`. */
+  const tenantAt = (at) => {
     const tenantUsed = new Array(n)
-    for (let d = 0; d < n; d++) tenantUsed[d] = out[t + 2 + d]
-    tenant = { sharePpm: out[t], maxPpm: out[t + 1], used: tenantUsed }
+    for (let d = 0; d < n; d++) tenantUsed[d] = out[at + TENANT + TENANT_DIMENSION * d + TD_USED]
+    return { sharePpm: out[at + T_SHARE], maxPpm: out[at + T_MAX], used: tenantUsed }
   }
+  const t = o + CALL + DIMENSION * n
+  const tenant = c.tenant === null ? null : tenantAt(t)
   let active = 0
   let listed = null
   if (c.op === OP.stats) {
-    const t = o + 5 + 3 * n
-    active = out[t]
+    active = out[t + ACTIVE]
     listed = []
-    for (let k = 0; k < out[t + 1]; k++) {
-      const at = t + 2 + k * (2 + n)
-      const tenantUsed = new Array(n)
-      for (let d = 0; d < n; d++) tenantUsed[d] = out[at + 2 + d]
-      listed.push({ id: ids.shift(), sharePpm: out[at], maxPpm: out[at + 1], used: tenantUsed })
+    for (let k = 0; k < out[t + LISTED]; k++) {
+      listed.push({ id: ids.shift(), ...tenantAt(t + TENANTS + k * (TENANT + TENANT_DIMENSION * n)) })
     }
   }
   return { status, delayUs, nowUs, open, expired, used, reserved, excess, tenant, active, listed, degraded }
@@ -186,7 +200,7 @@ const budget = {
     let o = 0
     for (let e = 0; e < calls.length; e++) {
       const c = calls[e]
-      if (out[o] === WRONG_TYPE) reject[e](wrongType('budget', store.keyPrefix))
+      if (out[o + C_STATUS] === WRONG_TYPE) reject[e](wrongType('budget', store.keyPrefix))
       else resolve[e](result(c, out, o, false, ids))
       o += resultLength(c)
     }
@@ -201,11 +215,11 @@ const budget = {
     if (policy.mode === 'local') return budget.memory(policy.local, c, true)
     if (c.op === OP.stats || c.op === OP.statsOf) throw policy.error
     const out = new Float64Array(resultLength(c))
-    out[0] = STATUS.ok
-    out[2] = policy.nowUs()
+    out[C_STATUS] = STATUS.ok
+    out[C_NOW_US] = policy.nowUs()
     if ((c.op === OP.reserve || c.op === OP.reserveAs) && policy.mode === 'deny') {
-      out[0] = STATUS.refused
-      out[1] = policy.retryUs
+      out[C_STATUS] = STATUS.refused
+      out[C_DELAY_US] = policy.retryUs
     }
     return result(c, out, 0, true)
   },

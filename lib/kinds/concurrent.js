@@ -1,17 +1,27 @@
 // @ts-check
 'use strict'
 // The concurrent limiters' kind (ConcurrentLimiter): leases and their waiters. Call: `{ key,
-// op, id, nums }`, `nums` = `[limit, lockUs, waitUs, ttlMs]`. Result: 9 numbers (see
-// lib/classes/concurrent.js), the marker in the first; grants for this process's waiters come back
-// with the reply and wake them.
+// op, id, nums }`, `nums` = `[limit, lockUs, waitUs, ttlMs]`. Result: per operation, its
+// group of the kind's fields (`RESULT`, named in src/store/kinds/concurrent.rs: `lease` for
+// acquire, poll and cancel, `done` for release and extend, `stats`), zero-padded to the widest,
+// the marker in the first; grants for this process's waiters come back with the reply and wake
+// them.
 
 const native = require('../native')
 const { encodeParts, appendPart, decodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, numbers, wrongType, degraded } = require('./kind')
+const { OPS, WRONG_TYPE, numbers, wrongType, degraded, resultFields } = require('./kind')
 
 const { acquire, release, extend, poll, cancel, stats } = OPS.concurrent
 const OP = { acquire, release, extend, poll, cancel, stats }
-const RESULT = 9
+/** Each operation's result fields (offsets), as Rust names them. */
+const RESULT = {
+  lease: resultFields('concurrent', 'lease'),
+  done: resultFields('concurrent', 'done'),
+  stats: resultFields('concurrent', 'stats'),
+}
+const { status: STATUS, earliest_expiry_us: EARLIEST_US, now_us: NOW_US } = RESULT.lease
+/** Numbers per operation: the widest group's (every result is zero-padded to it). */
+const WIDTH = Math.max(RESULT.lease.size, RESULT.done.size, RESULT.stats.size)
 
 class ConcurrentCall {
   constructor(key, op, id, nums) {
@@ -53,12 +63,13 @@ const inspectSection = {
 /** @satisfies {import('./contract').Kind['bullmq']} */
 const bullmqSection = { ConcurrentLimiter: { role: 'concurrent' } }
 
-/** @satisfies {import('./contract').Kind<ConcurrentCall>} */
+/** @satisfies {import('./contract').Kind<ConcurrentCall> & import('./contract').Own<'RESULT'>} */
 const concurrent = {
   code: 5,
   name: 'concurrent',
   lane: 2,
   OP,
+  RESULT,
   Call: ConcurrentCall,
   statsKinds: ['concurrent'],
   lifetimeMs: (o) => Number(o.lockTimeoutMs) || 0,
@@ -84,8 +95,8 @@ const concurrent = {
     // this process's own waiters are woken from the reply, before the published message
     for (const grant of decodeParts(text)) store._waiters.wake(grant)
     for (let e = 0; e < calls.length; e++) {
-      if (values[RESULT * e] === WRONG_TYPE) reject[e](wrongType('concurrent limiter', store.keyPrefix))
-      else resolve[e](numbers(values, RESULT * e, RESULT * (e + 1)))
+      if (values[WIDTH * e] === WRONG_TYPE) reject[e](wrongType('concurrent limiter', store.keyPrefix))
+      else resolve[e](numbers(values, WIDTH * e, WIDTH * (e + 1)))
     }
   },
 
@@ -99,18 +110,18 @@ const concurrent = {
     if (policy.mode === 'local') {
       out = Float64Array.from(concurrent.memory(policy.local, c))
     } else {
-      out = new Float64Array(RESULT)
+      out = new Float64Array(WIDTH)
       const nowUs = policy.nowUs()
       const allow = policy.mode === 'allow'
       switch (c.op) {
         case OP.acquire:
-          out[0] = allow ? 1 : 0
-          out[2] = allow ? 0 : nowUs + policy.retryUs
-          out[3] = nowUs
+          out[STATUS] = allow ? 1 : 0
+          out[EARLIEST_US] = allow ? 0 : nowUs + policy.retryUs
+          out[NOW_US] = nowUs
           break
         case OP.poll:
-          out[0] = allow ? 1 : -1
-          out[3] = nowUs
+          out[STATUS] = allow ? 1 : -1
+          out[NOW_US] = nowUs
           break
         case OP.stats:
           throw policy.error

@@ -2,15 +2,19 @@
 'use strict'
 // The fair tenants' kind (FairTenant): registers a job of a tenant and counts the tenant's
 // jobs in each rule's window. Call: `{ key, id, nums }`, `nums` = `[mode (0 exact, 1
-// approximate), rules, (perMs, granularityMs) per rule]`. Result: a count per rule, the marker
-// in the first.
+// approximate), rules, (perMs, granularityMs) per rule]`. Result: the kind's `rule` fields per
+// rule (`RESULT`, named in src/store/kinds/fair.rs: the count), the marker in the first.
 
 const native = require('../native')
 const { encodeParts, appendPart } = require('../base/codec')
-const { OPS, WRONG_TYPE, numbers, wrongType, longest, degraded } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, longest, degraded, resultFields } = require('./kind')
 
 /** The first number of a call: how the tenant's jobs are counted (FairTenant's `mode`). */
 const MODE = { exact: OPS.fair.exact, approximate: OPS.fair.approximate }
+
+/** A rule's result fields (offsets) and width, as Rust names them. */
+const RESULT = resultFields('fair', 'rule')
+const { count: COUNT, size: RULE } = RESULT
 
 class FairCall {
   constructor(key, id, nums) {
@@ -18,6 +22,13 @@ class FairCall {
     this.id = id
     this.nums = nums
   }
+}
+
+/** The counts of a call of `rules` rules whose result starts at `out[o]`, one per rule. */
+function counts(out, o, rules) {
+  const c = new Float64Array(rules)
+  for (let i = 0; i < rules; i++) c[i] = out[o + RULE * i + COUNT]
+  return c
 }
 
 /** Per call its key then its job id, in the codec's encoding. */
@@ -52,9 +63,8 @@ const fair = {
   lifetimeMs: (o) => longest(o.rules, (r) => r.perMs),
 
   memory(store, c) {
-    return /** @type {number[]} */ (
-      native.memoryCall(store._handle, fair.code, encodeParts([c.key, c.id]), c.nums, store._begin())
-    )
+    const out = native.memoryCall(store._handle, fair.code, encodeParts([c.key, c.id]), c.nums, store._begin())
+    return counts(out, 0, c.nums[1])
   },
 
   encode(calls, nowUs) {
@@ -74,9 +84,9 @@ const fair = {
     let o = 0
     for (let e = 0; e < calls.length; e++) {
       const rules = calls[e].nums[1]
-      if (out[o] === WRONG_TYPE) reject[e](wrongType('fair-tenant rule set', store.keyPrefix))
-      else resolve[e](numbers(out, o, o + rules))
-      o += rules
+      if (out[o + COUNT] === WRONG_TYPE) reject[e](wrongType('fair-tenant rule set', store.keyPrefix))
+      else resolve[e](counts(out, o, rules))
+      o += RULE * rules
     }
   },
 
@@ -85,7 +95,7 @@ const fair = {
    * (no rule matches: the job keeps its default queue, and the enqueue goes on).
    */
   whenDown(policy, c) {
-    const out = policy.mode === 'local' ? Float64Array.from(fair.memory(policy.local, c)) : new Float64Array(c.nums[1])
+    const out = policy.mode === 'local' ? fair.memory(policy.local, c) : new Float64Array(c.nums[1])
     return degraded(out)
   },
   inspect: inspectSection,

@@ -15,6 +15,46 @@ const { SluiceError } = require('../base/errors')
 const OPS = Object.fromEntries(native.kinds().map((k) => [k.name, Object.freeze({ ...k.ops })]))
 
 /**
+ * Each kind's result layout, by kind name then group (src/store/kinds/<kind>: `RESULTS`):
+ * named once, in Rust, and resolved to offsets here, once, at load. Read through `resultFields`.
+ * @type {Record<string, Record<string, Readonly<Record<string, number>>>>}
+ */
+const RESULTS = Object.fromEntries(
+  native
+    .kinds()
+    .map((k) => [
+      k.name,
+      Object.fromEntries(
+        Object.entries(k.results).map(([group, fields]) => [
+          group,
+          Object.freeze({ size: fields.length, ...Object.fromEntries(fields.map((f, i) => [f, i])) }),
+        ]),
+      ),
+    ]),
+)
+
+/**
+ * The group `group` of kind `kind`'s result: each field's offset in the group by its name (as
+ * Rust names it), and `size`, the group's width. Destructure it into constants at load: a name
+ * Rust does not give throws then, never a decision later.
+ * @param {string} kind
+ * @param {string} group
+ * @returns {Readonly<Record<string, number>>}
+ */
+function resultFields(kind, group) {
+  const fields = RESULTS[kind]?.[group]
+  if (fields === undefined) throw new Error(`the native kind ${kind} has no result group ${group}`)
+  return new Proxy(fields, {
+    get(target, name) {
+      if (typeof name !== 'string' || !(name in target)) {
+        throw new Error(`the native kind ${kind}'s result group ${group} has no field ${String(name)}`)
+      }
+      return target[name]
+    },
+  })
+}
+
+/**
  * A call's marker in its result from Redis (the field that is never negative otherwise: a
  * limiter's `remaining`, a pacer member's delay, a sliding call's retry, a quota call's
  * timestamp, a fair call's first count, a concurrent operation's first value; see
@@ -68,4 +108,4 @@ const windowed = {
   rateOf: (l) => Math.min(...l.windows.map((w) => (w.limit * 1000) / w.intervalMs)),
 }
 
-module.exports = { OPS, WRONG_TYPE, wrongType, longest, windowed, numbers, degraded }
+module.exports = { OPS, resultFields, WRONG_TYPE, wrongType, longest, windowed, numbers, degraded }

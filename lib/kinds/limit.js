@@ -2,12 +2,12 @@
 'use strict'
 // The rate limiters' kind (BucketLimiter, WindowLimiter, LeakyLimiter, PointsLimiter): one
 // decision per call. Call: `{ owner, weight, maxWaitUs, count, atUs }`, where `maxWaitUs` >= 0
-// is a take (waiting up to it, leaky and points) and an OP below anything else. Result:
-// `[allowed, remaining, retryAfterUs, resetAfterUs]`, the marker in `remaining`.
+// is a take (waiting up to it, leaky and points) and an OP below anything else. Result: the
+// kind's `entry` fields (`RESULT`, named in src/store/kinds/limit.rs), the marker in `remaining`.
 
 const native = require('../native')
 const { appendPart } = require('../base/codec')
-const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, resultFields } = require('./kind')
 const { input } = require('../store/slots')
 const { storeKey } = require('../store/keys')
 
@@ -19,6 +19,21 @@ const ALGORITHM = { bucket, window, leaky, points: leaky }
 const OP = { adjust, reset, peek, block, backoff, continue: cont }
 /** Numbers per call in a batch. */
 const WIDTH = 5
+/** A decision's fields (offsets in its result) and its width, as Rust names them. */
+const RESULT = resultFields('limit', 'entry')
+const { allowed: ALLOWED, remaining: REMAINING, retry_after_us: RETRY_US, reset_after_us: RESET_US } = RESULT
+const SIZE = RESULT.size
+
+/** A decision's result from its fields (an answer made without the store). */
+function entry(allowed, remaining, retryUs, resetUs) {
+  const out = new Array(SIZE).fill(0)
+  out[ALLOWED] = allowed
+  out[REMAINING] = remaining
+  out[RETRY_US] = retryUs
+  out[RESET_US] = resetUs
+  return out
+}
+
 /** The kind's code in the native registry, and its pool lane (a group call's too). */
 const CODE = 1
 const LANE = 1
@@ -75,7 +90,7 @@ class LimitGroupCall {
 
 /** A group call's answer: `{ allowed (all), degraded, decisions }`, each window counted as the group went. */
 function decideGroup(c, out, degraded) {
-  const decisions = c.owners.map((owner, e) => owner._decision(out, 4 * e, degraded))
+  const decisions = c.owners.map((owner, e) => owner._decision(out, SIZE * e, degraded))
   const allowed = decisions.every((d) => d.allowed)
   if (c.count) {
     c.owners.forEach((owner, e) => owner._count(allowed ? decisions[e] : { ...decisions[e], allowed }, c.weight))
@@ -97,7 +112,7 @@ const groupKind = {
   },
   async alone(store, c, nowUs) {
     const out = await store._poolCall(CODE, c.text, c.nums, nowUs, LANE)
-    const wrong = c.owners.findIndex((_, e) => out[4 * e + 1] === WRONG_TYPE)
+    const wrong = c.owners.findIndex((_, e) => out[SIZE * e + REMAINING] === WRONG_TYPE)
     if (wrong >= 0) throw wrongType(`${c.owners[wrong]._statsKind} limiter`, store.keyPrefix)
     return decideGroup(c, out, false)
   },
@@ -108,9 +123,9 @@ const groupKind = {
     if (op === OP.reset) throw policy.error
     const out = c.owners.flatMap((owner) => {
       const max = owner._limit
-      if (op === OP.adjust) return [1, max, 0, 0]
-      if (policy.mode === 'allow') return [1, Math.max(0, max - c.weight), 0, 0]
-      return [0, 0, policy.retryUs, policy.retryUs]
+      if (op === OP.adjust) return entry(1, max, 0, 0)
+      if (policy.mode === 'allow') return entry(1, Math.max(0, max - c.weight), 0, 0)
+      return entry(0, 0, policy.retryUs, policy.retryUs)
     })
     return decideGroup(c, out, true)
   },
@@ -265,13 +280,14 @@ const bullmqSection = {
   PointsLimiter: { role: 'rate', reserves: true, rateOf },
 }
 
-/** @satisfies {import('./contract').Kind<LimitCall> & import('./contract').Own<'ALGORITHM' | 'group' | 'groupKey'>} */
+/** @satisfies {import('./contract').Kind<LimitCall> & import('./contract').Own<'ALGORITHM' | 'RESULT' | 'group' | 'groupKey'>} */
 const limit = {
   code: CODE,
   name: 'limit',
   lane: LANE,
   OP,
   ALGORITHM,
+  RESULT,
   Call: LimitCall,
   statsKinds: ['bucket', 'window', 'leaky', 'points'],
   lifetimeMs: (o) => Number(o.intervalMs) || 0,
@@ -298,8 +314,8 @@ const limit = {
       const hit = cache.get(key, c.owner._sig, c.weight, atUs)
       if (hit === null) return undefined
       const v = hit.values
-      const resetUs = Math.max(0, v[3] - (atUs - hit.atUs))
-      return decide(c, [0, v[1], hit.untilUs - atUs, resetUs], 0, false)
+      const resetUs = Math.max(0, v[RESET_US] - (atUs - hit.atUs))
+      return decide(c, entry(0, v[REMAINING], hit.untilUs - atUs, resetUs), 0, false)
     }
     if (c.maxWaitUs === OP.reset || c.maxWaitUs === OP.adjust) cache.delete(key)
     return undefined
@@ -328,13 +344,13 @@ const limit = {
     const cache = store._denyCache
     for (let e = 0; e < calls.length; e++) {
       const c = calls[e]
-      const o = 4 * e
-      if (out[o + 1] === WRONG_TYPE) {
+      const o = SIZE * e
+      if (out[o + REMAINING] === WRONG_TYPE) {
         reject[e](wrongType(`${c.owner._statsKind} limiter`, store.keyPrefix))
         continue
       }
-      if (cache !== null && c.maxWaitUs === 0 && out[o] === 0 && c.limit === c.owner._limit) {
-        cache.set(c.owner._key, c.owner._sig, c.weight, c.atUs, out[o + 2], out.slice(o, o + 4))
+      if (cache !== null && c.maxWaitUs === 0 && out[o + ALLOWED] === 0 && c.limit === c.owner._limit) {
+        cache.set(c.owner._key, c.owner._sig, c.weight, c.atUs, out[o + RETRY_US], out.slice(o, o + SIZE))
       }
       resolve[e](decide(c, out, o, false))
     }
@@ -351,9 +367,9 @@ const limit = {
     const max = c.limit
     if (maxWaitUs === OP.reset || maxWaitUs === OP.block) throw policy.error
     let out
-    if (maxWaitUs === OP.adjust) out = [1, max, 0, 0]
-    else if (policy.mode === 'allow') out = [1, maxWaitUs === OP.peek ? max : Math.max(0, max - weight), 0, 0]
-    else out = [0, 0, policy.retryUs, policy.retryUs]
+    if (maxWaitUs === OP.adjust) out = entry(1, max, 0, 0)
+    else if (policy.mode === 'allow') out = entry(1, maxWaitUs === OP.peek ? max : Math.max(0, max - weight), 0, 0)
+    else out = entry(0, 0, policy.retryUs, policy.retryUs)
     return decide(c, out, 0, true)
   },
   group: groupKind,

@@ -2,12 +2,13 @@
 'use strict'
 // The pacer's kind (DistributedPacer, PacerComposite): a call reserves a slot (`pace`) or
 // admits now or refuses (`rateLimit`), on one pacer or on every member of a composite, all
-// or nothing; a block or a give-back is a call of its own, never batched (`pacer.single`). Result per member:
-// `[delayUs, watermark, paced]`, the marker in `delayUs`.
+// or nothing; a block or a give-back is a call of its own, never batched (`pacer.single`).
+// Result: the kind's `member` fields per member (`RESULT`, named in src/store/kinds/pacer),
+// the marker in `delay_us`; a block's or a give-back's answer is its `delay_us`.
 
 const native = require('../native')
 const { encodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, wrongType } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, resultFields } = require('./kind')
 const { input } = require('../store/slots')
 const { storeKey } = require('../store/keys')
 
@@ -15,6 +16,10 @@ const { storeKey } = require('../store/keys')
 const OP = { rateLimit: OPS.pacer.rateLimit, pace: OPS.pacer.pace, block: OPS.pacer.block, give: OPS.pacer.give }
 /** Numbers per member in a batch (after the call's two: members, op). */
 const MEMBER_WIDTH = 4
+/** A member's result fields (offsets) and width, as Rust names them. */
+const RESULT = resultFields('pacer', 'member')
+const { delay_us: DELAY_US, size: SIZE } = RESULT
+
 /** The kind's code in the native registry, and its pool lane (a block's and a give-back's too). */
 const CODE = 0
 const LANE = 0
@@ -188,7 +193,7 @@ const bullmqSection = {
 
 /** A block or give-back `c` on the embedded store `store`: its number. */
 function runSingle(store, c) {
-  return native.memoryCall(store._handle, CODE, c.text, c.nums, store._begin())[0]
+  return native.memoryCall(store._handle, CODE, c.text, c.nums, store._begin())[DELAY_US]
 }
 
 /**
@@ -204,8 +209,8 @@ const single = {
   /** On the pool lane; its key holding another type rejects (ERR_SCRIPT). */
   async alone(store, c, nowUs) {
     const out = await store._poolCall(CODE, c.text, c.nums, nowUs, LANE)
-    if (out[0] === WRONG_TYPE) throw wrongType('pacer', store.keyPrefix)
-    return out[0]
+    if (out[DELAY_US] === WRONG_TYPE) throw wrongType('pacer', store.keyPrefix)
+    return out[DELAY_US]
   },
   /** Needs Redis, except under 'local' (recorded in this process). */
   whenDown(policy, c) {
@@ -215,12 +220,13 @@ const single = {
   keyOf: (c) => c.key,
 }
 
-/** @satisfies {import('./contract').Kind<PacerCall> & import('./contract').Own<'single' | 'BlockCall' | 'GiveCall' | 'groupKey'>} */
+/** @satisfies {import('./contract').Kind<PacerCall> & import('./contract').Own<'RESULT' | 'single' | 'BlockCall' | 'GiveCall' | 'groupKey'>} */
 const pacer = {
   code: CODE,
   name: 'pacer',
   lane: LANE,
   OP,
+  RESULT,
   Call: PacerCall,
   single,
   BlockCall: PacerBlockCall,
@@ -234,14 +240,16 @@ const pacer = {
     if (c.keys === null) {
       const owner = c.owner
       const id = store._id(owner._storeKey, nowUs)
-      out = store._io
-      out[0] = c.weight
-      out[1] = owner._qps
-      out[2] = owner._maxBurst
-      out[3] = c.factor
-      out[4] = c.pace ? 1 : 0
-      out[5] = nowUs
+      // the io buffer: the call's numbers in, its result out (src/store/kinds/pacer: memory_io)
+      const io = store._io
+      io[0] = c.weight
+      io[1] = owner._qps
+      io[2] = owner._maxBurst
+      io[3] = c.factor
+      io[4] = c.pace ? 1 : 0
+      io[5] = nowUs
       native.memoryStep(store._handle, pacer.code, id)
+      out = io
     } else {
       store._sweepFor(c.keys.length, nowUs)
       out = native.memoryCall(store._handle, pacer.code, encodeParts(c.keys), new Float64Array(c.args), nowUs)
@@ -256,8 +264,9 @@ const pacer = {
     c.atUs = atUs
     const hit = cache.get(owner._storeKey, c.sig, c.weight, atUs)
     if (hit === null) return undefined
-    const v = hit.values
-    return owner._outcome([hit.untilUs - atUs, v[1], v[2]], 0, c.weight, false, false)
+    const out = hit.values.slice()
+    out[DELAY_US] = hit.untilUs - atUs
+    return owner._outcome(out, 0, c.weight, false, false)
   },
 
   encode(calls, nowUs) {
@@ -293,16 +302,17 @@ const pacer = {
       const c = calls[e]
       const members = c.members
       let wrong = false
-      for (let m = 0; m < members; m++) wrong ||= out[offset + 3 * m] === WRONG_TYPE
+      for (let m = 0; m < members; m++) wrong ||= out[offset + SIZE * m + DELAY_US] === WRONG_TYPE
       if (wrong) {
         reject[e](wrongType(members === 1 ? 'pacer' : 'pacer composite', store.keyPrefix))
       } else {
-        if (c.sig !== null && out[offset] > 0) {
-          cache.set(c.owner._storeKey, c.sig, c.weight, c.atUs, out[offset], out.slice(offset, offset + 3))
+        if (c.sig !== null && out[offset + DELAY_US] > 0) {
+          const delayUs = out[offset + DELAY_US]
+          cache.set(c.owner._storeKey, c.sig, c.weight, c.atUs, delayUs, out.slice(offset, offset + SIZE))
         }
         resolve[e](c.owner._outcome(out, offset, c.weight, false, c.pace))
       }
-      offset += 3 * members
+      offset += SIZE * members
     }
   },
 
@@ -313,10 +323,10 @@ const pacer = {
   whenDown(policy, c) {
     if (policy.mode === 'local') return pacer.memory(policy.local, c, true)
     const members = c.members
-    const out = new Float64Array(3 * members)
+    const out = new Float64Array(SIZE * members)
     if (policy.mode === 'deny') {
       if (c.pace) throw policy.error
-      for (let i = 0; i < members; i++) out[3 * i] = policy.retryUs
+      for (let i = 0; i < members; i++) out[SIZE * i + DELAY_US] = policy.retryUs
     }
     return c.owner._outcome(out, 0, c.weight, true, c.pace)
   },

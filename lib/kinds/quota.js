@@ -3,14 +3,28 @@
 // The quotas' kind (QuotaLimiter, Sentry's sliding-window quotas). Call: `{ keys, nums, mode,
 // timestamp }`: the distinct counters' keys (in the codec's encoding) and `nums` =
 // `[counters, (window, granularity) per counter, requests, (amount, quotas, (counter, limit)
-// per quota) per request]`. Result: `[timestamp, (granted, reached per quota) per request]`
-// (nothing for `use`), the marker in the timestamp.
+// per quota) per request]`. Result: the kind's `call` fields (its length), then (nothing for
+// `use`) its `grants` fields, per request its `request` fields and per quota of the request its
+// `quota` fields (`RESULT`, named in src/store/kinds/quota), the marker in `timestamp`; a call
+// resolves with what follows its `call` fields.
 
 const native = require('../native')
-const { OPS, WRONG_TYPE, numbers, wrongType, longest, degraded } = require('./kind')
+const { OPS, WRONG_TYPE, numbers, wrongType, longest, degraded, resultFields } = require('./kind')
 
 const { check, checkAndUse, use } = OPS.quota
 const MODE = { check, checkAndUse, use }
+
+/** A result's groups of fields (offsets) and widths, as Rust names them. */
+const RESULT = {
+  call: resultFields('quota', 'call'),
+  grants: resultFields('quota', 'grants'),
+  request: resultFields('quota', 'request'),
+  quota: resultFields('quota', 'quota'),
+}
+const { length: LENGTH, size: HEAD } = RESULT.call
+const { timestamp: TIMESTAMP, size: GRANTS } = RESULT.grants
+const { granted: GRANTED, size: REQUEST } = RESULT.request
+const { reached: REACHED, size: QUOTA } = RESULT.quota
 
 class QuotaCall {
   /** `timestamp`: seconds, or -1 for the store's clock (read now when it is a ManualClock). */
@@ -38,7 +52,7 @@ function run(store, c, timestamp) {
   const nums = new Float64Array(3 + c.nums.length)
   put(nums, 0, c, timestamp)
   const out = /** @type {number[]} */ (native.memoryCall(store._handle, quota.code, c.keys, nums, store._begin()))
-  out.shift()
+  out.splice(0, HEAD) // the call's own fields (its length): one call
   return out
 }
 
@@ -52,12 +66,13 @@ const inspectSection = {
   limitText: (o) => `${(o.quotas || []).length} quota${(o.quotas || []).length === 1 ? '' : 's'}`,
 }
 
-/** @satisfies {import('./contract').Kind<QuotaCall> & import('./contract').Own<'MODE'>} */
+/** @satisfies {import('./contract').Kind<QuotaCall> & import('./contract').Own<'MODE' | 'RESULT'>} */
 const quota = {
   code: 3,
   name: 'quota',
   lane: 4,
   MODE,
+  RESULT,
   Call: QuotaCall,
   statsKinds: ['quota'],
   lifetimeMs: (o) => longest(o.quotas, (q) => q.windowSeconds * 1000),
@@ -88,11 +103,11 @@ const quota = {
   settle(store, out, calls, resolve, reject) {
     let o = 0
     for (let e = 0; e < calls.length; e++) {
-      const length = out[o]
+      const length = out[o + LENGTH]
       // the timestamp is the marker
-      if (out[o + 1] === WRONG_TYPE) reject[e](wrongType('quota', store.keyPrefix))
-      else resolve[e](numbers(out, o + 1, o + 1 + length))
-      o += 1 + length
+      if (out[o + HEAD + TIMESTAMP] === WRONG_TYPE) reject[e](wrongType('quota', store.keyPrefix))
+      else resolve[e](numbers(out, o + HEAD, o + HEAD + length))
+      o += HEAD + length
     }
   },
 
@@ -111,14 +126,21 @@ const quota = {
       const counters = nums[0]
       let i = 1 + 2 * counters
       const requests = nums[i++]
-      const values = [c.redisTimestamp >= 0 ? c.redisTimestamp : Math.floor(policy.nowUs() / 1e6)]
+      const values = new Array(GRANTS).fill(0)
+      values[TIMESTAMP] = c.redisTimestamp >= 0 ? c.redisTimestamp : Math.floor(policy.nowUs() / 1e6)
       const allow = policy.mode === 'allow'
       for (let r = 0; r < requests; r++) {
         const amount = nums[i]
         const quotas = nums[i + 1]
         i += 2 + 2 * quotas
-        values.push(allow ? amount : 0)
-        for (let j = 0; j < quotas; j++) values.push(allow ? 0 : 1)
+        const request = new Array(REQUEST).fill(0)
+        request[GRANTED] = allow ? amount : 0
+        values.push(...request)
+        for (let j = 0; j < quotas; j++) {
+          const quota = new Array(QUOTA).fill(0)
+          quota[REACHED] = allow ? 0 : 1
+          values.push(...quota)
+        }
       }
       out = new Float64Array(c.mode === MODE.use ? 0 : values.length)
       if (c.mode !== MODE.use) out.set(values)

@@ -3,13 +3,13 @@
 // The approximate sliding window's kind (its limiter: SlidingCounterLimiter, lib/classes/): per window two
 // counters (this calendar window's and the previous one's, weighted by its overlap with the
 // sliding window: Cloudflare's estimate), several windows decided and charged together. Call:
-// `{ owner, op, weight }`, the windows from the owner's `_spec`. Result: `[allowed, retryUs,
-// (remaining, retryUs, resetUs) per window]`, the wrong-type marker in the first `retryUs`
-// (src/store/kinds/sliding_counter.rs, lua/sliding_counter.lua).
+// `{ owner, op, weight }`, the windows from the owner's `_spec`. Result: the kind's `call`
+// fields, then its `window` fields per window (`RESULT`, named in
+// src/store/kinds/sliding_counter.rs), the wrong-type marker in the call's `retry_after_us`.
 
 const native = require('../native')
 const { encodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, wrongType, longest, windowed } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, longest, windowed, resultFields } = require('./kind')
 
 const NATIVE_NAME = 'sliding_counter'
 const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
@@ -23,8 +23,13 @@ class SlidingCounterCall {
   }
 }
 
+/** A result's fields (offsets), as Rust names them: the call's, then each window's after them. */
+const RESULT = { call: resultFields(NATIVE_NAME, 'call'), window: resultFields(NATIVE_NAME, 'window') }
+const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = RESULT.call
+const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, reset_after_us: W_RESET_US, size: EACH } = RESULT.window
+
 /** Numbers of the result of a call of `owner`. */
-const resultLength = (owner) => 3 * owner._windows.length + 2
+const resultLength = (owner) => HEAD + EACH * owner._windows.length
 
 /** Appends the numbers of call `c` to `nums` from `at`; returns where they end. */
 function put(nums, at, c) {
@@ -108,12 +113,13 @@ const bullmqSection = {
   },
 }
 
-/** @satisfies {import('./contract').Kind<SlidingCounterCall>} */
+/** @satisfies {import('./contract').Kind<SlidingCounterCall> & import('./contract').Own<'RESULT'>} */
 const slidingCounter = {
   code: CODE,
   name: 'sliding-counter',
   lane: CODE,
   OP,
+  RESULT,
   Call: SlidingCounterCall,
   statsKinds: ['sliding-counter'],
   // the previous calendar window still counts for a whole interval after it ends
@@ -131,7 +137,7 @@ const slidingCounter = {
     let o = 0
     for (let e = 0; e < calls.length; e++) {
       const c = calls[e]
-      if (out[o + 1] === WRONG_TYPE) reject[e](wrongType('sliding-counter limiter', store.keyPrefix))
+      if (out[o + RETRY_US] === WRONG_TYPE) reject[e](wrongType('sliding-counter limiter', store.keyPrefix))
       else resolve[e](c.owner._decision(out, o, false))
       o += resultLength(c.owner)
     }
@@ -145,12 +151,15 @@ const slidingCounter = {
     const windows = owner._windows
     const out = new Float64Array(resultLength(owner))
     if (policy.mode === 'allow' || c.op === OP.adjust) {
-      out[0] = 1
+      out[ALLOWED] = 1
       const charge = c.op === OP.take ? c.weight : 0
-      for (let i = 0; i < windows.length; i++) out[2 + 3 * i] = Math.max(0, windows[i].limit - charge)
+      for (let i = 0; i < windows.length; i++)
+        out[HEAD + EACH * i + W_REMAINING] = Math.max(0, windows[i].limit - charge)
     } else {
-      out[1] = policy.retryUs
-      for (let i = 0; i < windows.length; i++) out[3 + 3 * i] = out[4 + 3 * i] = policy.retryUs
+      out[RETRY_US] = policy.retryUs
+      for (let i = 0; i < windows.length; i++) {
+        out[HEAD + EACH * i + W_RETRY_US] = out[HEAD + EACH * i + W_RESET_US] = policy.retryUs
+      }
     }
     return owner._decision(out, 0, true)
   },

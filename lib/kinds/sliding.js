@@ -2,12 +2,13 @@
 'use strict'
 // The sliding windows' kind (SlidingWindowLimiter): several exact sliding windows decided and
 // charged together. Call: `{ owner, op, weight, atUs }`, the windows from the owner's `_spec`
-// (`[windows, (limit, intervalUs) per window]`). Result: `[allowed, retryUs, (remaining,
-// retryUs) per window]`, the marker in the first `retryUs`.
+// (`[windows, (limit, intervalUs) per window]`). Result: the kind's `call` fields, then its
+// `window` fields per window (`RESULT`, named in src/store/kinds/sliding.rs), the marker in
+// the call's `retry_after_us`.
 
 const native = require('../native')
 const { encodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, wrongType, longest, windowed } = require('./kind')
+const { OPS, WRONG_TYPE, wrongType, longest, windowed, resultFields } = require('./kind')
 
 const { take, peek, reset, block } = OPS.sliding
 const OP = { take, peek, reset, block }
@@ -22,8 +23,13 @@ class SlidingCall {
   }
 }
 
+/** A result's fields (offsets), as Rust names them: the call's, then each window's after them. */
+const RESULT = { call: resultFields('sliding', 'call'), window: resultFields('sliding', 'window') }
+const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = RESULT.call
+const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, size: EACH } = RESULT.window
+
 /** Numbers of the result of a call of `owner`. */
-const resultLength = (owner) => 2 * owner._windows.length + 2
+const resultLength = (owner) => HEAD + EACH * owner._windows.length
 
 /** Appends the numbers of call `c` to `nums` from `at`; returns where they end. */
 function put(nums, at, c) {
@@ -99,12 +105,13 @@ const bullmqSection = {
   },
 }
 
-/** @satisfies {import('./contract').Kind<SlidingCall>} */
+/** @satisfies {import('./contract').Kind<SlidingCall> & import('./contract').Own<'RESULT'>} */
 const sliding = {
   code: 2,
   name: 'sliding',
   lane: 3,
   OP,
+  RESULT,
   Call: SlidingCall,
   statsKinds: ['sliding'],
   lifetimeMs: (o) => longest(o.windows, (w) => w.intervalMs),
@@ -125,8 +132,8 @@ const sliding = {
       if (hit === null) return undefined
       const out = hit.values.slice()
       const elapsedUs = atUs - hit.atUs
-      out[1] = hit.untilUs - atUs
-      for (let i = 3; i < out.length; i += 2) out[i] = Math.max(0, out[i] - elapsedUs)
+      out[RETRY_US] = hit.untilUs - atUs
+      for (let i = HEAD + W_RETRY_US; i < out.length; i += EACH) out[i] = Math.max(0, out[i] - elapsedUs)
       return c.owner._decision(out, 0, false)
     }
     if (c.op === OP.reset) cache.delete(key)
@@ -149,13 +156,13 @@ const sliding = {
     for (let e = 0; e < calls.length; e++) {
       const c = calls[e]
       const length = resultLength(c.owner)
-      if (out[o + 1] === WRONG_TYPE) {
+      if (out[o + RETRY_US] === WRONG_TYPE) {
         reject[e](wrongType('sliding-window limiter', store.keyPrefix))
         o += length
         continue
       }
-      if (cache !== null && c.op === OP.take && out[o] === 0) {
-        cache.set(c.owner._key, c.owner._sig, c.weight, c.atUs, out[o + 1], out.slice(o, o + length))
+      if (cache !== null && c.op === OP.take && out[o + ALLOWED] === 0) {
+        cache.set(c.owner._key, c.owner._sig, c.weight, c.atUs, out[o + RETRY_US], out.slice(o, o + length))
       }
       resolve[e](c.owner._decision(out, o, false))
       o += length
@@ -170,12 +177,13 @@ const sliding = {
     const windows = owner._windows
     const out = new Float64Array(resultLength(owner))
     if (policy.mode === 'allow') {
-      out[0] = 1
+      out[ALLOWED] = 1
       const charge = c.op === OP.take ? c.weight : 0
-      for (let i = 0; i < windows.length; i++) out[2 + 2 * i] = Math.max(0, windows[i].limit - charge)
+      for (let i = 0; i < windows.length; i++)
+        out[HEAD + EACH * i + W_REMAINING] = Math.max(0, windows[i].limit - charge)
     } else {
-      out[1] = policy.retryUs
-      for (let i = 0; i < windows.length; i++) out[3 + 2 * i] = policy.retryUs
+      out[RETRY_US] = policy.retryUs
+      for (let i = 0; i < windows.length; i++) out[HEAD + EACH * i + W_RETRY_US] = policy.retryUs
     }
     return owner._decision(out, 0, true)
   },

@@ -84,9 +84,11 @@ pub struct KindEntry {
   pub code: u32,
   /// The numbers its calls carry (operation codes, modes), by name.
   pub ops: HashMap<String, f64>,
+  /// Its result layout: each group of fields (by the group's name) and their names, in order.
+  pub results: HashMap<String, Vec<String>>,
 }
 
-/// Every kind of the registry: its name, code and operation codes (see each kind's file under
+/// Every kind of the registry: its name, code, operation codes and result layout (see each kind's file under
 /// `src/store/kinds/` for its call and result layouts).
 #[napi(catch_unwind)]
 pub fn kinds() -> Vec<KindEntry> {
@@ -96,6 +98,11 @@ pub fn kinds() -> Vec<KindEntry> {
       name: k.name.to_owned(),
       code: k.code,
       ops: k.ops.iter().map(|(name, code)| ((*name).to_owned(), *code)).collect(),
+      results: k
+        .results
+        .iter()
+        .map(|(group, fields)| ((*group).to_owned(), fields.iter().map(|f| (*f).to_owned()).collect()))
+        .collect(),
     })
     .collect()
 }

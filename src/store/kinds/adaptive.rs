@@ -112,6 +112,11 @@ impl Kind for Adaptive {
   type Call = Vec<Call>;
   type State = Box<State>;
   const OPS: &'static [(&'static str, f64)] = &[("pace", PACE), ("report", REPORT), ("give", GIVE)];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] = &[
+    ("pace", &["delay_us", "rate_mqps", "admitted", "block_us"]),
+    ("report", &["recorded_block_us", "rate_mqps", "decreased", "block_us"]),
+    ("give", &["none", "rate_mqps", "given", "block_us"]),
+  ];
 
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
     let mut keys = crate::codec::parts(text);

@@ -190,6 +190,13 @@ impl Kind for Budget {
     ("reserveAs", RESERVE_AS),
     ("statsOf", STATS_OF),
   ];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] = &[
+    ("call", &["status", "delay_us", "now_us", "open", "expired"]),
+    ("dimension", &["used", "reserved", "excess"]),
+    ("tenant", &["share_ppm", "max_ppm"]),
+    ("tenant_dimension", &["used"]),
+    ("tenants", &["active", "listed"]),
+  ];
 
   /// `text` holds each call's key, its id and its tenant id.
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {

@@ -131,6 +131,14 @@ impl Kind for Concurrent {
     ("cancel", CANCEL),
     ("stats", STATS),
   ];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] = &[
+    ("lease", &["status", "token", "earliest_expiry_us", "now_us"]),
+    ("done", &["ok"]),
+    (
+      "stats",
+      &["held", "held_us", "immediate", "waited", "wait_us", "overages", "reclaimed", "current", "waiters"],
+    ),
+  ];
 
   /// `text` holds each operation's key then its id.
   fn decode(text: &str, nums: &[f64]) -> Result<ConcurrentCall> {

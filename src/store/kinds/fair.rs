@@ -132,6 +132,7 @@ impl Kind for Fair {
   type Call = Vec<FairCall>;
   type State = Box<FairState>;
   const OPS: &'static [(&'static str, f64)] = &[("exact", EXACT), ("approximate", APPROXIMATE)];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] = &[("rule", &["count"])];
 
   /// `text` holds each assignment's key then its id.
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<FairCall>> {

@@ -267,3 +267,36 @@ fn a_drifted_header_is_caught() {
   let text: String = sections(&drifted).into_iter().filter(|(l, _)| l == "then").map(|(_, t)| t).collect();
   assert!(text.contains("per call, 18 fields") && !text.contains(&format!("per call, {} fields", 1 + adaptive::WIDTH)));
 }
+
+/// The fields of `kind`'s result groups `groups`, in order.
+fn fields_of(kind: &str, groups: &[&str]) -> Vec<&'static str> {
+  let info = super::table().into_iter().find(|k| k.name == kind).expect("a kind");
+  let group = |g: &str| info.results.iter().find(|r| r.0 == g).expect("a group").1;
+  groups.iter().flat_map(|g| group(g).iter().copied()).collect()
+}
+
+/// Asserts that `file`'s `Returns` lines name `fields` as words, in this order.
+fn returns_in_order(file: &str, fields: &[&str]) {
+  let text = section(file, "Returns");
+  let words: Vec<&str> = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
+  let mut at = 0;
+  for f in fields {
+    match words[at..].iter().position(|w| w == f) {
+      Some(i) => at += i + 1,
+      None => {
+        panic!("{file}: its `-- Returns` lines do not name `{f}` where the kind's result has it ({fields:?}): {text}")
+      }
+    }
+  }
+}
+
+#[test]
+fn result_names_match_the_returns_of_scripts_that_answer_them() {
+  // the scripts whose reply is the layout the kind answers JS (the others are reshaped in Rust)
+  returns_in_order("limiter.lua", &fields_of("limit", &["entry"]));
+  returns_in_order("sliding.lua", &fields_of("sliding", &["call", "window"]));
+  returns_in_order("sliding_counter.lua", &fields_of("sliding_counter", &["call", "window"]));
+  returns_in_order("budget.lua", &fields_of("budget", &["call", "dimension"]));
+  returns_in_order("concurrent.lua", &fields_of("concurrent", &["stats"]));
+  returns_in_order("fair.lua", &fields_of("fair", &["rule"]));
+}

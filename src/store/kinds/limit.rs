@@ -242,6 +242,8 @@ impl Kind for Limit {
     ("backoff", BACKOFF),
     ("continue", CONTINUE),
   ];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] =
+    &[("entry", &["allowed", "remaining", "retry_after_us", "reset_after_us"])];
 
   fn decode(text: &str, nums: &[f64]) -> Result<LimitBatch> {
     LimitBatch::decode(text, nums)

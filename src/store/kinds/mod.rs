@@ -54,6 +54,12 @@ pub trait Kind: Sized + Send + Sync + 'static {
   /// Operation codes and other numbers the JS layer writes into a call, by name (exported to
   /// JS by the bindings' `kinds()`; the Lua headers cite them).
   const OPS: &'static [(&'static str, f64)];
+  /// The kind's result layout, named once: its groups of fields, each a name and its fields
+  /// in order (snake_case, as the Lua headers' `Returns` write them where the script answers
+  /// the same layout). A call's result is made of these groups as the kind's file says (a group
+  /// may repeat: per window, member, dimension or tenant). Exported to JS by the bindings'
+  /// `kinds()`, where the names are resolved to offsets once, at load.
+  const RESULTS: &'static [(&'static str, &'static [&'static str])];
 
   /// Decodes and validates a call: `text` = strings in the encoding of [`crate::codec`],
   /// `nums` = numbers, both in the kind's layout (see its file). Nothing invalid gets past.
@@ -101,6 +107,7 @@ pub struct KindInfo {
   pub code: u32,
   pub name: &'static str,
   pub ops: &'static [(&'static str, f64)],
+  pub results: &'static [(&'static str, &'static [&'static str])],
 }
 
 /// A call's marker in its result: its key holds a value of another type (another writer uses
@@ -159,9 +166,9 @@ macro_rules! registry {
       }
     }
 
-    /// Every kind: code, name and operation codes.
+    /// Every kind: code, name, operation codes and result layout.
     pub fn table() -> Vec<KindInfo> {
-      vec![$(KindInfo { code: $code, name: stringify!($module), ops: <$module::$kind as Kind>::OPS },)*]
+      vec![$(KindInfo { code: $code, name: stringify!($module), ops: <$module::$kind as Kind>::OPS, results: <$module::$kind as Kind>::RESULTS },)*]
     }
   };
 }
@@ -196,6 +203,16 @@ mod tests {
       }
       for (j, (name, _)) in a.ops.iter().enumerate() {
         assert!(a.ops[j + 1..].iter().all(|(other, _)| other != name), "{} repeats op {name}", a.name);
+      }
+      assert!(!a.results.is_empty(), "{} names no result fields", a.name);
+      for (j, (group, fields)) in a.results.iter().enumerate() {
+        assert!(a.results[j + 1..].iter().all(|(other, _)| other != group), "{} repeats group {group}", a.name);
+        assert!(!fields.is_empty(), "{}: group {group} is empty", a.name);
+        for (k, f) in fields.iter().enumerate() {
+          // `size` is what JS names a group's width
+          assert!(*f != "size" && !fields[k + 1..].contains(f), "{}: group {group} field {f}", a.name);
+          assert!(f.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}: {f} is not snake_case", a.name);
+        }
       }
     }
     struct Name;

@@ -141,6 +141,8 @@ impl Kind for Sliding {
   type Call = SlidingBatch;
   type State = Box<Log>;
   const OPS: &'static [(&'static str, f64)] = &[("take", TAKE), ("peek", PEEK), ("reset", RESET), ("block", BLOCK)];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] =
+    &[("call", &["allowed", "retry_after_us"]), ("window", &["remaining", "retry_after_us"])];
 
   fn decode(text: &str, nums: &[f64]) -> Result<SlidingBatch> {
     SlidingBatch::decode(text, nums)

@@ -83,6 +83,8 @@ impl Kind for SlidingCounter {
   type State = Box<State>;
   const OPS: &'static [(&'static str, f64)] =
     &[("take", TAKE), ("peek", PEEK), ("reset", RESET), ("block", BLOCK), ("adjust", ADJUST)];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] =
+    &[("call", &["allowed", "retry_after_us"]), ("window", &["remaining", "retry_after_us", "reset_after_us"])];
 
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
     let mut calls = vec![];

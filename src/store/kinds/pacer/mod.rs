@@ -207,6 +207,8 @@ impl Kind for Pacer {
   type Call = PacerCall;
   type State = State;
   const OPS: &'static [(&'static str, f64)] = &[("pace", PACE), ("rateLimit", RATE_LIMIT), ("block", BLOCK), ("give", GIVE)];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] =
+    &[("member", &["delay_us", "watermark_before", "admitted"])];
 
   fn decode(text: &str, nums: &[f64]) -> Result<PacerCall> {
     if nums.get(1) == Some(&BLOCK) {

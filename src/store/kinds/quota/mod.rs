@@ -201,6 +201,8 @@ impl Kind for Quota {
   type State = Counter;
   const OPS: &'static [(&'static str, f64)] =
     &[("check", CHECK), ("checkAndUse", CHECK_AND_USE), ("use", USE), ("storeClock", STORE_CLOCK)];
+  const RESULTS: &'static [(&'static str, &'static [&'static str])] =
+    &[("call", &["length"]), ("grants", &["timestamp"]), ("request", &["granted"]), ("quota", &["reached"])];
 
   fn decode(text: &str, nums: &[f64]) -> Result<QuotaCalls> {
     let malformed = || Error::argument("malformed quota batch");
