@@ -92,20 +92,4 @@ const degraded = (out) => Object.assign(out, { degraded: /** @type {const} */ (t
 /** The longest of `f(x)` over `list` (0 for an empty or missing list). */
 const longest = (list, f) => (Array.isArray(list) ? list.reduce((m, x) => Math.max(m, Number(f(x)) || 0), 0) : 0)
 
-/**
- * What the sites above the stores share for kinds whose limiters have several windows
- * (`windows: [{ limit, intervalMs }]`, decisions with `windows[].remaining`): inspect's state
- * from a decision that charged nothing, its words, and sluice/bullmq's sustained rate (the
- * slowest window's, per second).
- */
-const windowed = {
-  state(d) {
-    const windows = d.windows.map((w) => ({ limit: w.limit, intervalMs: w.intervalMs, remaining: w.remaining }))
-    return { windows, fill: Math.max(0, ...windows.map((w) => (w.limit > 0 ? 1 - w.remaining / w.limit : 1))) }
-  },
-  words: (st, f) =>
-    st.windows.map((w) => `${f.count(w.remaining)}/${f.count(w.limit)} per ${f.interval(w.intervalMs)}`).join(', '),
-  rateOf: (l) => Math.min(...l.windows.map((w) => (w.limit * 1000) / w.intervalMs)),
-}
-
-module.exports = { OPS, resultFields, WRONG_TYPE, wrongType, longest, windowed, numbers, degraded }
+module.exports = { OPS, resultFields, WRONG_TYPE, wrongType, longest, numbers, degraded }

@@ -8,8 +8,8 @@
 // src/store/kinds/sliding_counter.rs), the wrong-type marker in the call's `retry_after_us`.
 
 const native = require('../native')
-const { encodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, wrongType, longest, windowed, resultFields } = require('./kind')
+const { OPS, longest } = require('./kind')
+const windowed = require('./windowed')
 
 const NATIVE_NAME = 'sliding_counter'
 const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
@@ -23,31 +23,10 @@ class SlidingCounterCall {
   }
 }
 
-/** A result's fields (offsets), as Rust names them: the call's, then each window's after them. */
-const RESULT = { call: resultFields(NATIVE_NAME, 'call'), window: resultFields(NATIVE_NAME, 'window') }
-const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = RESULT.call
-const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, reset_after_us: W_RESET_US, size: EACH } = RESULT.window
-
-/** Numbers of the result of a call of `owner`. */
-const resultLength = (owner) => HEAD + EACH * owner._windows.length
-
-/** Appends the numbers of call `c` to `nums` from `at`; returns where they end. */
-function put(nums, at, c) {
-  const spec = c.owner._spec
-  nums[at] = c.op
-  nums[at + 1] = c.weight
-  for (let i = 0; i < spec.length; i++) nums[at + 2 + i] = spec[i]
-  return at + 2 + spec.length
-}
-
-function encode(calls, nowUs) {
-  let length = 0
-  for (const c of calls) length += 2 + c.owner._spec.length
-  const nums = new Float64Array(length)
-  let at = 0
-  for (const c of calls) at = put(nums, at, c)
-  return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
-}
+/** The result's layout: the call's fields, then each window's after them, as Rust names them. */
+const L = windowed.layout(NATIVE_NAME)
+const { RESULT } = L
+const { retry_after_us: W_RETRY_US, reset_after_us: W_RESET_US } = RESULT.window
 
 // --- How the sites above the stores see it (lib/kinds/contract.d.ts)
 
@@ -94,24 +73,8 @@ const doorSection = {
   },
 }
 
-/** @satisfies {import('./contract').InspectSection} */
-const inspectSection = {
-  resettable: true,
-  limiter: (classes, store, { name, options: o }) =>
-    new classes.SlidingCounterLimiter(store, { name, windows: o.windows }),
-  state: async (limiter) => windowed.state(await limiter.peek()),
-  limitText: (o, per) => (o.windows || []).map((w) => `~${w.limit} / ${per(w.intervalMs)}`).join(', '),
-  words: windowed.words,
-}
-
-/** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
-/** @satisfies {import('./contract').Kind['bullmq']} */
-const bullmqSection = {
-  SlidingCounterLimiter: {
-    role: 'rate',
-    rateOf: windowed.rateOf,
-  },
-}
+/** The inspecting tools' view (state from a peek) and sluice/bullmq's; its limits are estimates ('~'). */
+const sections = windowed.sections('SlidingCounterLimiter', (limiter) => limiter.peek(), true)
 
 /** @satisfies {import('./contract').Kind<SlidingCounterCall> & import('./contract').Own<'RESULT'>} */
 const slidingCounter = {
@@ -125,47 +88,24 @@ const slidingCounter = {
   // the previous calendar window still counts for a whole interval after it ends
   lifetimeMs: (o) => 2 * longest(o.windows, (w) => w.intervalMs),
 
-  memory(store, c, degraded) {
-    const b = encode([c], store._begin())
-    return c.owner._decision(native.memoryCall(store._handle, CODE, b.keys, b.nums, b.nowUs), 0, degraded)
-  },
-
-  encode,
+  memory: (store, c, degraded) => windowed.memory(CODE, store, c, degraded),
+  encode: windowed.encode,
   keyOf: (c) => c.owner._key,
 
   settle(store, out, calls, resolve, reject) {
-    let o = 0
-    for (let e = 0; e < calls.length; e++) {
-      const c = calls[e]
-      if (out[o + RETRY_US] === WRONG_TYPE) reject[e](wrongType('sliding-counter limiter', store.keyPrefix))
-      else resolve[e](c.owner._decision(out, o, false))
-      o += resultLength(c.owner)
-    }
+    windowed.settle(L, 'sliding-counter limiter', store, out, calls, resolve, reject)
   },
 
   /** As the rate limiters': 'local' decides on the embedded store; a reset or a block needs Redis. */
   whenDown(policy, c) {
-    const owner = c.owner
     if (policy.mode === 'local') return slidingCounter.memory(policy.local, c, true)
     if (c.op === OP.reset || c.op === OP.block) throw policy.error
-    const windows = owner._windows
-    const out = new Float64Array(resultLength(owner))
-    if (policy.mode === 'allow' || c.op === OP.adjust) {
-      out[ALLOWED] = 1
-      const charge = c.op === OP.take ? c.weight : 0
-      for (let i = 0; i < windows.length; i++)
-        out[HEAD + EACH * i + W_REMAINING] = Math.max(0, windows[i].limit - charge)
-    } else {
-      out[RETRY_US] = policy.retryUs
-      for (let i = 0; i < windows.length; i++) {
-        out[HEAD + EACH * i + W_RETRY_US] = out[HEAD + EACH * i + W_RESET_US] = policy.retryUs
-      }
-    }
-    return owner._decision(out, 0, true)
+    const allow = policy.mode === 'allow' || c.op === OP.adjust
+    return windowed.answerDown(L, policy, c, allow, c.op === OP.take, [W_RETRY_US, W_RESET_US])
   },
   door: doorSection,
-  inspect: inspectSection,
-  bullmq: bullmqSection,
+  inspect: sections.inspect,
+  bullmq: sections.bullmq,
 }
 
 module.exports = slidingCounter

@@ -6,9 +6,8 @@
 // `window` fields per window (`RESULT`, named in src/store/kinds/sliding.rs), the marker in
 // the call's `retry_after_us`.
 
-const native = require('../native')
-const { encodeParts } = require('../base/codec')
-const { OPS, WRONG_TYPE, wrongType, longest, windowed, resultFields } = require('./kind')
+const { OPS, longest } = require('./kind')
+const windowed = require('./windowed')
 
 const { take, peek, reset, block } = OPS.sliding
 const OP = { take, peek, reset, block }
@@ -23,22 +22,9 @@ class SlidingCall {
   }
 }
 
-/** A result's fields (offsets), as Rust names them: the call's, then each window's after them. */
-const RESULT = { call: resultFields('sliding', 'call'), window: resultFields('sliding', 'window') }
-const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = RESULT.call
-const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, size: EACH } = RESULT.window
-
-/** Numbers of the result of a call of `owner`. */
-const resultLength = (owner) => HEAD + EACH * owner._windows.length
-
-/** Appends the numbers of call `c` to `nums` from `at`; returns where they end. */
-function put(nums, at, c) {
-  const spec = c.owner._spec
-  nums[at] = c.op
-  nums[at + 1] = c.weight
-  for (let i = 0; i < spec.length; i++) nums[at + 2 + i] = spec[i]
-  return at + 2 + spec.length
-}
+/** The result's layout: the call's fields, then each window's after them, as Rust names them. */
+const L = windowed.layout('sliding')
+const { RESULT, ALLOWED, RETRY_US, HEAD, EACH, W_RETRY_US, resultLength } = L
 
 // --- How the sites above the stores see a sliding-window limiter (lib/kinds/contract.d.ts)
 
@@ -86,24 +72,8 @@ const doorSection = {
   },
 }
 
-/** @satisfies {import('./contract').InspectSection} */
-const inspectSection = {
-  resettable: true,
-  limiter: (classes, store, { name, options: o }) =>
-    new classes.SlidingWindowLimiter(store, { name, windows: o.windows }),
-  state: async (limiter) => windowed.state(await limiter.peek(0)),
-  limitText: (o, per) => (o.windows || []).map((w) => `${w.limit} / ${per(w.intervalMs)}`).join(', '),
-  words: windowed.words,
-}
-
-/** sluice/bullmq: a rate limiter whose sustained rate is its slowest window's. */
-/** @satisfies {import('./contract').Kind['bullmq']} */
-const bullmqSection = {
-  SlidingWindowLimiter: {
-    role: 'rate',
-    rateOf: windowed.rateOf,
-  },
-}
+/** The inspecting tools' view (state from a peek of weight 0: it charges nothing) and sluice/bullmq's. */
+const sections = windowed.sections('SlidingWindowLimiter', (limiter) => limiter.peek(0), false)
 
 /** @satisfies {import('./contract').Kind<SlidingCall> & import('./contract').Own<'RESULT'>} */
 const sliding = {
@@ -116,13 +86,7 @@ const sliding = {
   statsKinds: ['sliding'],
   lifetimeMs: (o) => longest(o.windows, (w) => w.intervalMs),
 
-  memory(store, c, degraded) {
-    const nowUs = store._begin()
-    const nums = new Float64Array(2 + c.owner._spec.length)
-    put(nums, 0, c)
-    const out = native.memoryCall(store._handle, sliding.code, encodeParts([c.owner._key]), nums, nowUs)
-    return c.owner._decision(out, 0, degraded)
-  },
+  memory: (store, c, degraded) => windowed.memory(sliding.code, store, c, degraded),
 
   cached(cache, c, atUs) {
     c.atUs = atUs
@@ -140,56 +104,35 @@ const sliding = {
     return undefined
   },
 
-  encode(calls, nowUs) {
-    let length = 0
-    for (const c of calls) length += 2 + c.owner._spec.length
-    const nums = new Float64Array(length)
-    let at = 0
-    for (const c of calls) at = put(nums, at, c)
-    return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
-  },
+  encode: windowed.encode,
   keyOf: (c) => c.owner._key,
 
   settle(store, out, calls, resolve, reject) {
     const cache = store._denyCache
-    let o = 0
-    for (let e = 0; e < calls.length; e++) {
-      const c = calls[e]
-      const length = resultLength(c.owner)
-      if (out[o + RETRY_US] === WRONG_TYPE) {
-        reject[e](wrongType('sliding-window limiter', store.keyPrefix))
-        o += length
-        continue
+    const remember = (c, o) => {
+      if (c.op === OP.take && out[o + ALLOWED] === 0) {
+        cache.set(
+          c.owner._key,
+          c.owner._sig,
+          c.weight,
+          c.atUs,
+          out[o + RETRY_US],
+          out.slice(o, o + resultLength(c.owner)),
+        )
       }
-      if (cache !== null && c.op === OP.take && out[o + ALLOWED] === 0) {
-        cache.set(c.owner._key, c.owner._sig, c.weight, c.atUs, out[o + RETRY_US], out.slice(o, o + length))
-      }
-      resolve[e](c.owner._decision(out, o, false))
-      o += length
     }
+    windowed.settle(L, 'sliding-window limiter', store, out, calls, resolve, reject, cache === null ? null : remember)
   },
 
   /** As the rate limiters' (lib/kinds/limit.js): a reset or a block needs Redis except under 'local'. */
   whenDown(policy, c) {
-    const owner = c.owner
     if (policy.mode === 'local') return sliding.memory(policy.local, c, true)
     if (c.op === OP.reset || c.op === OP.block) throw policy.error
-    const windows = owner._windows
-    const out = new Float64Array(resultLength(owner))
-    if (policy.mode === 'allow') {
-      out[ALLOWED] = 1
-      const charge = c.op === OP.take ? c.weight : 0
-      for (let i = 0; i < windows.length; i++)
-        out[HEAD + EACH * i + W_REMAINING] = Math.max(0, windows[i].limit - charge)
-    } else {
-      out[RETRY_US] = policy.retryUs
-      for (let i = 0; i < windows.length; i++) out[HEAD + EACH * i + W_RETRY_US] = policy.retryUs
-    }
-    return owner._decision(out, 0, true)
+    return windowed.answerDown(L, policy, c, policy.mode === 'allow', c.op === OP.take, [W_RETRY_US])
   },
   door: doorSection,
-  inspect: inspectSection,
-  bullmq: bullmqSection,
+  inspect: sections.inspect,
+  bullmq: sections.bullmq,
 }
 
 module.exports = sliding
