@@ -17,6 +17,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -24,19 +25,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 const root = join(__dirname, '..')
 const dist = join(root, 'dist')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+const hostPack = createRequire(__filename)('../scripts/pack-host.js') as {
+  pack(out: string): { main: string; platform: string }
+}
 const PLATFORM = `linux-${process.arch}-gnu`
 
-/** The main tarball and this platform's, packed from the checkout into a temporary folder. */
+/** The main tarball and this platform's, packed from the checkout (`npm run pack:host`) into a temporary folder. */
 function packCheckout() {
   const out = mkdtempSync(join(tmpdir(), 'sluice-tgz-'))
   projects.push(out)
-  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', out], { cwd: root, stdio: 'ignore' })
-  const stage = join(out, 'stage')
-  mkdirSync(stage)
-  for (const f of ['package.json', 'README.md']) copyFileSync(join(root, 'npm', PLATFORM, f), join(stage, f))
-  copyFileSync(join(root, `sluice.${PLATFORM}.node`), join(stage, `sluice.${PLATFORM}.node`))
-  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', out], { cwd: stage, stdio: 'ignore' })
-  return { main: join(out, `sluice-${pkg.version}.tgz`), platform: join(out, `sluice-${PLATFORM}-${pkg.version}.tgz`) }
+  return hostPack.pack(out)
 }
 
 const fromDist = {
@@ -282,6 +280,10 @@ describe.each(SOURCES)('install from the tarballs $name, no toolchain', ({ shipp
     expect(e.message).toContain(`sluice-${PLATFORM}`)
     expect(e.message).toContain(`for ${PLATFORM}`)
     expect(e.message).toMatch(/optional dependency/)
+    expect(e.message).toContain('npm install --include=optional')
+    // short: the platform, what was looked for, the command that fixes it (no loader internals)
+    expect(e.message.length).toBeLessThanOrEqual(300)
+    expect(e.message).not.toMatch(/wasm|wasi/i)
   }, 120_000)
 })
 

@@ -37,29 +37,47 @@ function describe(err) {
   return parts
 }
 
+/** Whether this package is a source checkout (a clone), not an install from tarballs. */
+function isCheckout() {
+  try {
+    return require('node:fs').existsSync(require('node:path').join(__dirname, '..', 'Cargo.toml'))
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The error of a missing or unloadable addon: short (at most ~300 characters), naming the
+ * platform, what was looked for and the one command that fixes it where this package is (a
+ * source checkout builds; a registry install on a supported platform reinstalls with its
+ * optional dependencies; another platform builds from source). The loader's own errors are
+ * kept as `cause` and `causes`, not in the message.
+ */
+function loadError(err) {
+  const name = platformName()
+  const tried = [`sluice.${name}.node`, `sluice-${name}`]
+  let fix
+  if (isCheckout()) fix = 'a source checkout: build it with `npm run build` (needs Rust; see CONTRIBUTING.md).'
+  else if (PREBUILT.includes(name)) {
+    fix =
+      `reinstall with its optional dependency sluice-${name}: \`npm install --include=optional\` ` +
+      '(skipped by --omit=optional or a lock file made elsewhere).'
+  } else fix = `no prebuilt addon exists for ${name}: build from source (README, "Install").`
+  const message = `sluice has no native addon for ${name} (Node ${process.version}); looked for ${tried.join(' and ')}. Fix: ${fix}`
+  const error = new Error(message, { cause: err })
+  error.name = 'SluiceLoadError'
+  error.code = 'ERR_NATIVE_ADDON'
+  error.platform = name
+  error.tried = tried
+  error.causes = describe(err)
+  return error
+}
+
 function load() {
   try {
     return require('../index.js')
   } catch (err) {
-    const name = platformName()
-    const tried = [`../sluice.${name}.node (a build from source)`, `the package sluice-${name}`]
-    const supported = PREBUILT.includes(name)
-    const message =
-      `sluice could not load its native addon for ${name} (Node ${process.version}). ` +
-      `Tried: ${tried.join(', then ')}. ` +
-      (supported
-        ? `Prebuilt binaries exist for ${name}: reinstall so that npm installs the optional dependency ` +
-          `sluice-${name} (it is skipped with --no-optional / --omit=optional, or when the lock file ` +
-          `was made on another platform).`
-        : `No prebuilt binary exists for ${name} (prebuilt: ${PREBUILT.join(', ')}); build it from ` +
-          `source with a Rust toolchain (see the README, "Install").`) +
-      ` Causes: ${describe(err).join(' <- ')}`
-    const error = new Error(message, { cause: err })
-    error.name = 'SluiceLoadError'
-    error.code = 'ERR_NATIVE_ADDON'
-    error.platform = name
-    error.tried = tried
-    throw error
+    throw loadError(err)
   }
 }
 
