@@ -24,11 +24,11 @@ const { jsonText, maskUrl, quoted, redactIn, termText } = createRequire(__filena
   termText: (s: string) => string
 }
 
-function sluice(args: string[], input?: string) {
+function sluice(args: string[], input?: string, env: NodeJS.ProcessEnv = {}) {
   const r = spawnSync(process.execPath, [BIN, ...args], {
     encoding: 'utf8',
     input,
-    env: { ...process.env, SLUICE_REDIS_URL: '' },
+    env: { ...process.env, SLUICE_REDIS_URL: '', REDIS_URL: '', ...env },
     timeout: 20_000,
   })
   return { code: r.status, out: r.stdout, err: r.stderr }
@@ -116,14 +116,7 @@ describe('npx sluice', () => {
     expect(down.code).toBe(1)
     expect(down.err).toMatch(/cannot reach Redis at redis:\/\/\*\*\*@127\.0\.0\.1/)
     expect(down.err).not.toContain('hunter2')
-    for (const args of [
-      [],
-      ['frobnicate'],
-      ['stats'],
-      ['list', '--bogus'],
-      ['list'],
-      ['stats', 'x', '--kind', 'nope', ...at],
-    ]) {
+    for (const args of [[], ['frobnicate'], ['stats'], ['list', '--bogus'], ['stats', 'x', '--kind', 'nope', ...at]]) {
       const r = sluice(args)
       expect(r.code, args.join(' ')).toBe(2)
       expect(r.err).toMatch(/^sluice: /)
@@ -134,6 +127,44 @@ describe('npx sluice', () => {
     const help = sluice(['--help'])
     expect(help.code).toBe(0)
     expect(help.out).toMatch(/^usage: sluice/)
+  })
+
+  it('issue-38-cli-version-and-redis: --version; --redis defaults to $SLUICE_REDIS_URL, then $REDIS_URL, then localhost, and says which', async () => {
+    const version = sluice(['--version'])
+    expect(version.code).toBe(0)
+    expect(version.out.trim()).toBe(`sluice ${createRequire(__filename)('../package.json').version}`)
+    expect(sluice(['-V']).out).toBe(version.out)
+    // the order, without connecting
+    const { parseArgs } = createRequire(__filename)('../bin/sluice.js') as {
+      parseArgs(argv: string[]): { redis: string | null; redisFrom: string | null }
+    }
+    const saved = { s: process.env.SLUICE_REDIS_URL, r: process.env.REDIS_URL }
+    try {
+      process.env.SLUICE_REDIS_URL = 'redis://a:1'
+      process.env.REDIS_URL = 'redis://b:2'
+      expect(parseArgs(['list'])).toMatchObject({ redis: 'redis://a:1', redisFrom: '$SLUICE_REDIS_URL' })
+      expect(parseArgs(['list', '--redis', 'redis://c:3'])).toMatchObject({
+        redis: 'redis://c:3',
+        redisFrom: '--redis',
+      })
+      process.env.SLUICE_REDIS_URL = ''
+      expect(parseArgs(['list'])).toMatchObject({ redis: 'redis://b:2', redisFrom: '$REDIS_URL' })
+      process.env.REDIS_URL = ''
+      expect(parseArgs(['list'])).toMatchObject({ redis: 'redis://127.0.0.1:6379', redisFrom: 'the default' })
+      expect(parseArgs(['list', '--cluster', 'redis://d:4'])).toMatchObject({ redis: null, redisFrom: null })
+    } finally {
+      process.env.SLUICE_REDIS_URL = saved.s
+      process.env.REDIS_URL = saved.r
+    }
+    // it says which one it used, on stderr (stdout stays the command's: --json parses)
+    const used = sluice(['list', '--json'], undefined, { REDIS_URL: redisUrl() })
+    expect(used.code).toBe(0)
+    expect(used.err).toContain(`Redis at ${maskUrl(redisUrl())} (from $REDIS_URL)`)
+    expect(() => JSON.parse(used.out)).not.toThrow()
+    const port = await freePort()
+    const down = sluice(['list'], undefined, { REDIS_URL: `redis://127.0.0.1:${port}` })
+    expect(down.code).toBe(1)
+    expect(down.err).toContain(`cannot reach Redis at redis://127.0.0.1:${port} (from $REDIS_URL)`)
   })
 })
 

@@ -50,7 +50,8 @@ commands:
   dashboard            serve the dashboard page (until Ctrl-C)
 
 options:
-  --redis URL          a standalone Redis (default: $SLUICE_REDIS_URL)
+  --redis URL          a standalone Redis (default: $SLUICE_REDIS_URL, then $REDIS_URL,
+                       then redis://127.0.0.1:6379; the one used is said on stderr)
   --cluster URL        a Redis Cluster seed node (repeat for more)
   --prefix P           the stores' key prefix (default: sluice)
   --kind K             when a name is used by more than one kind
@@ -62,15 +63,21 @@ options:
   --allowed-host H     dashboard: a Host name the page answers to, besides localhost, IP
                        literals and --host (repeat for more; ".example.com" for it and its
                        subdomains; "all" turns the check off: open to DNS rebinding)
-  --allow-reset        dashboard: allow resets from the page`
+  --allow-reset        dashboard: allow resets from the page
+  --version, -V        print sluice's version`
 
 class UsageError extends Error {}
+
+/** The Redis the commands use when neither --redis, --cluster, $SLUICE_REDIS_URL nor $REDIS_URL says. */
+const DEFAULT_REDIS = 'redis://127.0.0.1:6379'
 
 function parseArgs(argv) {
   const o = {
     command: null,
     name: null,
     redis: null,
+    /** where the Redis URL came from: '--redis', '$SLUICE_REDIS_URL', '$REDIS_URL' or 'the default' */
+    redisFrom: null,
     cluster: [],
     prefix: 'sluice',
     kind: null,
@@ -104,10 +111,11 @@ function parseArgs(argv) {
     else if (a === '--allowed-host') o.allowedHosts.push(value())
     else if (a === '--allow-reset') o.allowReset = true
     else if (a === '--help' || a === '-h') o.command = 'help'
+    else if (a === '--version' || a === '-V') o.command = 'version'
     else if (a.startsWith('-')) throw new UsageError(`unknown option ${quoted(a)}`)
     else rest.push(a)
   }
-  if (o.command === 'help') return o
+  if (o.command === 'help' || o.command === 'version') return o
   o.command = rest[0] || null
   o.name = rest[1] || null
   if (!['list', 'inspect', 'stats', 'reset', 'dashboard'].includes(o.command)) {
@@ -133,8 +141,13 @@ function parseArgs(argv) {
   }
   if (o.key !== null && o.command !== 'reset') throw new UsageError('--key is for the reset command')
   if (o.kind !== null && !KINDS.includes(o.kind)) throw new UsageError(`--kind must be one of ${KINDS.join(', ')}`)
-  if (!o.redis && o.cluster.length === 0) o.redis = process.env.SLUICE_REDIS_URL || null
-  if (!o.redis && o.cluster.length === 0) throw new UsageError('say where Redis is: --redis URL or --cluster URL')
+  if (o.redis) o.redisFrom = '--redis'
+  else if (o.cluster.length === 0) {
+    const env = process.env
+    if (env.SLUICE_REDIS_URL) [o.redis, o.redisFrom] = [env.SLUICE_REDIS_URL, '$SLUICE_REDIS_URL']
+    else if (env.REDIS_URL) [o.redis, o.redisFrom] = [env.REDIS_URL, '$REDIS_URL']
+    else [o.redis, o.redisFrom] = [DEFAULT_REDIS, 'the default']
+  }
   return o
 }
 
@@ -196,6 +209,8 @@ function ask(question) {
 
 async function run(o, out, warn) {
   const where = o.cluster.length ? o.cluster.map(shown).join(', ') : shown(o.redis)
+  // a URL the user did not type: say which one, on stderr (stdout stays the command's, --json too)
+  if (o.redisFrom !== null && o.redisFrom !== '--redis') warn(`sluice: Redis at ${where} (from ${o.redisFrom})`)
   let store
   try {
     store = await sluice.RedisStore.connect({
@@ -207,7 +222,8 @@ async function run(o, out, warn) {
     })
   } catch (err) {
     const why = foreign(o, `${err.code || ''} ${err.message}`.replace(/\s+/g, ' ').trim())
-    const e = new Error(`cannot reach Redis at ${where}: ${why}`)
+    const from = o.redisFrom !== null && o.redisFrom !== '--redis' ? ` (from ${o.redisFrom})` : ''
+    const e = new Error(`cannot reach Redis at ${where}${from}: ${why}`)
     e.exitCode = 1
     e.escaped = true
     throw e
@@ -339,6 +355,10 @@ async function main(argv, out = (s) => process.stdout.write(`${s}\n`), err = (s)
   }
   if (o.command === 'help') {
     out(USAGE)
+    return 0
+  }
+  if (o.command === 'version') {
+    out(`sluice ${require('../package.json').version}`)
     return 0
   }
   try {
