@@ -168,6 +168,28 @@ describe('npx sluice', () => {
   })
 })
 
+describe('issue-38-leaky-reads-as-its-name: the CLI and dashboard say what a leaky bucket admits', () => {
+  const { limitText } = createRequire(__filename)('../lib/doors/inspect.js') as {
+    limitText(info: { kind: string; options: Record<string, number> }): string
+  }
+  it('a burst of the limit, then one every interval / limit (not "4 / 1s", which reads as 4 in any second)', () => {
+    expect(limitText({ kind: 'leaky', options: { limit: 4, intervalMs: 1000 } })).toBe(
+      'a burst of 4, then one every 250ms',
+    )
+    expect(limitText({ kind: 'leaky', options: { limit: 20, intervalMs: 60_000 } })).toBe(
+      'a burst of 20, then one every 3s',
+    )
+    expect(limitText({ kind: 'leaky', options: { limit: 3, intervalMs: 1000 } })).toBe(
+      'a burst of 3, then one every 333.3ms',
+    )
+    expect(limitText({ kind: 'points', options: { points: 1000, intervalMs: 60_000 } })).toBe(
+      'a burst of 1000 points, then one every 60ms',
+    )
+    // the counters keep their per-interval text: at most the limit in each interval
+    expect(limitText({ kind: 'bucket', options: { limit: 4, intervalMs: 1000 } })).toBe('4 / 1s')
+  })
+})
+
 /** A character a terminal acts on: C0 but LF, DEL, C1, bidi controls, line separators. */
 const RAW = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
 

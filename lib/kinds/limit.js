@@ -245,6 +245,12 @@ const doorSection = {
   limiters: Object.fromEntries(Object.values(CLASS).map((name) => [name, counterRequest])),
 }
 
+/** A leaky bucket's drip, `intervalMs / limit`, in the words of `per` (to 0.1 ms when not whole). */
+const drip = (per, intervalMs, limit) => {
+  const ms = intervalMs / limit
+  return Number.isInteger(ms) ? per(ms) : `${ms.toFixed(1)}ms`
+}
+
 /** @satisfies {import('./contract').InspectSection} */
 const inspectSection = {
   resettable: true,
@@ -265,8 +271,14 @@ const inspectSection = {
       fill: d.limit > 0 ? 1 - d.remaining / d.limit : 1,
     }
   },
-  limitText: (o, per, info) =>
-    info.kind === 'points' ? `${o.points} points / ${per(o.intervalMs)}` : `${o.limit} / ${per(o.intervalMs)}`,
+  limitText(o, per, info) {
+    // a leaky bucket (and the points limiter) admits a burst of its limit at once, then drips:
+    // "4 / 1s" would read as at most 4 in any second, which it is not
+    if (info.kind === 'points')
+      return `a burst of ${o.points} points, then one every ${drip(per, o.intervalMs, o.points)}`
+    if (info.kind === 'leaky') return `a burst of ${o.limit}, then one every ${drip(per, o.intervalMs, o.limit)}`
+    return `${o.limit} / ${per(o.intervalMs)}`
+  },
   words: (st, f) => `${f.count(st.remaining)} of ${f.count(st.limit)} left`,
 }
 
