@@ -355,8 +355,10 @@ describe.each(STORE_KINDS)('Budget on %s', (kind) => {
       { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1, maxBurst: -1 } } },
       { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1, burst: 1 } } },
       { name: 'x', dimensions: { a: 5 } },
-      { name: 'x', dimensions: { 'in tokens': { limit: 1, intervalMs: 1 } } },
-      { name: 'x y', dimensions: { a: { limit: 1, intervalMs: 1 } } },
+      // names are any text (issue-38-names) but empty, a lone surrogate or over 256 bytes
+      { name: 'x', dimensions: { '': { limit: 1, intervalMs: 1 } } },
+      { name: 'x', dimensions: { 'in\uD800': { limit: 1, intervalMs: 1 } } },
+      { name: 'x\uDC00', dimensions: { a: { limit: 1, intervalMs: 1 } } },
       { name: 'x', dimensions: { a: { limit: 1, intervalMs: 1 } }, extra: 1 },
       { dimensions: { a: { limit: 1, intervalMs: 1 } } },
     ]) {

@@ -258,7 +258,8 @@ describe('FairTenant options', () => {
     const bad: any[] = [
       undefined,
       {},
-      { name: 'a b', rules },
+      { name: '', rules },
+      { name: 'a\uD800', rules },
       { name: 'a', rules: [] },
       { name: 'a', rules: {} },
       { name: 'a', rules: [{ queue: '', threshold: 1 }] },

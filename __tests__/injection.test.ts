@@ -227,17 +227,18 @@ describe('issue-24-injection: every control byte and separator in every name fie
       const fair = new FairTenant(store, { name: 'f', rules: [{ queue: 'slow', threshold: 100, perMs: 60_000 }] })
       for (const b of BYTES) {
         const name = `a${b}incr${b}1${b}`
-        // names of limiters are [A-Za-z0-9_-]: refused before anything reaches Redis
+        // a limiter's name takes any text as a pacer's key does (issue-38-names): decided under
+        // its own name, its key escaped into the hash tag, nothing split or injected
         for (const make of [
-          () => new BucketLimiter(store, { name, limit: 1, interval: 'second' }),
-          () => new WindowLimiter(store, { name, limit: 1, interval: 'second' }),
-          () => new LeakyLimiter(store, { name, limit: 1, interval: 'second' }),
-          () => new PointsLimiter(store, { name, points: 1, interval: 'second' }),
-          () => new ConcurrentLimiter(store, { name, limit: 1 }),
-          () => new SlidingWindowLimiter(store, { name, windows: [{ limit: 1, intervalMs: 1000 }] }),
-          () => new FairTenant(store, { name, rules: [{ queue: 'q', threshold: 1, perMs: 1000 }] }),
+          () => new BucketLimiter(store, { name, limit: 1, interval: 'second' }).check(),
+          () => new WindowLimiter(store, { name, limit: 1, interval: 'second' }).check(),
+          () => new LeakyLimiter(store, { name, limit: 1, interval: 'second' }).check(),
+          () => new PointsLimiter(store, { name, points: 1, interval: 'second' }).check(),
+          () => new ConcurrentLimiter(store, { name, limit: 1 }).tryAcquire(),
+          () => new SlidingWindowLimiter(store, { name, windows: [{ limit: 1, intervalMs: 1000 }] }).check(),
+          () => new FairTenant(store, { name, rules: [{ queue: 'q', threshold: 1, perMs: 1000 }] }).stats(),
         ]) {
-          expect(await code(make), JSON.stringify(name)).toBe('ERR_INVALID_CONFIG')
+          expect(await code(make), JSON.stringify(name)).toBe('ok')
         }
         // a pacer key takes any text
         const pacer = new DistributedPacer(store, { key: name, qps: 1000, maxBurst: 5 })
@@ -254,6 +255,12 @@ describe('issue-24-injection: every control byte and separator in every name fie
       for (const b of BYTES) {
         const name = `a${b}incr${b}1${b}`
         expect(await raw.hget(internal(store)._statsKey('pacer', name), 'admitted'), JSON.stringify(name)).toBe('1')
+        for (const kind of ['bucket', 'window', 'leaky', 'points', 'sliding']) {
+          expect(
+            await raw.hget(internal(store)._statsKey(kind, name), 'admitted'),
+            `${kind} ${JSON.stringify(name)}`,
+          ).toBe('1')
+        }
         if (b !== '\n') expect(await raw.hget(internal(store)._statsKey('quota', name), 'admitted')).toBe('1')
       }
       // every key written is under the prefix, and each is one this test caused

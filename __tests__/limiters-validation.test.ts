@@ -48,8 +48,12 @@ describe.each(STORE_KINDS)('limiter input validation on %s', (kind) => {
       for (const interval of ['week', 0, -5, 1.5, NaN, null, undefined, 4e11]) {
         expect(codeOf(make({ interval }))).toBe('ERR_INVALID_CONFIG')
       }
-      for (const name of ['', 'a b', 'a{b}', 'ü', 'a:b', 5, null, undefined, 'x'.repeat(257)]) {
+      // a name is any text (issue-38-names) but empty, a lone surrogate, over 256 UTF-8 bytes or not a string
+      for (const name of ['', 'a\uD800', 'ü'.repeat(129), 5, null, undefined, 'x'.repeat(257)]) {
         expect(codeOf(make({ name }))).toBe('ERR_INVALID_CONFIG')
+      }
+      for (const name of ['a b', 'a{b}', 'ü', 'a:b', 'user@example.com', 'ip-1.2.3.4']) {
+        expect(codeOf(make({ name }))).toBeUndefined()
       }
       for (const waitTimeoutMs of [-1, 1.5, NaN, '5'])
         expect(codeOf(make({ waitTimeoutMs }))).toBe('ERR_INVALID_CONFIG')

@@ -162,7 +162,8 @@ describe.each(STORE_KINDS)('SlidingWindowLimiter input validation on %s', (kind)
     for (const o of [
       undefined,
       {},
-      { name: 'a b', windows: [good] },
+      { name: '', windows: [good] },
+      { name: 'a\uD800', windows: [good] },
       { name: 'x', windows: [] },
       { name: 'x', windows: good },
       { name: 'x', windows: Array.from({ length: 17 }, () => good) },

@@ -8,7 +8,48 @@ const { isStore } = require('../store/options')
 const { longTimeout } = require('../base/timers')
 const { retryAfterMs } = require('../base/retryafter')
 
-const NAME = /^[A-Za-z0-9_-]{1,256}$/
+/** The longest name of a limiter, a sliding window, a fair tenant or a budget (and a budget's dimension), UTF-8 bytes. */
+const MAX_NAME_BYTES = 256
+
+/**
+ * Whether `name` can name a limiter: any non-empty string of at most MAX_NAME_BYTES UTF-8
+ * bytes with no lone surrogate (it would reach the store as U+FFFD, so two names could share a
+ * key). Store keys escape it (lib/store/keys.js), so `.`, `:`, `@`, spaces, `/`, `%`, braces or
+ * any script are names like others, and a name of `[A-Za-z0-9_-]` keeps the key it always had.
+ */
+function isName(name) {
+  return (
+    typeof name === 'string' &&
+    name.length > 0 &&
+    name.length <= MAX_NAME_BYTES &&
+    name.isWellFormed() &&
+    Buffer.byteLength(name) <= MAX_NAME_BYTES
+  )
+}
+
+/** `name` checked as a name (`what` says whose), else ERR_INVALID_CONFIG. */
+function checkName(name, what = 'name') {
+  if (!isName(name)) {
+    throw invalidConfig(
+      `${what} must be a non-empty string of at most ${MAX_NAME_BYTES} bytes (UTF-8) with no lone surrogate, got ${describeValue(name)}`,
+    )
+  }
+  return name
+}
+
+/** A value as an error shows it: its type, and a string quoted (cut at 40 characters). */
+function describeValue(v) {
+  if (typeof v === 'string') {
+    const shown = v.length > 40 ? `${v.slice(0, 40)}...` : v
+    return `the string ${JSON.stringify(shown)}${v.length > 40 ? ` (${Buffer.byteLength(v)} bytes)` : ''}`
+  }
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'an array'
+  return typeof v === 'object' ? 'an object' : `${typeof v === 'undefined' ? '' : `the ${typeof v} `}${String(v)}`
+}
+
+/** Kept for the files that test a name with `NAME.test(name)`: the same rule as isName. */
+const NAME = Object.freeze({ test: isName })
 const { MAX_LIMIT, MAX_INTERVAL_MS: MAX_MS, MAX_WINDOWS } = require('../store/bounds')
 const { storeKey } = require('../store/keys')
 const DAY_MS = 86_400_000
@@ -90,9 +131,7 @@ function limiterOptions(store, options, own) {
   }
   const o = ownProps(options)
   const { name, waitTimeoutMs = 5_000, policy = 'raise', ttlMs = 90 * DAY_MS } = o
-  if (typeof name !== 'string' || !NAME.test(name)) {
-    throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
-  }
+  checkName(name)
   checkInteger('waitTimeoutMs', waitTimeoutMs, 0, MAX_MS)
   if (policy !== 'raise' && policy !== 'skip') throw invalidConfig("policy must be 'raise' or 'skip'")
   checkInteger('ttlMs', ttlMs, 1, MAX_MS)
@@ -354,6 +393,10 @@ module.exports = {
   overLimit,
   aborted,
   NAME,
+  MAX_NAME_BYTES,
+  isName,
+  checkName,
+  describeValue,
   MAX_LIMIT,
   MAX_MS,
   MAX_WINDOWS,

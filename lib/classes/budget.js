@@ -6,7 +6,7 @@
 const { randomBytes } = require('node:crypto')
 const { SluiceError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
 const { checkStore, checkInteger, plainObject, checkSignal, withinOptions, sleep, nowMs, overLimit } = require('./base')
-const { NAME, MAX_LIMIT, MAX_MS } = require('./base')
+const { checkName, MAX_LIMIT, MAX_MS } = require('./base')
 const budget = require('../kinds/budget')
 const { Holds } = require('./budget-hold')
 const { storeKey } = require('../store/keys')
@@ -39,8 +39,8 @@ function dimensionsOption(dimensions) {
   }
   const out = {}
   for (const name of names) {
-    // shown by the CLI and the dashboard: a name of the limiters' alphabet
-    if (!NAME.test(name)) throw invalidConfig('a dimension name must be 1..256 characters of [A-Za-z0-9_-]')
+    // shown by the CLI and the dashboard (escaped for a terminal), never in a key
+    checkName(name, 'a dimension name')
     const d = dimensions[name]
     if (!plainObject(d))
       throw invalidConfig(
@@ -80,9 +80,7 @@ class Budget {
       if (key !== 'name' && key !== 'dimensions') throw invalidConfig(`unknown budget option ${JSON.stringify(key)}`)
     }
     const o = ownProps(options)
-    if (typeof o.name !== 'string' || !NAME.test(o.name)) {
-      throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
-    }
+    checkName(o.name)
     this._store = store
     this._name = o.name
     this._dimensions = dimensionsOption(o.dimensions)

@@ -3,13 +3,12 @@
 // fair kind's (lib/kinds/fair.js).
 
 const { invalidConfig, invalidArgument } = require('../base/errors')
-const { checkInteger, MAX_MS } = require('./base')
+const { checkInteger, checkName, MAX_MS } = require('./base')
 const { MemoryStore, RedisStore } = require('../store')
 const FAIR = require('../kinds/fair')
 const { MAX_LIMIT } = require('../store/bounds')
 const { escapeKey, taggedKey } = require('../store/keys')
 
-const NAME = /^[A-Za-z0-9_-]{1,256}$/
 const DAY_MS = 86_400_000
 const MAX_RULES = 64
 const MAX_TENANT = 256
@@ -71,9 +70,7 @@ class FairTenant {
       if (!known.includes(key)) throw invalidConfig(`unknown fair tenant option ${JSON.stringify(key)}`)
     }
     const name = own(options, 'name')
-    if (typeof name !== 'string' || !NAME.test(name)) {
-      throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
-    }
+    checkName(name)
     const maxWindow = own(options, 'maxWindowMs')
     const maxWindowMs = maxWindow === undefined ? DAY_MS : checkInteger('maxWindowMs', maxWindow, 1, MAX_MS)
     const mode = own(options, 'mode') === undefined ? 'exact' : own(options, 'mode')

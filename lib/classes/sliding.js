@@ -3,7 +3,7 @@
 // Its calls are the sliding kind's (lib/kinds/sliding.js).
 
 const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
-const { checkInteger, checkStore, plainObject, windowsOption, blockMs, NAME } = require('./base')
+const { checkInteger, checkStore, plainObject, windowsOption, blockMs, checkName } = require('./base')
 const SLIDING = require('../kinds/sliding')
 const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING.RESULT.call
 const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, size: EACH } = SLIDING.RESULT.window
@@ -30,9 +30,7 @@ class SlidingWindowLimiter {
       if (key !== 'name' && key !== 'windows') throw invalidConfig(`unknown limiter option ${JSON.stringify(key)}`)
     }
     const { name, windows } = ownProps(options)
-    if (typeof name !== 'string' || !NAME.test(name)) {
-      throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
-    }
+    checkName(name)
     this._windows = windowsOption(windows)
     this._store = store
     this._name = name

@@ -20,7 +20,7 @@ export interface BudgetDimension {
 }
 
 export interface BudgetOptions<D extends string = string> {
-  /** 1..256 characters of [A-Za-z0-9_-]. */
+  /** Any text of 1..256 UTF-8 bytes (no lone surrogate). */
   name: string
   /** 1..8 dimensions by name, e.g. `{ requests: {...}, inputTokens: {...}, outputTokens: {...} }`. */
   dimensions: Record<D, BudgetDimension>

@@ -35,7 +35,7 @@ export type LimiterPolicy = 'raise' | 'skip'
 export type WithinLimitResult<T, P extends LimiterPolicy> = { raise: T; skip: T | undefined }[P]
 
 export interface LimiterOptions<P extends LimiterPolicy = LimiterPolicy> {
-  /** 1..256 characters of [A-Za-z0-9_-]; limiters with the same name and kind share one limit. */
+  /** Any text of 1..256 UTF-8 bytes (no lone surrogate): `ip-1.2.3.4`, `user@example.com`, `user:42`; limiters with the same name and kind share one limit. */
   name: string
   /** How long withinLimit / acquire may wait for capacity, ms, default 5000; 0 = fail at once. */
   waitTimeoutMs?: number

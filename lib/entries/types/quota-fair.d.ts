@@ -62,7 +62,7 @@ export interface FairRule {
 }
 
 export interface FairTenantOptions {
-  /** 1..256 characters of [A-Za-z0-9_-]. */
+  /** Any text of 1..256 UTF-8 bytes (no lone surrogate). */
   name: string
   /** 1..64 rules; the last matching one wins: order them from least to most restrictive. */
   rules: FairRule[]
