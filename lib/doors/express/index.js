@@ -10,6 +10,7 @@ const { isIPv6 } = require('node:net')
 const { Door, DOOR } = require('../http/door')
 const { doorConfig, COMMON_OPTIONS } = require('../http/options')
 const { ipKey } = require('../http/key')
+const { onNodeEnd } = require('../http/node-http')
 const { validations } = require('./validations')
 
 const DEFAULTS = { limit: 5, windowMs: 60_000, message: 'Too many requests, please try again later.' }
@@ -34,11 +35,28 @@ function defaultHandler(req, res, next, options) {
   const message = options.message
   if (typeof message === 'function') {
     Promise.resolve(message(req, res)).then((body) => {
-      if (!res.writableEnded) res.status(status).send(body)
+      if (!res.writableEnded) ACCESS.refuse(res, status, body)
     }, next)
     return
   }
-  res.status(status).send(message)
+  ACCESS.refuse(res, status, message)
+}
+
+/**
+ * How the door reaches Express's `req` and `res` (lib/doors/http/adapter.d.ts `HttpAccess`).
+ * @type {import('../http/adapter').HttpAccess<any, any>}
+ */
+const ACCESS = {
+  clientAddress: (req) => req.ip,
+  setInfo: (req, name, info) => {
+    req[name] = info
+  },
+  setHeader: (res, name, value, append) => {
+    if (append) res.append(name, value)
+    else res.setHeader(name, value)
+  },
+  refuse: (res, status, body) => res.status(status).send(body),
+  onEnd: onNodeEnd,
 }
 
 /**
@@ -107,7 +125,7 @@ function defaultKeyOf(config, checks, subnetFn) {
   const subnet = config.ipv6Subnet
   const plain = subnetFn
     ? (req, res) => {
-        const ip = req.ip
+        const ip = ACCESS.clientAddress(req)
         if (ip === undefined) return NO_IP
         if (!isIPv6(ip)) return ipKey(ip)
         return Promise.resolve(subnetFn(req, res)).then((s) => {
@@ -115,11 +133,14 @@ function defaultKeyOf(config, checks, subnetFn) {
           return ipKey(ip, usableSubnet(s) ? s : DEFAULT_SUBNET)
         })
       }
-    : (req) => (req.ip === undefined ? NO_IP : ipKey(req.ip, subnet))
+    : (req) => {
+        const ip = ACCESS.clientAddress(req)
+        return ip === undefined ? NO_IP : ipKey(ip, subnet)
+      }
   let checked = false
   return (req, res) => {
     if (!checked) {
-      checks.run('ip', req.ip)
+      checks.run('ip', ACCESS.clientAddress(req))
       checks.run('trustProxy', req)
       checks.run('xForwardedForHeader', req)
       checks.run('forwardedHeader', req)
@@ -142,13 +163,13 @@ function rateLimit(passed) {
   const adapter = {
     defaults: DEFAULTS,
     defaultKey: checks ? (config) => defaultKeyOf(config, checks, subnetFn) : undefined,
+    access: ACCESS,
   }
   const config = doorConfig(options, adapter)
   if (checks) checks.run('creationStack')
   const door = new Door(config)
   const handler = config.handler || defaultHandler
   const handlerOptions = Object.freeze({ ...options, message: config.message, statusCode: config.statusCode })
-  const property = config.requestPropertyName
   let countCheck = Boolean(checks) && config.windows !== null
   const named = policyFn !== null && (config.standardHeaders === 'draft-8' || config.standardHeaders === 'draft-10')
 
@@ -192,15 +213,10 @@ function rateLimit(passed) {
   }
 
   function respond(req, res, next, o) {
-    req[property] = door.info(o)
-    if (!res.headersSent) {
-      for (const [name, value, append] of door.headers(o)) {
-        if (append) res.append(name, value)
-        else res.setHeader(name, value)
-      }
-    }
+    door.attach(o, req)
+    if (!res.headersSent) door.writeHeaders(o, res)
     // a refusal the door counted is given back when skipFailedRequests asks (its 429 failed)
-    door.settleAfter(o, req, res, res)
+    door.settleAfter(o, req, res)
     if (!o.allowed) {
       res.status(door.status(o))
       const done = handler(req, res, next, handlerOptions)

@@ -13,6 +13,7 @@ const { doorConfig, COMMON_OPTIONS } = require('../http/options')
 const { Exceeding } = require('../http/exceeding')
 const { normalizeIP, ipKey } = require('../http/key')
 const { retryAfterS } = require('../http/headers')
+const { onNodeEnd } = require('../http/node-http')
 const { MAX_LIMIT } = require('../../store/bounds')
 const { invalidConfig } = require('../../base/errors')
 
@@ -83,6 +84,24 @@ const PEER_OPTIONS = [
 const LEGACY_NAMES = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']
 const DRAFT_NAMES = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']
 const noop = () => {}
+
+/**
+ * How the door reaches Fastify's `request` and `reply` (lib/doors/http/adapter.d.ts
+ * `HttpAccess`): the end of a reply is its Node response's (`reply.raw`).
+ * @type {import('../http/adapter').HttpAccess<any, any>}
+ */
+const ACCESS = {
+  clientAddress: (request) => request.ip,
+  setInfo: (request, name, info) => {
+    request[name] = info
+  },
+  // a list field is set whole: Fastify's reply.header appends only set-cookie
+  setHeader: (reply, name, value) => {
+    reply.header(name, value)
+  },
+  refuse: (reply, status, body) => reply.code(status).send(body),
+  onEnd: (reply, listener) => onNodeEnd(reply.raw, listener),
+}
 
 /** `timeWindow` as a string: ms, or a duration such as `'1 minute'`, `'30s'`, `'2 hrs'`; null if none. */
 function durationMs(text) {
@@ -242,7 +261,7 @@ function makeDoor({ options, peer, draft }) {
   /** @type {import('../http/adapter').DoorAdapter} what this adapter supplies to the door */
   const adapter = {
     defaults: { limit: DEFAULT_MAX, windowMs: DEFAULT_WINDOW_MS },
-    defaultKey: () => (req) => normalizeIP(req.ip, subnet),
+    defaultKey: () => (req) => normalizeIP(ACCESS.clientAddress(req), subnet),
     allowList: peer.allowList,
     headerForm: {
       allowed: kept(peer.addHeadersOnExceeding),
@@ -250,6 +269,7 @@ function makeDoor({ options, peer, draft }) {
       retryAfter: Boolean(peer.addHeaders['retry-after']),
     },
     exceeding: exceeding.active ? exceeding : undefined,
+    access: ACCESS,
   }
   return new Door(doorConfig(own, adapter))
 }
@@ -265,7 +285,6 @@ function defaultErrorResponse(_req, context) {
 /** The hook of one door (`ran`: the plugin's mark of a request already limited by one of its hooks). */
 function hookFor(door, { options, peer }, ran) {
   const config = door.config
-  const property = config.requestPropertyName
   const handlerOptions = Object.freeze({ ...options, ...peer, message: config.message, statusCode: config.statusCode })
   const onExceeding = peer.onExceeding ?? noop
   const onExceeded = peer.onExceeded ?? noop
@@ -285,8 +304,8 @@ function hookFor(door, { options, peer }, ran) {
       const sent = config.handler
         ? config.handler(request, reply, handlerOptions)
         : typeof message === 'function'
-          ? Promise.resolve(message(request, reply)).then((body) => reply.send(body))
-          : reply.send(message)
+          ? Promise.resolve(message(request, reply)).then((body) => ACCESS.refuse(reply, statusCode, body))
+          : ACCESS.refuse(reply, statusCode, message)
       if (sent && typeof sent.then === 'function' && sent !== reply) sent.then(undefined, (err) => reply.send(err))
       return
     }
@@ -303,10 +322,10 @@ function hookFor(door, { options, peer }, ran) {
   }
 
   function respond(request, reply, o, done) {
-    request[property] = door.info(o)
-    for (const [name, value] of door.headers(o)) reply.header(name, value)
+    door.attach(o, request)
+    door.writeHeaders(o, reply)
     if (!o.allowed) return refuse(request, reply, o, done)
-    door.settleAfter(o, request, reply, reply.raw)
+    door.settleAfter(o, request, reply)
     onExceeding(request, o.key)
     done()
   }

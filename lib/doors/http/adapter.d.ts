@@ -1,16 +1,20 @@
 // The door-adapter contract: what an HTTP door adapter (lib/doors/express, lib/doors/fastify,
-// and the next doors) supplies to the shared machinery of lib/doors/http/, and what it may call
-// on the door it gets back. An adapter is framework glue only: it reads its framework's
-// options into `DoorAdapter`, makes the door with `new Door(doorConfig(options, adapter))`,
-// and per request calls `decide`, then writes `headers(o)`, `info(o)` and, on a refusal,
-// `status(o)` into its response. lib/doors/http/door.js `Door` is checked against `HttpDoor`,
-// and the adapters' `DoorAdapter` objects against `DoorAdapter`, by tsc (tsconfig.contracts.json).
+// lib/doors/http/fetch-api.js, and the next doors) supplies to the shared machinery of
+// lib/doors/http/, and what it may call on the door it gets back. An adapter is framework glue
+// only: it reads its framework's options into `DoorAdapter`, makes the door with
+// `new Door(doorConfig(options, adapter))`, and per request calls `decide`, then `attach(o, req)`,
+// `writeHeaders(o, res)`, `settleAfter(o, req, res)` and, on a refusal, answers `status(o)` in its
+// framework's way (or lets `admit` of lib/doors/http/respond.js do all of it). lib/doors/http/door.js
+// `Door` is checked against `HttpDoor`, and the adapters' objects against `DoorAdapter` and
+// `HttpAccess`, by tsc (tsconfig.contracts.json).
 //
-// The machinery never touches a request or a response itself: it passes them (`Req`, `Res`:
-// whatever the framework calls them) to the user's callbacks (keyGenerator, skip, cost, limit,
-// windowMs, requestWasSuccessful...) and to the adapter's `defaultKey`; it reads the end of a
-// response only through `ResponseEnd` (for refunds), which a Fetch-API framework can supply
-// without Node's `res`.
+// The machinery never touches a request or a response itself: it reaches them only through the
+// adapter's `HttpAccess` (the client address, where `req.rateLimit` goes, a response header, a
+// refusal, the end of a response and its status), and passes them (`Req`, `Res`: whatever the
+// framework calls them) to the user's callbacks (keyGenerator, skip, cost, limit, windowMs,
+// requestWasSuccessful...). Node's req/res are one framework's objects among others: Express's
+// and Fastify's accessors are lib/doors/http/node-http.js's, a Fetch-API framework's (a
+// `Request` in, a `Response` out) lib/doors/http/fetch-api.js's.
 
 import type { Store } from '../../store/store'
 import type { DoorOutcome, DoorWindow } from '../../kinds/contract'
@@ -42,7 +46,7 @@ export interface DoorAdapter<Req = any, Res = any> {
   /**
    * Optional: the key of a request without `keyGenerator` (the client IP in the adapter's
    * form), made once from the checked config (its `ipv6Subnet`). Default: express-rate-limit's,
-   * `ipKey(req.ip, ipv6Subnet)` (a request with an `ip` string).
+   * `ipKey(access.clientAddress(req), ipv6Subnet)`.
    */
   defaultKey?(config: DoorConfig<Req, Res>): KeyOf<Req, Res>
   /** Optional: @fastify/rate-limit's allowList: keys, or `(req, key)` => exempt. Default: none. */
@@ -51,19 +55,32 @@ export interface DoorAdapter<Req = any, Res = any> {
   readonly headerForm?: HeaderForm
   /** Optional: @fastify/rate-limit's continueExceeding, exponentialBackoff and ban. Default: none. */
   readonly exceeding?: Exceeding
+  /**
+   * The accessors over the framework's request and response. Without them the door only
+   * decides (`decide`: tests, tools), and needs a `keyGenerator` (no client address to key by).
+   */
+  readonly access?: HttpAccess<Req, Res>
 }
 
 /**
- * The end of a response, as a refund (skipFailedRequests, skipSuccessfulRequests) waits for it:
- * Node's `http.ServerResponse` is one (express's `res`, fastify's `reply.raw`).
+ * How the machinery reaches a request and a response: the adapter's accessors over its
+ * framework's objects. Every access the machinery makes goes through these.
  */
-export interface ResponseEnd {
-  /** The status sent (a response whose status is below 400 succeeded, unless `requestWasSuccessful` says). */
-  readonly statusCode: number
-  /** Whether the whole response was handed to the system ('close' before it: failed). */
-  readonly writableFinished: boolean
-  /** 'finish': sent in full; 'close': the connection ended (maybe before). */
-  once(event: 'finish' | 'close', listener: () => void): unknown
+export interface HttpAccess<Req = any, Res = any> {
+  /** The client address the default key is made from (undefined: none known; the key then fails the request). */
+  clientAddress(req: Req): string | undefined
+  /** Puts `info` where the app reads it: `req[name]` (Express, Fastify), a context variable, ... */
+  setInfo(req: Req, name: string, info: RateLimitInfo): void
+  /** Sets a response header (`append`: adds to a list field other doors may have written). */
+  setHeader(res: Res, name: string, value: string, append: boolean): void
+  /** Answers a refusal: its status and body (`message`, or what `handler` answered). */
+  refuse(res: Res, status: number, body: unknown): unknown
+  /**
+   * Calls `listener` once when the response ends, for refunds (skipFailedRequests,
+   * skipSuccessfulRequests): `finished` false when it ended before it was sent in full (a
+   * connection closed, a handler that threw), `status` the status sent.
+   */
+  onEnd(res: Res, listener: (finished: boolean, status: number) => void): void
 }
 
 /** A door's checked options (lib/doors/http/options.js `doorConfig`): read-only to adapters. */
@@ -94,6 +111,8 @@ export interface DoorConfig<Req = any, Res = any> {
   readonly allowList: DoorAdapter<Req, Res>['allowList'] | null
   readonly headerForm: HeaderForm | null
   readonly exceeding: Exceeding | null
+  /** The adapter's accessors (null: a door that only decides). */
+  readonly access: HttpAccess<Req, Res> | null
   [option: string]: unknown
 }
 
@@ -113,14 +132,18 @@ export interface HttpDoor<Req = any, Res = any> {
   allowListed(req: Req, key: string): Promise<boolean>
   /** The response headers of an outcome, as `[name, value, append]` (append: a list field). */
   headers(o: DoorOutcome): [string, string, boolean][]
+  /** Writes the headers of an outcome into `res` (`access.setHeader`). */
+  writeHeaders(o: DoorOutcome, res: Res): void
   /** `req.rateLimit` (or the configured property) of an outcome. */
   info(o: DoorOutcome): RateLimitInfo
+  /** Puts `info(o)` on the request under the configured property (`access.setInfo`). */
+  attach(o: DoorOutcome, req: Req): void
   /** The status of a refusal: `downStatusCode` when refused for want of Redis, else `statusCode`. */
   status(o: DoorOutcome): number
   /** Whether a store failure lets the request through (passOnStoreError). */
   passes(err: unknown): boolean
-  /** Gives the charge of `o` back once `end` ends, when skipFailedRequests or skipSuccessfulRequests ask. */
-  settleAfter(o: DoorOutcome, req: Req, res: Res, end: ResponseEnd): void
+  /** Gives the charge of `o` back once `res` ends (`access.onEnd`), when skipFailedRequests or skipSuccessfulRequests ask. */
+  settleAfter(o: DoorOutcome, req: Req, res: Res): void
   /** Forgets what was counted for `key`. */
   resetKey(key: unknown): Promise<void>
   /** What is counted for `key` (express-rate-limit's getKey). */

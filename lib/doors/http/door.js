@@ -5,10 +5,12 @@
 // and weight, the limiter (or limiters) deciding it, made once per key in a cache bounded by
 // bytes, and the refund skipFailedRequests / skipSuccessfulRequests ask for. What each kind
 // makes for a door key and how its decision reads as windows are the kind's (`door` in
-// lib/kinds/<kind>.js, found through the registry). The adapters only read a request and write
-// a response; options are lib/doors/http/options.js, keys and counter names lib/doors/http/key.js, header
+// lib/kinds/<kind>.js, found through the registry). A request and a response are reached only
+// through the adapter's accessors (`config.access`, lib/doors/http/adapter.d.ts `HttpAccess`);
+// options are lib/doors/http/options.js, keys and counter names lib/doors/http/key.js, header
 // formats lib/doors/http/headers.js, the outcome of a decision and the door's statistics (one
-// limiter over all its clients) lib/doors/http/outcome.js.
+// limiter over all its clients) lib/doors/http/outcome.js, the refund after the response and
+// the whole answer of a request lib/doors/http/respond.js.
 
 const classes = require('../../classes')
 const { classEntry } = require('../../kinds')
@@ -26,6 +28,7 @@ const {
 const { keyId, nameOf, checkedKey, describe } = require('./key')
 const { headers } = require('./headers')
 const { outcome, RateLimitInfo, doorOwner, uncounted, countOutcome } = require('./outcome')
+const { settleAfter, accessOf } = require('./respond')
 const { OP } = require('../../kinds/limit')
 
 /** The limit kind's backoff counts (a window's: lib/kinds/limit.js) and peek. */
@@ -420,10 +423,21 @@ class Door {
     return /** @type {[string, string, boolean][]} */ (out)
   }
 
+  /** Writes the headers of an outcome into `res` (the adapter's `access.setHeader`). */
+  writeHeaders(o, res) {
+    const access = accessOf(this)
+    for (const [name, value, append] of this.headers(o)) access.setHeader(res, name, value, append)
+  }
+
   /** `req.rateLimit`: the window the single-window headers describe */
   info(o) {
     const main = o.windows[o.main]
     return new RateLimitInfo(main, o)
+  }
+
+  /** Puts `info(o)` on the request under `requestPropertyName` (the adapter's `access.setInfo`). */
+  attach(o, req) {
+    accessOf(this).setInfo(req, this.config.requestPropertyName, this.info(o))
   }
 
   /**
@@ -445,41 +459,11 @@ class Door {
   }
 
   /**
-   * Gives the charge of `o` back once the response ends, when skipFailedRequests or
-   * skipSuccessfulRequests asks (`end`: the response's end as the adapter supplies it, e.g.
-   * Node's response; a response closed before it finished counts as failed).
-   * @param {import('./adapter').DoorOutcome} o
-   * @param {unknown} req
-   * @param {unknown} res
-   * @param {import('./adapter').ResponseEnd} end
+   * Gives the charge of `o` back once the response `res` ends (the adapter's `access.onEnd`),
+   * when skipFailedRequests or skipSuccessfulRequests ask (lib/doors/http/respond.js).
    */
-  settleAfter(o, req, res, end) {
-    const c = this.config
-    if (o.refund === null || (!c.skipFailedRequests && !c.skipSuccessfulRequests)) return
-    let settled = false
-    const settle = (finished) => {
-      if (settled) return
-      settled = true
-      /** @type {any} a boolean, or a promise of one */
-      let ok = false
-      try {
-        ok = finished && (c.requestWasSuccessful ? c.requestWasSuccessful(req, res) : end.statusCode < 400)
-      } catch {
-        ok = false // a requestWasSuccessful that throws: the request did not succeed
-      }
-      const done = (success) => {
-        if (success ? c.skipSuccessfulRequests : c.skipFailedRequests) o.refund().catch(() => {})
-      }
-      // requestWasSuccessful may answer a promise (express-rate-limit awaits it); rejected: failed
-      if (ok !== null && typeof ok === 'object' && typeof ok.then === 'function')
-        ok.then(
-          (v) => done(Boolean(v)),
-          () => done(false),
-        )
-      else done(Boolean(ok))
-    }
-    end.once('finish', () => settle(true))
-    end.once('close', () => settle(end.writableFinished))
+  settleAfter(o, req, res) {
+    settleAfter(this, o, req, res)
   }
 }
 

@@ -1,7 +1,7 @@
 // @ts-check
 'use strict'
 
-// The options of an HTTP door (sluice/express, sluice/fastify): validated at setup into the
+// The options of an HTTP door (sluice/express, sluice/fastify, the Fetch-API adapter): validated at setup into the
 // door's config (ERR_INVALID_CONFIG for anything wrong), the names of its windows and
 // policies, and the warning when two doors of one process name their counters alike. The
 // `algorithm` names are the kinds' (`door.algorithms` in lib/kinds/<kind>.js).
@@ -90,8 +90,8 @@ function duration(ms) {
 
 /**
  * Validates a door's options into its config, with what the adapter supplies (`adapter`: its
- * defaults, its own option names, the default key, allowList, headerForm, exceeding; see
- * lib/doors/http/adapter.d.ts). Throws ERR_INVALID_CONFIG, at setup, for anything wrong.
+ * defaults, its own option names, the default key, allowList, headerForm, exceeding, and its
+ * accessors over requests and responses; see lib/doors/http/adapter.d.ts). Throws ERR_INVALID_CONFIG, at setup, for anything wrong.
  * @param {any} options
  * @param {import('./adapter').DoorAdapter} [adapter]
  */
@@ -126,10 +126,12 @@ function doorConfig(options, adapter = {}) {
     windows: null, // [{ limit, windowMs, name }]; limit (windowMs) null: from the `limit` (`windowMs`) function
     limitFn: null,
     windowFn: null,
-    /** (req, res) => the key without a keyGenerator: the client IP (each adapter's own form) */
+    /** (req, res) => the key without a keyGenerator: the client address (each adapter's own form) */
     defaultKey: null,
     /** @fastify/rate-limit's continueExceeding, exponentialBackoff and ban (lib/doors/http/exceeding.js) */
     exceeding: null,
+    /** the adapter's accessors over its framework's request and response (lib/doors/http/adapter.d.ts HttpAccess) */
+    access: null,
     /** @fastify/rate-limit's allowList: keys, or (req, key) => boolean */
     allowList: null,
     /** the legacy headers' names and form, when not express-rate-limit's (lib/doors/http/headers.js) */
@@ -245,9 +247,13 @@ function doorConfig(options, adapter = {}) {
   }
   config.refunds = config.skipFailedRequests || config.skipSuccessfulRequests
   const subnet = config.ipv6Subnet
-  config.defaultKey = adapter.defaultKey
-    ? adapter.defaultKey(/** @type {any} the config, complete */ (config))
-    : (req) => ipKey(req.ip, subnet)
+  const access = adapter.access ?? null
+  config.access = access
+  if (adapter.defaultKey) config.defaultKey = adapter.defaultKey(/** @type {any} the config, complete */ (config))
+  else if (access !== null) config.defaultKey = (req) => ipKey(access.clientAddress(req), subnet)
+  else if (!config.keyGenerator) {
+    throw invalidConfig('keyGenerator is needed: this door has no client address to key requests by')
+  }
   if (adapter.allowList !== undefined) config.allowList = adapter.allowList
   if (adapter.headerForm !== undefined) config.headerForm = adapter.headerForm
   if (adapter.exceeding !== undefined) config.exceeding = adapter.exceeding

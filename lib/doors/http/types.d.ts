@@ -1,4 +1,4 @@
-// The types sluice/express and sluice/fastify share (lib/entries/express.d.ts, fastify.d.ts):
+// The types sluice/express and sluice/fastify share (lib/doors/express/types.d.ts, lib/doors/fastify/types.d.ts):
 // the options of a door, the limiters limiter(req) may return, req.rateLimit, the default key.
 // Types only: the door's code is lib/doors/http/*.js.
 import type { Store } from '../../entries/types/store.js'
