@@ -2,8 +2,8 @@
 // SlidingWindowLimiter: several exact sliding windows on one name, their options and results.
 // Its calls are the sliding kind's (lib/kinds/sliding.js).
 
-const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
-const { checkInteger, checkStore, plainObject, windowsOption, blockMs, NAME } = require('./base')
+const { OverLimitError, invalidArgument } = require('../base/errors')
+const { checkInteger, classOptions, plainObject, windowsOption, blockMs } = require('./base')
 const SLIDING = require('../kinds/sliding')
 const { storeKey } = require('../store/keys')
 
@@ -22,15 +22,7 @@ const OP = SLIDING.OP
  */
 class SlidingWindowLimiter {
   constructor(store, options) {
-    checkStore(store)
-    if (!plainObject(options)) throw invalidConfig('options must be an object')
-    for (const key of Object.keys(options)) {
-      if (key !== 'name' && key !== 'windows') throw invalidConfig(`unknown limiter option ${JSON.stringify(key)}`)
-    }
-    const { name, windows } = ownProps(options)
-    if (typeof name !== 'string' || !NAME.test(name)) {
-      throw invalidConfig('name must be 1..256 characters of [A-Za-z0-9_-]')
-    }
+    const { name, windows } = classOptions(store, options, ['name', 'windows'], 'limiter')
     this._windows = windowsOption(windows)
     this._store = store
     this._name = name
