@@ -50,6 +50,39 @@ describe('package', () => {
     )
   })
 
+  it('issue-37-esm-entries: every entry names in ESM exactly what its CommonJS module exports', () => {
+    // the .mjs entries list no names: `export *` takes them from the CommonJS module through
+    // Node's lexer, which gives up on an object it cannot read (a value not a name, ...); this
+    // holds each entry's ESM names and values to the CommonJS ones, and its default export.
+    // From Node 23 a CommonJS module's namespace also holds 'module.exports' (the module
+    // itself, which `export *` passes on, so that require() of the ES module gives it): not a
+    // name of the package's
+    const program = `import { createRequire } from 'node:module'
+      const require = createRequire(import.meta.url)
+      const manifest = require('sluice/package.json')
+      const out = []
+      for (const entry of Object.keys(manifest.exports).filter((e) => e !== './package.json')) {
+        const id = 'sluice' + entry.slice(1)
+        const cjs = require(id)
+        const esm = await import(id)
+        const names = Object.keys(esm).filter((n) => n !== 'default' && n !== 'module.exports')
+        const want = Object.keys(cjs).filter((n) => n !== 'default')
+        const same = names.length === want.length && want.every((n) => n in esm && esm[n] === cjs[n])
+        const def = !('default' in esm) ? 'none' : esm.default === cjs ? 'module' : esm.default === cjs.rateLimit ? 'rateLimit' : 'other'
+        out.push(id + ':' + names.length + ':' + same + ':' + def)
+      }
+      console.log(out.join(' '))`
+    expect(node(['--input-type=module', '-e', program]).split(' ')).toEqual([
+      'sluice:20:true:module',
+      'sluice/express:7:true:rateLimit',
+      'sluice/fastify:4:true:module',
+      'sluice/bullmq:5:true:none',
+      'sluice/metrics:2:true:none',
+      'sluice/dashboard:2:true:none',
+      'sluice/fetch:2:true:none',
+    ])
+  })
+
   it('type-checks a consumer against index.d.ts', () => {
     execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
       cwd: root,

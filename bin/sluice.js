@@ -14,7 +14,7 @@
 const net = require('node:net')
 const readline = require('node:readline')
 const sluice = require('../lib/entries/index.js')
-const { checkAllowedHosts } = require('../lib/entries/dashboard.js')
+const { checkAllowedHosts } = require('../lib/doors/dashboard/hosts.js')
 
 /** Whether `h` is an entry `dashboard({ allowedHosts })` takes. */
 function isHostName(h) {
@@ -294,7 +294,7 @@ async function run(o, out, warn) {
 /** Serves the dashboard until SIGINT or SIGTERM, then closes the server and the store. */
 async function serveDashboard(o, store, where, out, warn) {
   const http = require('node:http')
-  const { createDashboard } = require('../lib/entries/dashboard.js')
+  const { createDashboard } = require('../lib/doors/dashboard/server.js')
   // the Host names the page answers to besides loopback names and IP literals: --host when it
   // is a name, and each --allowed-host (a page elsewhere rebinding its name to this address
   // is refused: DNS rebinding)

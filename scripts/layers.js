@@ -29,8 +29,13 @@ const lib = path.join(root, 'lib')
 /** Top to bottom: a file may import its own layer and the layers after it. */
 const LAYERS = ['entries', 'doors', 'classes', 'kinds', 'store', 'native']
 /** Folders of lib/doors/ every door may import (the rest are doors, each its own). */
-const SHARED_DOOR_PARTS = ['http', 'inspect.js']
+const SHARED_DOOR_PARTS = ['http', 'inspect.js', 'words.js']
 const MAX_ROOT_FILES = 8
+/**
+ * Files served under another name than their path: the dashboard serves lib/doors/words.js to
+ * the browser beside its own modules, as an ES module (lib/doors/dashboard/page.js).
+ */
+const SERVED = new Map([['lib/doors/dashboard/browser/words.js', 'lib/doors/words.js']])
 /** The native layer: the addon's loader and its declaration (the addon's types, for lib/'s contracts). */
 const NATIVE = ['lib/native.js', 'lib/native.d.ts']
 /**
@@ -88,6 +93,8 @@ function specifiers(text) {
 
 /** The file `spec` names from `file` (as Node and TypeScript resolve it), or null. */
 function resolve(file, spec) {
+  const served = SERVED.get(path.posix.join(path.posix.dirname(file), spec))
+  if (served !== undefined) return served
   const base = path.join(root, path.dirname(file), spec)
   const candidates = [base, `${base}.js`, `${base}.d.ts`, path.join(base, 'index.js')]
   if (spec.endsWith('.js')) candidates.push(`${base.slice(0, -3)}.d.ts`)

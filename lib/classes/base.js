@@ -47,9 +47,6 @@ function describeValue(v) {
   if (Array.isArray(v)) return 'an array'
   return typeof v === 'object' ? 'an object' : `${typeof v === 'undefined' ? '' : `the ${typeof v} `}${String(v)}`
 }
-
-/** Kept for the files that test a name with `NAME.test(name)`: the same rule as isName. */
-const NAME = Object.freeze({ test: isName })
 const { MAX_LIMIT, MAX_INTERVAL_MS: MAX_MS, MAX_WINDOWS } = require('../store/bounds')
 const { storeKey } = require('../store/keys')
 const DAY_MS = 86_400_000
@@ -120,18 +117,26 @@ function checkInteger(name, value, min, max, make = invalidConfig) {
  * Validates the options every limiter shares (name, waitTimeoutMs, policy, ttlMs) plus the
  * kind's own, and rejects unknown ones.
  */
-function limiterOptions(store, options, own) {
+/**
+ * What every public class checks first (ERR_INVALID_CONFIG): `store` is a store, `options` an
+ * object (`options must be an object<shape>`) of `known` keys only (`unknown <what> option`)
+ * whose `name` is 1..256 characters of [A-Za-z0-9_-]. Returns its own properties (a copy
+ * without a prototype: nothing inherited is read).
+ */
+function classOptions(store, options, known, what, shape = '') {
   checkStore(store)
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw invalidConfig('options must be an object')
-  }
-  const known = ['name', 'waitTimeoutMs', 'policy', 'ttlMs', ...own]
+  if (!plainObject(options)) throw invalidConfig(`options must be an object${shape}`)
   for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw invalidConfig(`unknown limiter option ${JSON.stringify(key)}`)
+    if (!known.includes(key)) throw invalidConfig(`unknown ${what} option ${JSON.stringify(key)}`)
   }
   const o = ownProps(options)
+  checkName(o.name)
+  return o
+}
+
+function limiterOptions(store, options, own) {
+  const o = classOptions(store, options, ['name', 'waitTimeoutMs', 'policy', 'ttlMs', ...own], 'limiter')
   const { name, waitTimeoutMs = 5_000, policy = 'raise', ttlMs = 90 * DAY_MS } = o
-  checkName(name)
   checkInteger('waitTimeoutMs', waitTimeoutMs, 0, MAX_MS)
   if (policy !== 'raise' && policy !== 'skip') throw invalidConfig("policy must be 'raise' or 'skip'")
   checkInteger('ttlMs', ttlMs, 1, MAX_MS)
@@ -377,6 +382,7 @@ class Limiter {
 
 module.exports = {
   Limiter,
+  classOptions,
   limiterOptions,
   windowsOption,
   plainObject,
@@ -392,7 +398,6 @@ module.exports = {
   elapsedMs,
   overLimit,
   aborted,
-  NAME,
   MAX_NAME_BYTES,
   isName,
   checkName,
@@ -400,5 +405,6 @@ module.exports = {
   MAX_LIMIT,
   MAX_MS,
   MAX_WINDOWS,
+  DAY_MS,
   REFUND_MARGIN_MS,
 }

@@ -5,7 +5,16 @@
 
 const { randomBytes } = require('node:crypto')
 const { SluiceError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
-const { checkStore, checkInteger, plainObject, checkSignal, withinOptions, sleep, nowMs, overLimit } = require('./base')
+const {
+  classOptions,
+  checkInteger,
+  plainObject,
+  checkSignal,
+  withinOptions,
+  sleep,
+  nowMs,
+  overLimit,
+} = require('./base')
 const { checkName, MAX_LIMIT, MAX_MS } = require('./base')
 const budget = require('../kinds/budget')
 const { Holds } = require('./budget-hold')
@@ -74,13 +83,7 @@ function dimensionsOption(dimensions) {
  */
 class Budget {
   constructor(store, options) {
-    checkStore(store)
-    if (!plainObject(options)) throw invalidConfig('options must be an object { name, dimensions }')
-    for (const key of Object.keys(options)) {
-      if (key !== 'name' && key !== 'dimensions') throw invalidConfig(`unknown budget option ${JSON.stringify(key)}`)
-    }
-    const o = ownProps(options)
-    checkName(o.name)
+    const o = classOptions(store, options, ['name', 'dimensions'], 'budget', ' { name, dimensions }')
     this._store = store
     this._name = o.name
     this._dimensions = dimensionsOption(o.dimensions)

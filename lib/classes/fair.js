@@ -3,13 +3,11 @@
 // fair kind's (lib/kinds/fair.js).
 
 const { invalidConfig, invalidArgument } = require('../base/errors')
-const { checkInteger, checkName, MAX_MS } = require('./base')
-const { MemoryStore, RedisStore } = require('../store')
+const { classOptions, checkInteger, plainObject, MAX_MS, DAY_MS } = require('./base')
 const FAIR = require('../kinds/fair')
 const { MAX_LIMIT } = require('../store/bounds')
 const { escapeKey, taggedKey } = require('../store/keys')
 
-const DAY_MS = 86_400_000
 const MAX_RULES = 64
 const MAX_TENANT = 256
 const MAX_JOB_ID = 256
@@ -20,10 +18,6 @@ const MAX_GRANULES = 100_000
 const MODES = ['exact', 'approximate']
 
 const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k)
-
-function plainObject(value) {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
 
 function own(o, k) {
   return has(o, k) ? o[k] : undefined
@@ -61,21 +55,14 @@ function keyPart(what, text, max) {
  */
 class FairTenant {
   constructor(store, options) {
-    if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
-      throw invalidConfig('store must be a MemoryStore or a RedisStore')
-    }
-    if (!plainObject(options)) throw invalidConfig('options must be an object')
     const known = ['name', 'rules', 'maxWindowMs', 'mode', 'granularityMs']
-    for (const key of Object.keys(options)) {
-      if (!known.includes(key)) throw invalidConfig(`unknown fair tenant option ${JSON.stringify(key)}`)
-    }
-    const name = own(options, 'name')
-    checkName(name)
-    const maxWindow = own(options, 'maxWindowMs')
+    const o = classOptions(store, options, known, 'fair tenant')
+    const name = o.name
+    const maxWindow = o.maxWindowMs
     const maxWindowMs = maxWindow === undefined ? DAY_MS : checkInteger('maxWindowMs', maxWindow, 1, MAX_MS)
-    const mode = own(options, 'mode') === undefined ? 'exact' : own(options, 'mode')
+    const mode = o.mode === undefined ? 'exact' : o.mode
     if (!MODES.includes(mode)) throw invalidConfig("mode must be 'exact' or 'approximate'")
-    const rules = own(options, 'rules')
+    const rules = o.rules
     if (!Array.isArray(rules) || rules.length < 1 || rules.length > MAX_RULES) {
       throw invalidConfig(`rules must be an array of 1..${MAX_RULES} { queue, threshold, perMs }`)
     }
@@ -104,7 +91,7 @@ class FairTenant {
     )
     const pers = rules.map((r, i) => this._rules[i].perMs)
     const shortest = Math.min(...pers)
-    const granularity = own(options, 'granularityMs')
+    const granularity = o.granularityMs
     let granularities = pers.map(() => 0)
     if (mode === 'approximate') {
       if (granularity === undefined) {

@@ -23,11 +23,16 @@ const OP = LIMIT.OP
 
 /**
  * What Bucket, Window, Leaky and Points limiters share: the limit kind's calls (lib/kinds/limit.js)
- * for one `limit` per `interval`; everything else is `Limiter`'s.
+ * for one `limit` per `interval`; everything else is `Limiter`'s. A subclass says which
+ * algorithm it is by its statics: `_segment` (the statistics kind and key segment, which names
+ * the algorithm in `LIMIT.ALGORITHM`) and `_limitName` (the option that holds the limit).
  */
 class RateLimiter extends Limiter {
-  constructor(store, options, segment, own, limitName) {
-    const common = limiterOptions(store, options, own)
+  static _limitName = 'limit'
+
+  constructor(store, options) {
+    const { _segment: segment, _limitName: limitName } = new.target
+    const common = limiterOptions(store, options, [limitName, 'interval'])
     super(store, common, segment)
     this._limit = checkInteger(limitName, common.options[limitName], 1, MAX_LIMIT)
     this._intervalMs = intervalMs(common.options.interval)
@@ -123,16 +128,12 @@ class RateLimiter extends Limiter {
 
 /** At most `limit` per calendar-aligned interval (UTC second, minute, hour, day, or ms). */
 class BucketLimiter extends RateLimiter {
-  constructor(store, options) {
-    super(store, options, 'bucket', ['limit', 'interval'], 'limit')
-  }
+  static _segment = 'bucket'
 }
 
 /** At most `limit` per interval that starts at the first call after the previous one ended. */
 class WindowLimiter extends RateLimiter {
-  constructor(store, options) {
-    super(store, options, 'window', ['limit', 'interval'], 'limit')
-  }
+  static _segment = 'window'
 }
 
 /**
@@ -140,9 +141,7 @@ class WindowLimiter extends RateLimiter {
  * reserve their own future slot, in arrival order, so none of them starves.
  */
 class LeakyLimiter extends RateLimiter {
-  constructor(store, options) {
-    super(store, options, 'leaky', ['limit', 'interval'], 'limit')
-  }
+  static _segment = 'leaky'
 }
 
 /**
@@ -151,9 +150,8 @@ class LeakyLimiter extends RateLimiter {
  * function reports the real cost through its handle and the difference is settled after.
  */
 class PointsLimiter extends RateLimiter {
-  constructor(store, options) {
-    super(store, options, 'points', ['points', 'interval'], 'points')
-  }
+  static _segment = 'points'
+  static _limitName = 'points'
 
   /** The budget. */
   get points() {

@@ -2,8 +2,8 @@
 // SlidingWindowLimiter: several exact sliding windows on one name, their options and results.
 // Its calls are the sliding kind's (lib/kinds/sliding.js).
 
-const { OverLimitError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
-const { checkInteger, checkStore, plainObject, windowsOption, blockMs, checkName } = require('./base')
+const { OverLimitError, invalidArgument } = require('../base/errors')
+const { checkInteger, classOptions, plainObject, windowsOption, blockMs } = require('./base')
 const SLIDING = require('../kinds/sliding')
 const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING.RESULT.call
 const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, size: EACH } = SLIDING.RESULT.window
@@ -24,13 +24,7 @@ const OP = SLIDING.OP
  */
 class SlidingWindowLimiter {
   constructor(store, options) {
-    checkStore(store)
-    if (!plainObject(options)) throw invalidConfig('options must be an object')
-    for (const key of Object.keys(options)) {
-      if (key !== 'name' && key !== 'windows') throw invalidConfig(`unknown limiter option ${JSON.stringify(key)}`)
-    }
-    const { name, windows } = ownProps(options)
-    checkName(name)
+    const { name, windows } = classOptions(store, options, ['name', 'windows'], 'limiter')
     this._windows = windowsOption(windows)
     this._store = store
     this._name = name

@@ -10,6 +10,7 @@ const classes = require('../classes')
 const { STATS_KINDS, BY_STATS_KIND } = require('../kinds')
 const { ALGORITHMS } = require('./http/options')
 const { nameOf, keyId } = require('./http/key')
+const { count, ms, interval, termText } = require('./words')
 
 /** What the door kind builds a client's counter from (lib/kinds/door.js `keyLimiter`). */
 const HTTP_DOOR = { algorithms: ALGORITHMS, counterName: (name, key) => nameOf(name, keyId(String(key))) }
@@ -57,33 +58,14 @@ async function stateOf(store, info) {
   return state ? state(limiter, info) : { fill: null }
 }
 
-/** `90s`, `2h`, `1500ms`: an interval in a limit's text. */
-const per = (ms) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`)
-
 /** A short text of a limiter's limit, from its registry options. */
 function limitText(info) {
   const text = inspectOf(info.kind).limitText
-  return text ? text(info.options || {}, per, info) : ''
+  return text ? text(info.options || {}, interval, info) : ''
 }
 
 /** Words for numbers and durations in a state's text (as the dashboard page shows them). */
-const WORDS = {
-  count(n) {
-    if (typeof n !== 'number' || !Number.isFinite(n)) return '–'
-    const a = Math.abs(n)
-    if (a >= 1e9) return `${(n / 1e9).toFixed(1)}G`
-    if (a >= 1e6) return `${(n / 1e6).toFixed(1)}M`
-    if (a >= 1e4) return `${(n / 1e3).toFixed(1)}k`
-    return Number.isInteger(n) ? String(n) : n.toFixed(1)
-  },
-  ms(x) {
-    if (typeof x !== 'number') return '–'
-    if (x < 1000) return `${Math.round(x)} ms`
-    if (x < 60_000) return `${(x / 1000).toFixed(1)} s`
-    return `${(x / 60_000).toFixed(1)} min`
-  },
-  interval: per,
-}
+const WORDS = { count, ms, interval }
 
 /** What a limiter's live state (stateOf's) says, in words ('' when its kind has none). */
 function stateWords(info, state) {
@@ -92,33 +74,6 @@ function stateWords(info, state) {
 }
 
 // --- showing names to people --------------------------------------------------------------
-
-/**
- * Characters a terminal (or a page) must not be handed raw in a name: C0 controls (ESC starts
- * screen clearing, cursor moves and OSC 52 clipboard writes; CR and LF make fake rows), DEL,
- * C1 controls (U+009B is a one-character CSI on terminals that read C1), the bidirectional
- * overrides, embeddings, isolates and marks (they reorder what follows on the line), the line
- * and paragraph separators, lone surrogates, and the backslash itself (so that an escaped name
- * reads back one way only).
- */
-const UNSAFE =
-  /[\\\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
-const SHORT = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
-
-/** One unsafe character as an escape: `\n`, `\x1b`, `\x9b`, `\u202e`, `\\`. */
-function escapeChar(c) {
-  if (SHORT[c] !== undefined) return SHORT[c]
-  const n = c.charCodeAt(0)
-  return n < 0x100 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`
-}
-
-/**
- * `s` safe to print on a terminal: every control character (C0, DEL, C1), bidi control, line
- * separator and lone surrogate shown as an escape, and `\` as `\\`. Any other text is kept.
- */
-function termText(s) {
-  return String(s).replace(UNSAFE, escapeChar)
-}
 
 /** `s` in double quotes, escaped for a terminal (`"` inside as `\"`). */
 function quoted(s) {

@@ -1,4 +1,3 @@
-// The ES module entry of sluice/dashboard: the CommonJS module's exports, named (one set of classes).
-import door from './dashboard.js'
-
-export const { dashboard, defaultGroup } = door
+// The ES module entry of sluice/dashboard: the CommonJS module's exports, named (one set of classes;
+// Node finds the names in lib/doors/dashboard/index.js with its CommonJS lexer).
+export * from './dashboard.js'

@@ -1,4 +1,3 @@
-// The ES module entry of sluice/fetch: the CommonJS module's exports, named (one set of classes).
-import door from './fetch.js'
-
-export const { pacedFetch, interceptor } = door
+// The ES module entry of sluice/fetch: the CommonJS module's exports, named (one set of classes;
+// Node finds the names in lib/doors/fetch/index.js with its CommonJS lexer).
+export * from './fetch.js'

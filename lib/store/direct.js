@@ -232,8 +232,9 @@ class DirectConnection {
       return reject(fromNative(err))
     }
     if (typeof step === 'number') return resolve(OUT)
-    if (isNativeError(step)) return reject(fromNative(step)) // a store failure, as a value
-    if (!Buffer.isBuffer(step)) return resolve(step)
+    // not bytes to write: the result itself, or a store failure as a value (never a Buffer, so
+    // the bytes' path, the common one, pays one check)
+    if (!Buffer.isBuffer(step)) return isNativeError(step) ? reject(fromNative(step)) : resolve(step)
     if (!this.ready) return reject(unavailable('the connection to Redis was lost'))
     const count = OUT[0]
     this._socket.write(step)

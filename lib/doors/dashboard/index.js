@@ -29,7 +29,6 @@
 
 const { createDashboard } = require('./server')
 const { defaultGroup } = require('./options')
-const { checkAllowedHosts } = require('./hosts')
 
 /** What the errors tell the user to change: the library's options (the CLI names its flags). */
 const LIBRARY_HINTS = {
@@ -46,5 +45,7 @@ function dashboard(options) {
   return createDashboard(options, LIBRARY_HINTS)
 }
 
-// createDashboard and checkAllowedHosts are for bin/sluice.js (not part of the typed API)
-module.exports = { dashboard, defaultGroup, createDashboard, checkAllowedHosts }
+// what lib/entries/dashboard.d.ts declares, and nothing else: the ES module entry re-exports
+// every name found here (bin/sluice.js takes createDashboard and checkAllowedHosts from
+// server.js and hosts.js)
+module.exports = { dashboard, defaultGroup }

@@ -20,6 +20,11 @@ const ASSETS = {
   'app.css': 'text/css; charset=utf-8',
   'favicon.svg': 'image/svg+xml',
 }
+/**
+ * The CommonJS modules the page imports as ES modules, by asset name: the words for values the
+ * CLI uses too (lib/doors/words.js), so that a name is escaped one way in both.
+ */
+const SHARED = { 'words.js': require.resolve('../words') }
 const CSP = [
   "default-src 'none'",
   "script-src 'self'",
@@ -34,12 +39,24 @@ const CSP = [
 const escapeHtml = (s) =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
 
+/**
+ * A CommonJS module that requires nothing as an ES module: its text run in a function given a
+ * `module` of its own, then its exports named.
+ */
+function esModule(file) {
+  const names = Object.keys(require(file))
+  const text = fs.readFileSync(file, 'utf8')
+  const run = `((module) => {\n${text}\nreturn module.exports\n})({ exports: {} })`
+  return Buffer.from(`export const { ${names.join(', ')} } = ${run}\n`)
+}
+
 /** The assets, by file name: `{ type, body }`. */
 function readAssets() {
   const assets = new Map()
   for (const [file, type] of Object.entries(ASSETS)) {
     assets.set(file, { type, body: fs.readFileSync(path.join(DIR, file)) })
   }
+  for (const [file, source] of Object.entries(SHARED)) assets.set(file, { type: JS, body: esModule(source) })
   return assets
 }
 

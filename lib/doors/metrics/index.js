@@ -105,15 +105,24 @@ const BUDGET_HELP = {
  */
 async function dimensionUse(store, limiterLabel) {
   const out = []
-  const budgets = store._stats.totals().filter((e) => BY_STATS_KIND.get(e.kind)?.inspect?.dimensionUse !== undefined)
+  await eachRead(store, limiterLabel, 'dimensionUse', (label, use) => {
+    for (const [dimension, d] of Object.entries(use)) out.push([label, dimension, d.used, d.reserved, d.excess])
+  })
+  return out
+}
+
+/**
+ * For each limiter this process has used whose kind's `inspect` section has `read` (one of its
+ * reads of a limiter), that read, all at once: `each(label, answer)` as each answer comes.
+ */
+async function eachRead(store, limiterLabel, read, each) {
+  const entries = store._stats.totals().filter((e) => BY_STATS_KIND.get(e.kind)?.inspect?.[read] !== undefined)
   await Promise.all(
-    budgets.map(async (e) => {
-      const use = await BY_STATS_KIND.get(e.kind).inspect.dimensionUse(limiterOf(store, e))
-      const label = String(limiterLabel(e.name, e.kind))
-      for (const [dimension, d] of Object.entries(use)) out.push([label, dimension, d.used, d.reserved, d.excess])
+    entries.map(async (e) => {
+      const answer = await BY_STATS_KIND.get(e.kind).inspect[read](limiterOf(store, e))
+      each(String(limiterLabel(e.name, e.kind)), answer)
     }),
   )
-  return out
 }
 
 /** Whether statistics of `kind` count `field` (one of lib/store/stats.js' EXTRA_FIELDS). */
@@ -160,15 +169,10 @@ function pacedRates(store, limiterLabel) {
  */
 async function tenantUse(store, limiterLabel) {
   const out = []
-  const budgets = store._stats.totals().filter((e) => BY_STATS_KIND.get(e.kind)?.inspect?.tenantUse !== undefined)
-  await Promise.all(
-    budgets.map(async (e) => {
-      const use = await BY_STATS_KIND.get(e.kind).inspect.tenantUse(limiterOf(store, e))
-      const label = String(limiterLabel(e.name, e.kind))
-      for (const [tenant, t] of Object.entries(use))
-        for (const [dimension, used] of Object.entries(t.used)) out.push([label, tenant, dimension, used])
-    }),
-  )
+  await eachRead(store, limiterLabel, 'tenantUse', (label, use) => {
+    for (const [tenant, t] of Object.entries(use))
+      for (const [dimension, used] of Object.entries(t.used)) out.push([label, tenant, dimension, used])
+  })
   return out
 }
 
