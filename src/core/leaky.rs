@@ -14,7 +14,7 @@
 //! a refund moves `tat` back (never before now), an extra charge moves it forward even past
 //! the capacity (a debt the next calls wait out).
 //!
-//! The key expires when the bucket has drained. Mirrored by `lua/limiter.lua` (kind 2).
+//! The key expires when the bucket has drained. Mirrored by `lua/limit.lua` (kind 2).
 
 use super::limit::{ttl_ms, Decision, Op, Outcome, Params, State};
 

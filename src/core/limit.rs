@@ -1,7 +1,7 @@
 //! What the rate limiters share: their parameters, their two-number state, the operations a
 //! call can ask for and the decision it gets back. The algorithms themselves live in
 //! [`bucket`], [`window`] and [`leaky`]; all three
-//! are mirrored by `lua/limiter.lua`, which decides a batch of mixed kinds in one script call.
+//! are mirrored by `lua/limit.lua`, which decides a batch of mixed kinds in one script call.
 //!
 //! Units: time in integer µs (`now_us` is µs since the epoch), `limit` and weights in
 //! units of the limiter (calls or points), all plain `f64` so the Lua mirror computes the

@@ -7,7 +7,7 @@
 //! takes the count `over` the limit ends it `interval × 2^(over − 1)` from now (doubling), or
 //! one interval from now (the state's start is stored as that end minus the interval, so the
 //! next call reads one window as usual).
-//! Mirrored by `lua/limiter.lua` (kind 1).
+//! Mirrored by `lua/limit.lua` (kind 1).
 
 use super::limit::{counter_step, ttl_ms, Decision, Op, Outcome, Params, State, MAX_TTL_MS};
 

@@ -1,6 +1,6 @@
 //! The counting limiters' kind (`TokenBucketLimiter`/fixed window, `WindowLimiter`,
 //! `LeakyBucketLimiter`/`PointsLimiter`): calls of any of their algorithms, decided in order in
-//! one store call. Script `lua/limiter.lua`; one string per limiter key (16 or 24 bytes).
+//! one store call. Script `lua/limit.lua`; one string per limiter key (16 or 24 bytes).
 //!
 //! A call, as JS sends it: `text` = one key per entry (in the encoding of `crate::codec`),
 //! `nums` = [`LIMIT_FIELDS`] numbers per entry: `kind, weight, limit, interval_us,
@@ -36,7 +36,7 @@ use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
-static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("limiter")));
+static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("limit")));
 
 /// The counting limiters' kind (see the module docs).
 pub struct Limit;
