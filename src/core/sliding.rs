@@ -46,12 +46,17 @@ pub struct Entry {
 }
 
 /// What a call asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
   /// Charge `weight` to every window if all of them have room; otherwise charge nothing.
   Take,
   /// The answer a take would get, charging nothing.
   Peek,
+  /// Drop the log and any block: allowed, every window at its limit.
+  Reset,
+  /// Admit nobody for `us` µs from now (a later block in place is kept; the log is kept):
+  /// refused, no window's room reported, retry after the block's end.
+  Block { us: f64 },
 }
 
 /// One window's answer.
@@ -109,10 +114,24 @@ impl Log {
     self.blocked_until_us
   }
 
-  /// Decides one call at `now_us` (trimming the calls that left the longest window first).
-  /// While blocked, a call is refused as a peek would be answered, with no window's room
-  /// reported (remaining 0) and no retry before the block's end.
+  /// Decides one call at `now_us` (trimming the calls that left the longest window first);
+  /// a reset and a block as [`Op`] says. While blocked, a call is refused as a peek would be
+  /// answered, with no window's room reported (remaining 0) and no retry before the block's
+  /// end. The log then matters until [`Log::expires_us`].
   pub fn step(&mut self, windows: &[Window], weight: f64, op: Op, now_us: f64) -> Decision {
+    match op {
+      Op::Reset => {
+        *self = Log::default();
+        let windows = windows.iter().map(|w| WindowDecision { remaining: w.limit, retry_after_us: 0.0 }).collect();
+        return Decision { allowed: true, retry_after_us: 0.0, windows };
+      }
+      Op::Block { us } => {
+        let left = self.block(us, now_us) - now_us;
+        let windows = windows.iter().map(|_| WindowDecision { remaining: 0.0, retry_after_us: left }).collect();
+        return Decision { allowed: false, retry_after_us: left, windows };
+      }
+      Op::Take | Op::Peek => {}
+    }
     if self.blocked_until_us > now_us {
       let left = (self.blocked_until_us - now_us).ceil();
       let mut d = self.decide(windows, weight, Op::Peek, now_us);

@@ -39,7 +39,7 @@ pub struct State {
 }
 
 /// What a call asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
   /// Charge `weight` to every window if all have room; otherwise charge nothing.
   Take,
@@ -48,6 +48,11 @@ pub enum Op {
   /// Charge `weight` to every window unconditionally; a negative weight refunds (from the
   /// previous calendar window first, never below zero).
   Adjust,
+  /// Drop the counters and any block: allowed, every window at its limit.
+  Reset,
+  /// Admit nobody for `us` µs from now (a later block in place is kept; the counts are kept):
+  /// refused, no window's room reported, retry and reset no earlier than the block's end.
+  Block { us: f64 },
 }
 
 /// One window's answer.
@@ -167,10 +172,29 @@ impl State {
     self.blocked_until_us
   }
 
-  /// Decides one call at `now_us`. While blocked, takes and peeks are refused as a peek
-  /// would be answered, with no room reported and no retry or reset before the block's end;
-  /// adjustments apply as usual.
+  /// Decides one call at `now_us`; a reset and a block as [`Op`] says. While blocked, takes
+  /// and peeks are refused as a peek would be answered, with no room reported and no retry or
+  /// reset before the block's end; adjustments apply as usual. The state then matters for
+  /// [`State::ttl_ms`].
   pub fn step(&mut self, windows: &[Window], weight: f64, op: Op, now_us: f64) -> Decision {
+    match op {
+      Op::Reset => {
+        *self = State::default();
+        let idle = |w: &Window| WindowDecision { remaining: w.limit, retry_after_us: 0.0, reset_after_us: 0.0 };
+        return Decision { allowed: true, retry_after_us: 0.0, windows: windows.iter().map(idle).collect() };
+      }
+      Op::Block { us } => {
+        let left = self.block(us, now_us) - now_us;
+        let windows = (windows.iter().enumerate())
+          .map(|(i, w)| {
+            let reset_after_us = reset_us(&self.counter(i), w, now_us).max(left);
+            WindowDecision { remaining: 0.0, retry_after_us: left, reset_after_us }
+          })
+          .collect();
+        return Decision { allowed: false, retry_after_us: left, windows };
+      }
+      Op::Take | Op::Peek | Op::Adjust => {}
+    }
     let blocked = self.blocked_until_us > now_us && op != Op::Adjust;
     let op = if blocked { Op::Peek } else { op };
     let mut answers = Vec::with_capacity(windows.len());

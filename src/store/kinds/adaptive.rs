@@ -127,14 +127,11 @@ impl Kind for Adaptive {
   }
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
-    let mut inner = store.lock();
-    let mut out = Vec::with_capacity(RESULT * calls.len());
-    for c in calls {
-      let (state, expires_us) = inner.keyed::<Adaptive>(&c.key, now_us);
-      out.extend(step(state, c, now_us));
-      *expires_us = state.expires_us(now_us);
-    }
-    Ok(Reply::numbers(out))
+    let out = store.step_keyed::<Adaptive, _, _>(calls, now_us, |c| &c.key, |c, state, _| {
+      let result = step(state, c, now_us);
+      (result, state.expires_us(now_us))
+    });
+    Ok(Reply::numbers(out.concat()))
   }
 
   async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {

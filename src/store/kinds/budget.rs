@@ -146,7 +146,9 @@ fn decode_call(key: &str, id: &str, tenant: &str, nums: &[f64]) -> Result<(Call,
   Ok((call, 7 + PER_DIMENSION * n))
 }
 
-fn flatten(out: &mut Vec<f64>, ids: &mut Vec<String>, call: &Call, reply: &crate::core::budget::Reply, now_us: f64) {
+/// One call's result: its numbers, and the tenant ids it lists (stats).
+fn flatten(call: &Call, reply: &crate::core::budget::Reply, now_us: f64) -> (Vec<f64>, Vec<String>) {
+  let (mut out, mut ids) = (Vec::with_capacity(width(call)), vec![]);
   out.extend([reply.status, reply.delay_us, now_us, reply.open, reply.expired]);
   for ((used, reserved), excess) in reply.dimensions.iter().zip(&reply.excess) {
     out.extend([*used, *reserved, *excess]);
@@ -170,6 +172,7 @@ fn flatten(out: &mut Vec<f64>, ids: &mut Vec<String>, call: &Call, reply: &crate
     }
     out.extend(std::iter::repeat_n(0.0, (TOP - reply.tenants.len()) * (2 + n)));
   }
+  (out, ids)
 }
 
 /// Numbers in the result of `call`.
@@ -211,33 +214,18 @@ impl Kind for Budget {
   }
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
-    let mut inner = store.lock();
-    let (mut out, mut ids) = (vec![], vec![]);
-    for call in calls {
-      let (state, expires_us) = inner.keyed::<Budget>(&call.key, now_us);
+    let parts = store.step_keyed::<Budget, _, _>(calls, now_us, |call| &call.key, |call, state, expires_us| {
       let (reply, changed) = step(state, &call.dimensions, &call.request(), now_us);
-      if changed {
-        *expires_us = now_us + ttl_ms(state, now_us) * 1000.0;
-      }
-      flatten(&mut out, &mut ids, call, &reply, now_us);
-    }
-    Ok(Reply { numbers: out, text: Some(crate::codec::encode(&ids)), failed: None })
+      let expires_us = if changed { now_us + ttl_ms(state, now_us) * 1000.0 } else { expires_us };
+      (flatten(call, &reply, now_us), expires_us)
+    });
+    Ok(Reply::with_text(parts))
   }
 
   async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
     let groups = store.groups(calls.iter().map(|c| c.key.as_str()));
     let replies = store.per_slot(&groups, "budget", |part| script_call(store, calls, part, now_us, lane)).await?;
-    let mut ids = vec![];
-    let mut reply = replies.reply(|v| {
-      v.into_iter()
-        .flat_map(|(numbers, listed)| {
-          ids.extend(listed);
-          numbers
-        })
-        .collect()
-    });
-    reply.text = Some(crate::codec::encode(&ids));
-    Ok(reply)
+    Ok(replies.text_reply())
   }
 }
 

@@ -41,6 +41,17 @@ impl Reply {
   pub fn numbers(numbers: Vec<f64>) -> Reply {
     Reply { numbers, text: None, failed: None }
   }
+
+  /// Per call its numbers and the strings it answers, as one reply: the numbers in call order,
+  /// the strings too, in the encoding of [`crate::codec`].
+  pub fn with_text(parts: impl IntoIterator<Item = (Vec<f64>, Vec<String>)>) -> Reply {
+    let (mut numbers, mut text) = (vec![], vec![]);
+    for (n, t) in parts {
+      numbers.extend(n);
+      text.extend(t);
+    }
+    Reply { numbers, text: Some(crate::codec::encode(&text)), failed: None }
+  }
 }
 
 /// A kind of limiter, as the stores and the bindings see it. Implemented once per kind, in
