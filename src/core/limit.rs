@@ -416,8 +416,31 @@ mod tests {
     }
   }
 
+  /// Takes of `(µs since the previous one, weight)` on one key from an epoch-sized time, each
+  /// decision handed to `seen` with its time and weight: the state and the time after them.
+  fn replay(
+    kind: Kind,
+    p: &Params,
+    takes: &[(u32, u32)],
+    mut seen: impl FnMut(f64, f64, Decision),
+  ) -> (Option<State>, f64) {
+    let (mut state, mut now) = (None, 1.7e15);
+    for &(gap, weight) in takes {
+      now += gap as f64;
+      seen(now, weight as f64, call(kind, &mut state, p, weight as f64, TAKE, now));
+    }
+    (state, now)
+  }
+
   fn kinds() -> impl Strategy<Value = Kind> {
     prop_oneof![Just(Kind::Bucket), Just(Kind::Window), Just(Kind::Leaky)]
+  }
+
+  prop_compose! {
+    /// A limiter: its algorithm, a limit of 1 to 19 and an interval of 1 ms to 5 s.
+    fn limiters()(kind in kinds(), limit in 1u32..20, interval_ms in 1u32..5_000) -> (Kind, Params) {
+      (kind, Params { limit: limit as f64, interval_us: interval_ms as f64 * 1000.0 })
+    }
   }
 
   proptest! {
@@ -426,20 +449,11 @@ mod tests {
     /// leaky.
     #[test]
     fn admissions_never_exceed_the_limit(
-      kind in kinds(),
-      limit in 1u32..20,
-      interval_ms in 1u32..5_000,
+      (kind, p) in limiters(),
       calls in prop::collection::vec((0u32..400_000, 0u32..4), 1..300),
     ) {
-      let p = Params { limit: limit as f64, interval_us: interval_ms as f64 * 1000.0 };
-      let mut state = None;
-      let mut now = 1.7e15;
       let mut admitted: Vec<(f64, f64)> = vec![];
-      for (gap, weight) in calls {
-        now += gap as f64;
-        let allowed = call(kind, &mut state, &p, weight as f64, TAKE, now).allowed;
-        if allowed && weight > 0 { admitted.push((now, weight as f64)); }
-      }
+      replay(kind, &p, &calls, |now, weight, d| if d.allowed && weight > 0.0 { admitted.push((now, weight)) });
       for (i, (t0, _)) in admitted.iter().enumerate() {
         let mut sum = 0.0;
         for (j, (t, w)) in admitted[i..].iter().enumerate() {
@@ -462,20 +476,12 @@ mod tests {
     /// admitted at it.
     #[test]
     fn retry_after_is_exact(
-      kind in kinds(),
-      limit in 1u32..10,
-      interval_ms in 1u32..5_000,
+      (kind, p) in limiters(),
       pre in prop::collection::vec((0u32..100_000, 1u32..4), 1..40),
       weight in 1u32..4,
     ) {
-      let weight = weight.min(limit);
-      let p = Params { limit: limit as f64, interval_us: interval_ms as f64 * 1000.0 };
-      let mut state = None;
-      let mut now = 1.7e15;
-      for (gap, w) in pre {
-        now += gap as f64;
-        call(kind, &mut state, &p, w as f64, TAKE, now);
-      }
+      let weight = weight.min(p.limit as u32);
+      let (state, now) = replay(kind, &p, &pre, |_, _, _| {});
       let d = step(kind, state, &p, weight as f64, TAKE, now).decision;
       if !d.allowed {
         prop_assert!(d.retry_after_us > 0.0);

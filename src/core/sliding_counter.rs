@@ -272,14 +272,9 @@ pub fn most_restrictive(d: &Decision) -> usize {
 
 #[cfg(test)]
 mod tests {
+  use super::super::sliding::testing::*;
   use super::*;
   use proptest::prelude::*;
-
-  const S: f64 = 1_000_000.0;
-
-  fn w(limit: f64, secs: f64) -> Window {
-    Window { limit, interval_us: secs * S }
-  }
 
   #[test]
   fn weighs_the_previous_window_by_its_overlap() {
@@ -363,30 +358,12 @@ mod tests {
       ops in proptest::collection::vec((0u32..4, 0u64..400_000), 1..120),
       limits in (1u32..6, 1u32..12),
     ) {
-      let windows = [w(limits.0 as f64, 0.5), w(limits.1 as f64, 2.0)];
-      let mut s = State::default();
-      let mut now = 0.0;
-      let mut admitted: Vec<(f64, f64)> = vec![];
-      for (weight, dt) in ops {
-        now += dt as f64;
-        let weight = (weight as f64).min(limits.0.min(limits.1) as f64);
-        let before = s.clone();
-        let d = s.step(&windows, weight, Op::Take, now);
-        if d.allowed {
-          admitted.push((now, weight));
-          for win in &windows {
-            let start = (now / win.interval_us).floor() * win.interval_us;
-            let sum: f64 = admitted.iter().filter(|(t, _)| *t >= start).map(|(_, x)| x).sum();
-            prop_assert!(sum <= win.limit);
-          }
-        } else {
-          prop_assert!(d.retry_after_us > 0.0 && d.retry_after_us < MAX_DELAY_US);
-          let mut early = before.clone();
-          prop_assert!(!early.step(&windows, weight, Op::Take, now + d.retry_after_us - 1.0).allowed);
-          let mut on_time = before;
-          prop_assert!(on_time.step(&windows, weight, Op::Take, now + d.retry_after_us).allowed);
-        }
-      }
+      let take = |s: &mut State, windows: &[Window], weight: f64, now: f64| {
+        let d = s.step(windows, weight, Op::Take, now);
+        (d.allowed, d.retry_after_us)
+      };
+      // a calendar window counts from the multiple of its interval at or before now
+      takes_hold_their_windows(ops, limits, take, |t, now, win| t >= (now / win.interval_us).floor() * win.interval_us)?;
     }
   }
 }

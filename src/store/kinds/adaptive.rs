@@ -16,7 +16,7 @@
 //! another's response recorded); the first is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a
 //! value of another type (Redis: nothing applied).
 
-use super::{Kind, Reply};
+use super::{decode_calls, next_part, Kind, Reply};
 use crate::core::adaptive::{Answer, Params, State};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
@@ -114,16 +114,7 @@ impl Kind for Adaptive {
   const OPS: &'static [(&'static str, f64)] = &[("pace", PACE), ("report", REPORT), ("give", GIVE)];
 
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
-    let mut keys = crate::codec::parts(text);
-    let mut calls = vec![];
-    for chunk in nums.chunks(WIDTH) {
-      let key = keys.next().ok_or_else(|| Error::argument("malformed adaptive batch: missing key"))??;
-      calls.push(decode_call(key, chunk)?);
-    }
-    if keys.next().is_some() || calls.is_empty() {
-      return Err(Error::argument("malformed adaptive batch: keys and calls do not match"));
-    }
-    Ok(calls)
+    decode_calls(text, nums, "adaptive", |keys, nums| Ok((decode_call(next_part(keys, "adaptive")?, nums)?, WIDTH)))
   }
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {

@@ -17,7 +17,7 @@
 //! [`WRONG_TYPE`](super::WRONG_TYPE) when a key of the budget holds a value of another type
 //! (Redis: nothing applied).
 
-use super::{Kind, Reply, WRONG_TYPE};
+use super::{decode_calls, next_part, Kind, Reply, WRONG_TYPE};
 use crate::core::budget::tenants::TOP;
 use crate::core::budget::{step, ttl_ms, Dimension, Request, State, TenantArg, PPM};
 use crate::error::{Error, Result};
@@ -196,21 +196,10 @@ impl Kind for Budget {
 
   /// `text` holds each call's key, its id and its tenant id.
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
-    let mut calls = vec![];
-    let mut parts = crate::codec::parts(text);
-    let mut at = 0;
-    while at < nums.len() {
-      let (Some(key), Some(id), Some(tenant)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(Error::argument("malformed budget batch: missing key, id or tenant"));
-      };
-      let (call, used) = decode_call(key?, id?, tenant?, &nums[at..])?;
-      calls.push(call);
-      at += used;
-    }
-    if parts.next().is_some() || calls.is_empty() {
-      return Err(Error::argument("malformed budget batch: keys and calls do not match"));
-    }
-    Ok(calls)
+    decode_calls(text, nums, "budget", |parts, nums| {
+      let (key, id, tenant) = (next_part(parts, "budget")?, next_part(parts, "budget")?, next_part(parts, "budget")?);
+      decode_call(key, id, tenant, nums)
+    })
   }
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {

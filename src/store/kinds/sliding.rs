@@ -8,7 +8,7 @@
 //! retry_after_us]`; `retry_after_us` is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds
 //! a value of another type (Redis: nothing applied, the call refused).
 
-use super::{Kind, Reply};
+use super::{decode_calls, next_part, Kind, Reply};
 use crate::core::sliding::{self, Decision, Log, Op, Window, WindowDecision};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
@@ -92,27 +92,20 @@ pub fn decode_windows(count: f64, nums: &[f64]) -> Option<Result<Vec<Window>>> {
 }
 
 impl SlidingBatch {
-  pub fn decode(keys: &str, nums: &[f64]) -> Result<SlidingBatch> {
-    let mut batch = SlidingBatch::default();
+  pub fn decode(text: &str, nums: &[f64]) -> Result<SlidingBatch> {
+    let mut keys = vec![];
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut key_iter = crate::codec::parts(keys);
-    let mut at = 0;
-    while at < nums.len() {
-      let key = key_iter.next().ok_or_else(|| Error::argument("malformed sliding batch: missing key"))??;
+    let calls = decode_calls(text, nums, "sliding", |parts, nums| {
+      let key = next_part(parts, "sliding")?;
       validate_key(key)?;
-      let (op, weight, windows, used) = decode_sliding(&nums[at..])?;
-      at += used;
-      let next = index.len();
-      let slot = *index.entry(key).or_insert(next);
-      if slot == batch.keys.len() {
-        batch.keys.push(key.to_owned());
-      }
-      batch.calls.push(SlidingCall { key: slot, op, weight, windows });
-    }
-    if key_iter.next().is_some() || batch.calls.is_empty() {
-      return Err(Error::argument("malformed sliding batch: keys and calls do not match"));
-    }
-    Ok(batch)
+      let (op, weight, windows, used) = decode_sliding(nums)?;
+      let slot = *index.entry(key).or_insert_with(|| {
+        keys.push(key.to_owned());
+        keys.len() - 1
+      });
+      Ok((SlidingCall { key: slot, op, weight, windows }, used))
+    })?;
+    Ok(SlidingBatch { keys, calls })
   }
 }
 

@@ -11,7 +11,7 @@
 //! value of another type (Redis: nothing applied, the call refused).
 
 use super::sliding::decode_windows;
-use super::{Kind, Reply};
+use super::{decode_calls, next_part, Kind, Reply};
 use crate::core::sliding::Window;
 use crate::core::sliding_counter::{Decision, Op, State, WindowDecision};
 use crate::error::{Error, Result};
@@ -98,19 +98,7 @@ impl Kind for SlidingCounter {
     &[("take", TAKE), ("peek", PEEK), ("reset", RESET), ("block", BLOCK), ("adjust", ADJUST)];
 
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
-    let mut calls = vec![];
-    let mut keys = crate::codec::parts(text);
-    let mut at = 0;
-    while at < nums.len() {
-      let key = keys.next().ok_or_else(|| Error::argument("malformed sliding-counter batch: missing key"))??;
-      let (call, used) = decode_call(key, &nums[at..])?;
-      calls.push(call);
-      at += used;
-    }
-    if keys.next().is_some() || calls.is_empty() {
-      return Err(Error::argument("malformed sliding-counter batch: keys and calls do not match"));
-    }
-    Ok(calls)
+    decode_calls(text, nums, "sliding-counter", |keys, nums| decode_call(next_part(keys, "sliding-counter")?, nums))
   }
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
