@@ -1,6 +1,6 @@
 'use strict'
 // What one script call costs Redis, at 1 call in flight (the server pattern's usual batch of
-// one): Redis CPU (INFO cpu) per call of sluice's limiter.lua (a bucket take) and pacer.lua
+// one): Redis CPU (INFO cpu) per call of sluice's limit.lua (a bucket take) and pacer.lua
 // (a pace), beside a GET, an empty script and a script shaped like rate-limiter-flexible's
 // (INCRBY, PEXPIRE on the first, PTTL), all sent by one ioredis client, each call in its own
 // event-loop turn, alternated rounds. It separates the script's own work from what every
@@ -26,7 +26,7 @@ async function main() {
   const meter = new Redis(url)
   const c = new Redis(url)
   const load = (text) => meter.script('load', text)
-  const limiter = await load(lua('limiter.lua'))
+  const limiter = await load(lua('limit.lua'))
   const pacer = await load(lua('pacer.lua'))
   const empty = await load('return {1, 2, 3, 4}')
   const rlf = await load(
@@ -39,7 +39,7 @@ async function main() {
     GET: (i) => c.get(k(i)),
     'empty script': (i) => c.evalsha(empty, 1, k(i)),
     'rate-limiter-flexible-like script': (i) => c.evalsha(rlf, 1, `rlf:${k(i)}`, 1, 60000),
-    'limiter.lua (bucket take)': (i) => c.evalsha(limiter, 1, `lim:${k(i)}`, '', 4, 1, 1e9, 60000000, 0),
+    'limit.lua (bucket take)': (i) => c.evalsha(limiter, 1, `lim:${k(i)}`, '', 4, 1, 1e9, 60000000, 0),
     'pacer.lua (pace)': (i) => c.evalsha(pacer, 1, `pac:${k(i)}`, '', 1, 1e6, 1e6, 1, 1, (1 * 1048576 + 1) * 4 + 1),
   }
   const got = {}

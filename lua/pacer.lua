@@ -25,7 +25,7 @@
 --           rate-limit entry's members are charged all or none.
 --           All KEYS share one hash slot: the caller groups entries by slot.
 --           Keys are read with redis.pcall before anything is written (WRONGTYPE is an
---           entry's reply, any other error is raised); see limiter.lua for the test's cost.
+--           entry's reply, any other error is raised); see limit.lua for the test's cost.
 --           A batch of one single call (the server pattern's usual batch) takes a path of its
 --           own that makes no table but its reply; the arithmetic is the same functions'.
 

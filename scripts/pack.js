@@ -166,7 +166,7 @@ function checkMainListing(files) {
     'lib/entries/index.mjs',
     'index.js',
     'index.d.ts',
-    'lua/limiter.lua',
+    'lua/limit.lua',
     'package.json',
     'README.md',
   ]) {

@@ -1,6 +1,6 @@
 //! Conformance of the limiter family: random sequences decided by the Rust model (the memory
 //! store) and by the Lua scripts on a real Redis, with the same clock; every answer must be
-//! identical. `lua/limiter.lua` (bucket, window, leaky/points: takes, reservations, peeks,
+//! identical. `lua/limit.lua` (bucket, window, leaky/points: takes, reservations, peeks,
 //! adjustments, resets, blocks, all-or-nothing groups, backoff counts) and `lua/concurrent.lua` (acquire, release, extend, poll, cancel,
 //! stats). Standalone and cluster.
 //!

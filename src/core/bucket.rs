@@ -3,7 +3,7 @@
 //! bucket starts on the UTC boundary; 5 per second admits 5 at 12:42:51.999 and 5 more at
 //! 12:42:52.000. State: the start of the bucket it counts (µs) and the units used in it; a
 //! state from an earlier bucket counts as empty. The key expires when its bucket ends.
-//! Mirrored by `lua/limiter.lua` (kind 0).
+//! Mirrored by `lua/limit.lua` (kind 0).
 
 use super::limit::{counter_step, Op, Outcome, Params, State};
 

@@ -14,9 +14,9 @@
 //! a refund moves `tat` back (never before now), an extra charge moves it forward even past
 //! the capacity (a debt the next calls wait out).
 //!
-//! The key expires when the bucket has drained. Mirrored by `lua/limiter.lua` (kind 2).
+//! The key expires when the bucket has drained. Mirrored by `lua/limit.lua` (kind 2).
 
-use super::limit::{ttl_ms, Decision, Op, Outcome, Params, State};
+use super::limit::{ttl_ms, Decision, Op, Outcome, Params, Save, State};
 
 pub fn step(state: Option<State>, p: &Params, weight: f64, op: Op, now_us: f64) -> Outcome {
   let per_unit_us = p.interval_us / p.limit;
@@ -30,7 +30,8 @@ pub fn step(state: Option<State>, p: &Params, weight: f64, op: Op, now_us: f64) 
       let allowed = wait_us <= max_wait_us;
       (allowed, wait_us, if allowed { tat + weight * per_unit_us } else { tat })
     }
-    Op::Peek => {
+    // reset and block never reach here (see `limit::step`)
+    Op::Peek | Op::Reset | Op::Block { .. } => {
       let wait_us = tat + weight * per_unit_us - now_us - p.interval_us;
       (wait_us <= 0.0, wait_us, tat)
     }
@@ -46,6 +47,6 @@ pub fn step(state: Option<State>, p: &Params, weight: f64, op: Op, now_us: f64) 
       retry_after_us: wait_us.max(0.0).ceil(),
       reset_after_us: backlog_us.ceil(),
     },
-    save: changed.then(|| (State { a: tat_after, b: 0.0, blocked_until_us: 0.0 }, ttl_ms(backlog_us))),
+    save: Save::set_if(changed, State { a: tat_after, b: 0.0, blocked_until_us: 0.0 }, ttl_ms(backlog_us)),
   }
 }

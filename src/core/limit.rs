@@ -1,7 +1,7 @@
 //! What the rate limiters share: their parameters, their two-number state, the operations a
 //! call can ask for and the decision it gets back. The algorithms themselves live in
 //! [`bucket`], [`window`] and [`leaky`]; all three
-//! are mirrored by `lua/limiter.lua`, which decides a batch of mixed kinds in one script call.
+//! are mirrored by `lua/limit.lua`, which decides a batch of mixed kinds in one script call.
 //!
 //! Units: time in integer µs (`now_us` is µs since the epoch), `limit` and weights in
 //! units of the limiter (calls or points), all plain `f64` so the Lua mirror computes the
@@ -64,6 +64,13 @@ pub enum Op {
   /// one interval from now (its `continueExceeding`): its store counts every request and
   /// sets the key's expiry so. See [`window::step`].
   Backoff { doubling: bool },
+  /// Deletes the key's state: the limiter is back at full capacity (allowed, remaining =
+  /// limit). Decided by [`step`]; never reaches an algorithm's step.
+  Reset,
+  /// Admits nobody for `us` µs from now (a later block in place is kept); the counts are kept,
+  /// a fresh key gets a state every algorithm reads as empty. Refused, remaining 0, retry and
+  /// reset after the block's end. Decided by [`step`]; never reaches an algorithm's step.
+  Block { us: f64 },
 }
 
 /// Stored state: two numbers whose meaning depends on the kind.
@@ -90,16 +97,63 @@ pub struct Decision {
   pub reset_after_us: f64,
 }
 
-/// A decision, and the state to store with its TTL (ms) when the call changed it.
+/// What a call does to its key's stored state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Save {
+  /// Nothing: the state is unchanged.
+  Keep,
+  /// The state, to keep for its TTL (ms).
+  Set(State, f64),
+  /// The state, to keep for its TTL (ms) or the key's current TTL if that is longer (a
+  /// block: the counts keep their own lifetime).
+  AtLeast(State, f64),
+  /// The key deleted (a reset).
+  Delete,
+}
+
+impl Save {
+  /// [`Save::Set`] when `changed`, else [`Save::Keep`].
+  pub fn set_if(changed: bool, state: State, ttl_ms: f64) -> Save {
+    if changed {
+      Save::Set(state, ttl_ms)
+    } else {
+      Save::Keep
+    }
+  }
+
+  /// The state saved, if any.
+  pub fn state(self) -> Option<State> {
+    match self {
+      Save::Set(s, _) | Save::AtLeast(s, _) => Some(s),
+      Save::Keep | Save::Delete => None,
+    }
+  }
+}
+
+/// A decision, and what becomes of the key's state.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Outcome {
   pub decision: Decision,
-  pub save: Option<(State, f64)>,
+  pub save: Save,
 }
 
-/// One call of any kind. While the key is blocked, takes and peeks are refused (remaining 0,
-/// retry after no earlier than the block's end); adjustments apply as usual and keep the block.
+/// One call of any kind. A reset deletes the key; a block saves its end (see [`Op::Block`]).
+/// While the key is blocked, takes and peeks are refused (remaining 0, retry after no earlier
+/// than the block's end); adjustments apply as usual and keep the block.
 pub fn step(kind: Kind, state: Option<State>, params: &Params, weight: f64, op: Op, now_us: f64) -> Outcome {
+  match op {
+    Op::Reset => {
+      let decision = Decision { allowed: true, remaining: params.limit, retry_after_us: 0.0, reset_after_us: 0.0 };
+      return Outcome { decision, save: Save::Delete };
+    }
+    Op::Block { us } => {
+      let (blocked, until) = block(state, us, now_us);
+      let left = until - now_us;
+      let decision = Decision { allowed: false, remaining: 0.0, retry_after_us: left, reset_after_us: left };
+      return Outcome { decision, save: Save::AtLeast(blocked, ttl_ms(left)) };
+    }
+    _ => {}
+  }
   let until = state.map_or(0.0, |s| s.blocked_until_us);
   if until > now_us && op != Op::Adjust {
     let inner = kind_step(kind, state, params, weight, Op::Peek, now_us).decision;
@@ -110,11 +164,11 @@ pub fn step(kind: Kind, state: Option<State>, params: &Params, weight: f64, op: 
       retry_after_us: inner.retry_after_us.max(left),
       reset_after_us: inner.reset_after_us.max(left),
     };
-    return Outcome { decision, save: None };
+    return Outcome { decision, save: Save::Keep };
   }
   let mut outcome = kind_step(kind, state, params, weight, op, now_us);
   if until > now_us {
-    if let Some((s, ttl)) = outcome.save.as_mut() {
+    if let Save::Set(s, ttl) = &mut outcome.save {
       s.blocked_until_us = until;
       *ttl = ttl.max(ttl_ms(until - now_us));
     }
@@ -124,7 +178,7 @@ pub fn step(kind: Kind, state: Option<State>, params: &Params, weight: f64, op: 
 
 /// Blocks a key for `duration_us` from now (or keeps a later block): the state to save, and
 /// the block's end. The counts are kept; a fresh key gets a state every kind reads as empty.
-pub fn block(state: Option<State>, duration_us: f64, now_us: f64) -> (State, f64) {
+fn block(state: Option<State>, duration_us: f64, now_us: f64) -> (State, f64) {
   let s = state.unwrap_or(State { a: -1.0, b: 0.0, blocked_until_us: 0.0 });
   let until = s.blocked_until_us.max(now_us + duration_us);
   (State { blocked_until_us: until, ..s }, until)
@@ -160,7 +214,8 @@ pub(crate) fn counter_step(
       let allowed = used + weight <= p.limit;
       (allowed, if allowed { used + weight } else { used })
     }
-    Op::Peek => (used + weight <= p.limit, used),
+    // reset and block never reach here (see `step`)
+    Op::Peek | Op::Reset | Op::Block { .. } => (used + weight <= p.limit, used),
     // Backoff is the window's (core::window); on a calendar bucket the store refuses it
     Op::Adjust | Op::Backoff { .. } => (true, (used + weight).max(0.0)),
   };
@@ -174,7 +229,7 @@ pub(crate) fn counter_step(
   };
   Outcome {
     decision: Decision { allowed, remaining: (p.limit - used_after).max(0.0), retry_after_us, reset_after_us },
-    save: changed.then(|| (State { a: start_us, b: used_after, blocked_until_us: 0.0 }, ttl_ms(end_us - now_us))),
+    save: Save::set_if(changed, State { a: start_us, b: used_after, blocked_until_us: 0.0 }, ttl_ms(end_us - now_us)),
   }
 }
 
@@ -186,19 +241,21 @@ mod tests {
   const S: f64 = 1e6;
   const TAKE: Op = Op::Take { max_wait_us: 0.0 };
 
+  /// One call on the key whose state is `state`, as a store runs it: the state saved.
+  fn call(kind: Kind, state: &mut Option<State>, p: &Params, weight: f64, op: Op, now: f64) -> Decision {
+    let o = step(kind, *state, p, weight, op, now);
+    match o.save {
+      Save::Keep => {}
+      Save::Delete => *state = None,
+      Save::Set(s, _) | Save::AtLeast(s, _) => *state = Some(s),
+    }
+    o.decision
+  }
+
   /// Runs calls in order on one key, returning the decisions.
   fn run(kind: Kind, p: Params, calls: &[(f64, f64, Op)]) -> Vec<Decision> {
     let mut state = None;
-    calls
-      .iter()
-      .map(|&(now, weight, op)| {
-        let o = step(kind, state, &p, weight, op, now);
-        if let Some((s, _)) = o.save {
-          state = Some(s);
-        }
-        o.decision
-      })
-      .collect()
+    calls.iter().map(|&(now, weight, op)| call(kind, &mut state, &p, weight, op, now)).collect()
   }
 
   fn allowed(ds: &[Decision]) -> Vec<bool> {
@@ -252,8 +309,8 @@ mod tests {
   #[test]
   fn window_is_not_opened_by_probes_or_refusals() {
     let p = Params { limit: 1.0, interval_us: S };
-    assert!(step(Kind::Window, None, &p, 0.0, TAKE, 0.0).save.is_none());
-    assert!(step(Kind::Window, None, &p, 2.0, TAKE, 0.0).save.is_none());
+    assert!(step(Kind::Window, None, &p, 0.0, TAKE, 0.0).save == Save::Keep);
+    assert!(step(Kind::Window, None, &p, 2.0, TAKE, 0.0).save == Save::Keep);
   }
 
   #[test]
@@ -280,11 +337,7 @@ mod tests {
     let mut admitted = 0;
     let mut now = 0.0;
     while now <= 10.0 * S + 1000.0 {
-      let o = step(Kind::Leaky, state, &p, 1.0, TAKE, now);
-      if let Some((s, _)) = o.save {
-        state = Some(s);
-      }
-      admitted += o.decision.allowed as u32;
+      admitted += call(Kind::Leaky, &mut state, &p, 1.0, TAKE, now).allowed as u32;
       now += 1000.0;
     }
     assert_eq!(admitted, 33);
@@ -316,9 +369,9 @@ mod tests {
     assert_eq!(ds[3].reset_after_us, 14.0 * S, "an extra charge may overdraw: 140 points to drain");
     assert_eq!(ds[4].remaining, 0.0);
     let refused = step(Kind::Leaky, None, &p, 0.0, TAKE, 0.0);
-    assert!(refused.decision.allowed && refused.save.is_none());
+    assert!(refused.decision.allowed && refused.save == Save::Keep);
     let refund_on_empty = step(Kind::Leaky, None, &p, -5.0, Op::Adjust, 0.0);
-    assert!(refund_on_empty.save.is_none(), "a refund never goes above full capacity");
+    assert!(refund_on_empty.save == Save::Keep, "a refund never goes above full capacity");
   }
 
   #[test]
@@ -331,11 +384,7 @@ mod tests {
     let mut admitted = vec![];
     for k in 0..20_000u64 {
       now += ((k * 7919) % 3000) as f64;
-      let o = step(Kind::Leaky, state, &p, 1.0, TAKE, now);
-      if let Some((s, _)) = o.save {
-        state = Some(s);
-      }
-      if o.decision.allowed {
+      if call(Kind::Leaky, &mut state, &p, 1.0, TAKE, now).allowed {
         admitted.push(now);
       }
     }
@@ -346,8 +395,52 @@ mod tests {
     }
   }
 
+  #[test]
+  fn a_block_refuses_until_its_end_and_a_reset_deletes_the_key() {
+    let p = Params { limit: 2.0, interval_us: S };
+    let t = 1_700_000_000.0 * S;
+    for kind in [Kind::Bucket, Kind::Window, Kind::Leaky] {
+      let mut state = None;
+      assert!(call(kind, &mut state, &p, 1.0, TAKE, t).allowed);
+      let block = step(kind, state, &p, 0.0, Op::Block { us: 3.0 * S }, t);
+      assert_eq!((block.decision.allowed, block.decision.retry_after_us), (false, 3.0 * S), "{kind:?}");
+      assert!(
+        matches!(block.save, Save::AtLeast(s, _) if s.blocked_until_us == t + 3.0 * S && s.b == state.unwrap().b)
+      );
+      call(kind, &mut state, &p, 0.0, Op::Block { us: 3.0 * S }, t);
+      let refused = call(kind, &mut state, &p, 1.0, TAKE, t + S);
+      assert_eq!((refused.allowed, refused.remaining, refused.retry_after_us), (false, 0.0, 2.0 * S), "{kind:?}");
+      assert!(call(kind, &mut state, &p, 1.0, TAKE, t + 3.0 * S).allowed, "{kind:?}: admitted at the block's end");
+      let reset = step(kind, state, &p, 0.0, Op::Reset, t + 3.0 * S);
+      assert_eq!((reset.decision.allowed, reset.decision.remaining, reset.save), (true, 2.0, Save::Delete));
+    }
+  }
+
+  /// Takes of `(µs since the previous one, weight)` on one key from an epoch-sized time, each
+  /// decision handed to `seen` with its time and weight: the state and the time after them.
+  fn replay(
+    kind: Kind,
+    p: &Params,
+    takes: &[(u32, u32)],
+    mut seen: impl FnMut(f64, f64, Decision),
+  ) -> (Option<State>, f64) {
+    let (mut state, mut now) = (None, 1.7e15);
+    for &(gap, weight) in takes {
+      now += gap as f64;
+      seen(now, weight as f64, call(kind, &mut state, p, weight as f64, TAKE, now));
+    }
+    (state, now)
+  }
+
   fn kinds() -> impl Strategy<Value = Kind> {
     prop_oneof![Just(Kind::Bucket), Just(Kind::Window), Just(Kind::Leaky)]
+  }
+
+  prop_compose! {
+    /// A limiter: its algorithm, a limit of 1 to 19 and an interval of 1 ms to 5 s.
+    fn limiters()(kind in kinds(), limit in 1u32..20, interval_ms in 1u32..5_000) -> (Kind, Params) {
+      (kind, Params { limit: limit as f64, interval_us: interval_ms as f64 * 1000.0 })
+    }
   }
 
   proptest! {
@@ -356,21 +449,11 @@ mod tests {
     /// leaky.
     #[test]
     fn admissions_never_exceed_the_limit(
-      kind in kinds(),
-      limit in 1u32..20,
-      interval_ms in 1u32..5_000,
+      (kind, p) in limiters(),
       calls in prop::collection::vec((0u32..400_000, 0u32..4), 1..300),
     ) {
-      let p = Params { limit: limit as f64, interval_us: interval_ms as f64 * 1000.0 };
-      let mut state = None;
-      let mut now = 1.7e15;
       let mut admitted: Vec<(f64, f64)> = vec![];
-      for (gap, weight) in calls {
-        now += gap as f64;
-        let o = step(kind, state, &p, weight as f64, TAKE, now);
-        if let Some((s, _)) = o.save { state = Some(s); }
-        if o.decision.allowed && weight > 0 { admitted.push((now, weight as f64)); }
-      }
+      replay(kind, &p, &calls, |now, weight, d| if d.allowed && weight > 0.0 { admitted.push((now, weight)) });
       for (i, (t0, _)) in admitted.iter().enumerate() {
         let mut sum = 0.0;
         for (j, (t, w)) in admitted[i..].iter().enumerate() {
@@ -393,20 +476,12 @@ mod tests {
     /// admitted at it.
     #[test]
     fn retry_after_is_exact(
-      kind in kinds(),
-      limit in 1u32..10,
-      interval_ms in 1u32..5_000,
+      (kind, p) in limiters(),
       pre in prop::collection::vec((0u32..100_000, 1u32..4), 1..40),
       weight in 1u32..4,
     ) {
-      let weight = weight.min(limit);
-      let p = Params { limit: limit as f64, interval_us: interval_ms as f64 * 1000.0 };
-      let mut state = None;
-      let mut now = 1.7e15;
-      for (gap, w) in pre {
-        now += gap as f64;
-        if let Some((s, _)) = step(kind, state, &p, w as f64, TAKE, now).save { state = Some(s); }
-      }
+      let weight = weight.min(p.limit as u32);
+      let (state, now) = replay(kind, &p, &pre, |_, _, _| {});
       let d = step(kind, state, &p, weight as f64, TAKE, now).decision;
       if !d.allowed {
         prop_assert!(d.retry_after_us > 0.0);
@@ -422,9 +497,9 @@ mod tests {
     #[test]
     fn weight_zero_is_a_pure_probe(kind in kinds(), used in 0u32..10, gap in 0u32..2_000_000) {
       let p = Params { limit: 10.0, interval_us: 1e6 };
-      let state = step(kind, None, &p, used as f64, TAKE, 0.0).save.map(|(s, _)| s);
+      let state = step(kind, None, &p, used as f64, TAKE, 0.0).save.state();
       let probe = step(kind, state, &p, 0.0, TAKE, gap as f64);
-      prop_assert!(probe.save.is_none());
+      prop_assert!(probe.save == Save::Keep);
       let r = probe.decision.remaining;
       if r >= 1.0 {
         prop_assert!(step(kind, state, &p, r, TAKE, gap as f64).decision.allowed);

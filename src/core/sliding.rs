@@ -46,12 +46,17 @@ pub struct Entry {
 }
 
 /// What a call asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
   /// Charge `weight` to every window if all of them have room; otherwise charge nothing.
   Take,
   /// The answer a take would get, charging nothing.
   Peek,
+  /// Drop the log and any block: allowed, every window at its limit.
+  Reset,
+  /// Admit nobody for `us` µs from now (a later block in place is kept; the log is kept):
+  /// refused, no window's room reported, retry after the block's end.
+  Block { us: f64 },
 }
 
 /// One window's answer.
@@ -109,10 +114,24 @@ impl Log {
     self.blocked_until_us
   }
 
-  /// Decides one call at `now_us` (trimming the calls that left the longest window first).
-  /// While blocked, a call is refused as a peek would be answered, with no window's room
-  /// reported (remaining 0) and no retry before the block's end.
+  /// Decides one call at `now_us` (trimming the calls that left the longest window first);
+  /// a reset and a block as [`Op`] says. While blocked, a call is refused as a peek would be
+  /// answered, with no window's room reported (remaining 0) and no retry before the block's
+  /// end. The log then matters until [`Log::expires_us`].
   pub fn step(&mut self, windows: &[Window], weight: f64, op: Op, now_us: f64) -> Decision {
+    match op {
+      Op::Reset => {
+        *self = Log::default();
+        let windows = windows.iter().map(|w| WindowDecision { remaining: w.limit, retry_after_us: 0.0 }).collect();
+        return Decision { allowed: true, retry_after_us: 0.0, windows };
+      }
+      Op::Block { us } => {
+        let left = self.block(us, now_us) - now_us;
+        let windows = windows.iter().map(|_| WindowDecision { remaining: 0.0, retry_after_us: left }).collect();
+        return Decision { allowed: false, retry_after_us: left, windows };
+      }
+      Op::Take | Op::Peek => {}
+    }
     if self.blocked_until_us > now_us {
       let left = (self.blocked_until_us - now_us).ceil();
       let mut d = self.decide(windows, weight, Op::Peek, now_us);
@@ -199,16 +218,59 @@ impl Log {
   }
 }
 
+/// What the tests of both sliding limiters (this one and `sliding_counter`) share.
 #[cfg(test)]
-mod tests {
-  use super::*;
+pub(crate) mod testing {
+  use super::{Window, MAX_DELAY_US};
   use proptest::prelude::*;
 
-  const S: f64 = 1_000_000.0;
+  pub const S: f64 = 1_000_000.0;
 
-  fn w(limit: f64, secs: f64) -> Window {
+  /// A window of `limit` per `secs` seconds.
+  pub fn w(limit: f64, secs: f64) -> Window {
     Window { limit, interval_us: secs * S }
   }
+
+  /// The property both limiters hold over takes on two windows (`ops`: weight, µs since the
+  /// previous take): after each admission, the weight admitted that `counts` in a window
+  /// (admitted at `t`, seen at `now`) is within its limit; a refusal's retryAfter is exact,
+  /// refused 1 µs before it and admitted at it. `take` answers a take's allowed and retry.
+  pub fn takes_hold_their_windows<S: Clone + Default>(
+    ops: Vec<(u32, u64)>,
+    limits: (u32, u32),
+    take: impl Fn(&mut S, &[Window], f64, f64) -> (bool, f64),
+    counts: impl Fn(f64, f64, &Window) -> bool,
+  ) -> Result<(), TestCaseError> {
+    let windows = [w(limits.0 as f64, 0.5), w(limits.1 as f64, 2.0)];
+    let mut state = S::default();
+    let mut now = 0.0;
+    let mut admitted: Vec<(f64, f64)> = vec![];
+    for (weight, dt) in ops {
+      now += dt as f64;
+      let weight = (weight as f64).min(limits.0.min(limits.1) as f64);
+      let before = state.clone();
+      let (allowed, retry_after_us) = take(&mut state, &windows, weight, now);
+      if allowed {
+        admitted.push((now, weight));
+        for win in &windows {
+          let sum: f64 = admitted.iter().filter(|(t, _)| counts(*t, now, win)).map(|(_, x)| x).sum();
+          prop_assert!(sum <= win.limit);
+        }
+      } else {
+        prop_assert!(retry_after_us > 0.0 && retry_after_us < MAX_DELAY_US);
+        prop_assert!(!take(&mut before.clone(), &windows, weight, now + retry_after_us - 1.0).0);
+        prop_assert!(take(&mut before.clone(), &windows, weight, now + retry_after_us).0);
+      }
+    }
+    Ok(())
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::testing::*;
+  use super::*;
+  use proptest::prelude::*;
 
   #[test]
   fn admits_up_to_each_limit_and_reports_remaining_per_window() {
@@ -291,29 +353,12 @@ mod tests {
       ops in proptest::collection::vec((0u32..4, 0u64..400_000), 1..120),
       limits in (1u32..6, 1u32..12),
     ) {
-      let windows = [w(limits.0 as f64, 0.5), w(limits.1 as f64, 2.0)];
-      let mut log = Log::default();
-      let mut now = 0.0;
-      let mut admitted: Vec<(f64, f64)> = vec![];
-      for (weight, dt) in ops {
-        now += dt as f64;
-        let weight = (weight as f64).min(limits.0.min(limits.1) as f64);
-        let before = log.clone();
-        let d = log.step(&windows, weight, Op::Take, now);
-        if d.allowed {
-          if weight > 0.0 { admitted.push((now, weight)); }
-          for win in &windows {
-            let sum: f64 = admitted.iter().filter(|(t, _)| *t > now - win.interval_us).map(|(_, x)| x).sum();
-            prop_assert!(sum <= win.limit);
-          }
-        } else {
-          prop_assert!(d.retry_after_us > 0.0 && d.retry_after_us < MAX_DELAY_US);
-          let mut early = before.clone();
-          prop_assert!(!early.step(&windows, weight, Op::Take, now + d.retry_after_us - 1.0).allowed);
-          let mut on_time = before;
-          prop_assert!(on_time.step(&windows, weight, Op::Take, now + d.retry_after_us).allowed);
-        }
-      }
+      let take = |log: &mut Log, windows: &[Window], weight: f64, now: f64| {
+        let d = log.step(windows, weight, Op::Take, now);
+        (d.allowed, d.retry_after_us)
+      };
+      // a window of `interval` covers (now - interval, now]
+      takes_hold_their_windows(ops, limits, take, |t, now, win| t > now - win.interval_us)?;
     }
   }
 }

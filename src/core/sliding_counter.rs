@@ -39,7 +39,7 @@ pub struct State {
 }
 
 /// What a call asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
   /// Charge `weight` to every window if all have room; otherwise charge nothing.
   Take,
@@ -48,6 +48,11 @@ pub enum Op {
   /// Charge `weight` to every window unconditionally; a negative weight refunds (from the
   /// previous calendar window first, never below zero).
   Adjust,
+  /// Drop the counters and any block: allowed, every window at its limit.
+  Reset,
+  /// Admit nobody for `us` µs from now (a later block in place is kept; the counts are kept):
+  /// refused, no window's room reported, retry and reset no earlier than the block's end.
+  Block { us: f64 },
 }
 
 /// One window's answer.
@@ -167,10 +172,29 @@ impl State {
     self.blocked_until_us
   }
 
-  /// Decides one call at `now_us`. While blocked, takes and peeks are refused as a peek
-  /// would be answered, with no room reported and no retry or reset before the block's end;
-  /// adjustments apply as usual.
+  /// Decides one call at `now_us`; a reset and a block as [`Op`] says. While blocked, takes
+  /// and peeks are refused as a peek would be answered, with no room reported and no retry or
+  /// reset before the block's end; adjustments apply as usual. The state then matters for
+  /// [`State::ttl_ms`].
   pub fn step(&mut self, windows: &[Window], weight: f64, op: Op, now_us: f64) -> Decision {
+    match op {
+      Op::Reset => {
+        *self = State::default();
+        let idle = |w: &Window| WindowDecision { remaining: w.limit, retry_after_us: 0.0, reset_after_us: 0.0 };
+        return Decision { allowed: true, retry_after_us: 0.0, windows: windows.iter().map(idle).collect() };
+      }
+      Op::Block { us } => {
+        let left = self.block(us, now_us) - now_us;
+        let windows = (windows.iter().enumerate())
+          .map(|(i, w)| {
+            let reset_after_us = reset_us(&self.counter(i), w, now_us).max(left);
+            WindowDecision { remaining: 0.0, retry_after_us: left, reset_after_us }
+          })
+          .collect();
+        return Decision { allowed: false, retry_after_us: left, windows };
+      }
+      Op::Take | Op::Peek | Op::Adjust => {}
+    }
     let blocked = self.blocked_until_us > now_us && op != Op::Adjust;
     let op = if blocked { Op::Peek } else { op };
     let mut answers = Vec::with_capacity(windows.len());
@@ -248,14 +272,9 @@ pub fn most_restrictive(d: &Decision) -> usize {
 
 #[cfg(test)]
 mod tests {
+  use super::super::sliding::testing::*;
   use super::*;
   use proptest::prelude::*;
-
-  const S: f64 = 1_000_000.0;
-
-  fn w(limit: f64, secs: f64) -> Window {
-    Window { limit, interval_us: secs * S }
-  }
 
   #[test]
   fn weighs_the_previous_window_by_its_overlap() {
@@ -339,30 +358,12 @@ mod tests {
       ops in proptest::collection::vec((0u32..4, 0u64..400_000), 1..120),
       limits in (1u32..6, 1u32..12),
     ) {
-      let windows = [w(limits.0 as f64, 0.5), w(limits.1 as f64, 2.0)];
-      let mut s = State::default();
-      let mut now = 0.0;
-      let mut admitted: Vec<(f64, f64)> = vec![];
-      for (weight, dt) in ops {
-        now += dt as f64;
-        let weight = (weight as f64).min(limits.0.min(limits.1) as f64);
-        let before = s.clone();
-        let d = s.step(&windows, weight, Op::Take, now);
-        if d.allowed {
-          admitted.push((now, weight));
-          for win in &windows {
-            let start = (now / win.interval_us).floor() * win.interval_us;
-            let sum: f64 = admitted.iter().filter(|(t, _)| *t >= start).map(|(_, x)| x).sum();
-            prop_assert!(sum <= win.limit);
-          }
-        } else {
-          prop_assert!(d.retry_after_us > 0.0 && d.retry_after_us < MAX_DELAY_US);
-          let mut early = before.clone();
-          prop_assert!(!early.step(&windows, weight, Op::Take, now + d.retry_after_us - 1.0).allowed);
-          let mut on_time = before;
-          prop_assert!(on_time.step(&windows, weight, Op::Take, now + d.retry_after_us).allowed);
-        }
-      }
+      let take = |s: &mut State, windows: &[Window], weight: f64, now: f64| {
+        let d = s.step(windows, weight, Op::Take, now);
+        (d.allowed, d.retry_after_us)
+      };
+      // a calendar window counts from the multiple of its interval at or before now
+      takes_hold_their_windows(ops, limits, take, |t, now, win| t >= (now / win.interval_us).floor() * win.interval_us)?;
     }
   }
 }

@@ -7,9 +7,9 @@
 //! takes the count `over` the limit ends it `interval × 2^(over − 1)` from now (doubling), or
 //! one interval from now (the state's start is stored as that end minus the interval, so the
 //! next call reads one window as usual).
-//! Mirrored by `lua/limiter.lua` (kind 1).
+//! Mirrored by `lua/limit.lua` (kind 1).
 
-use super::limit::{counter_step, ttl_ms, Decision, Op, Outcome, Params, State, MAX_TTL_MS};
+use super::limit::{counter_step, ttl_ms, Decision, Op, Outcome, Params, Save, State, MAX_TTL_MS};
 
 /// Longest window a backoff sets, µs (10 years, the longest TTL).
 const MAX_BACKOFF_US: f64 = MAX_TTL_MS * 1000.0;
@@ -47,7 +47,7 @@ fn backoff(used: f64, end_us: f64, p: &Params, weight: f64, doubling: bool, now_
       retry_after_us: if allowed { 0.0 } else { reset_after_us },
       reset_after_us,
     },
-    save: Some((State { a: end_us - p.interval_us, b: after, blocked_until_us: 0.0 }, ttl_ms(end_us - now_us))),
+    save: Save::Set(State { a: end_us - p.interval_us, b: after, blocked_until_us: 0.0 }, ttl_ms(end_us - now_us)),
   }
 }
 
@@ -63,7 +63,7 @@ mod tests {
     let mut state = None;
     let mut at = |now: f64| {
       let o = step(state, &p, 1.0, Op::Backoff { doubling: true }, now);
-      state = o.save.map(|(s, _)| s);
+      state = o.save.state();
       o.decision
     };
     let t = 1_700_000_000.0 * S;
@@ -85,7 +85,7 @@ mod tests {
     let mut state = None;
     let mut at = |now: f64| {
       let o = step(state, &p, 1.0, Op::Backoff { doubling: false }, now);
-      state = o.save.map(|(s, _)| s);
+      state = o.save.state();
       o.decision
     };
     assert!(at(0.0).allowed);

@@ -13,6 +13,16 @@
 //!
 //! A key read by a kind whose state it does not hold (never the case in practice: every kind
 //! names its keys under a segment of its own) reads as fresh.
+//!
+//! Every kind's memory step goes through one of two generic paths (governor's
+//! `measure_and_replace` is the model: a function over the kind that hands a step the state
+//! and takes back the result and what becomes of the state), so locking, loading, expiry and
+//! saving are written once:
+//! - [`MemoryStore::step_keyed`] (and [`Inner::step_key`], one call): calls in order on the
+//!   keyed table, each call's state changed in place by its step, which answers the call's
+//!   result and the state's new expiry;
+//! - [`Inner::step_id`] (and [`MemoryStore::step_id`], the io-buffer path): one call on an
+//!   interned key, whose step sees the live state and answers the result and a [`Write`].
 
 use super::kinds::{Held, Registered};
 use crate::error::{Error, Result};
@@ -25,6 +35,17 @@ struct Slot {
   held: Held,
   /// When `held` expires, µs; 0 until first saved.
   expires_us: f64,
+}
+
+/// What a step on an interned key does to its state ([`Inner::step_id`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Write<S> {
+  /// Nothing: the state and its expiry stay.
+  Keep,
+  /// The state, until the given time (µs).
+  Until(S, f64),
+  /// The key's state deleted.
+  Clear,
 }
 
 /// The store's tables, locked: what a kind's memory step works on.
@@ -86,14 +107,34 @@ impl Inner {
   }
 
   /// Deletes what the interned key `id` holds.
-  pub fn clear(&mut self, id: usize) {
+  fn clear(&mut self, id: usize) {
     let slot = &mut self.slots[id];
     (slot.held, slot.expires_us) = (Held::Empty, 0.0);
   }
 
+  /// One call of kind `K` on the interned key `id` (checked by the caller): `step` sees its
+  /// live state (`None` when absent or expired) and when that expires (µs), and answers the
+  /// call's result and what becomes of the state.
+  pub fn step_id<K: Registered, T>(
+    &mut self,
+    id: usize,
+    now_us: f64,
+    step: impl FnOnce(Option<&K::State>, f64) -> (T, Write<K::State>),
+  ) -> T {
+    let live = self.load::<K>(id, now_us);
+    let expires_us = live.as_ref().map_or(0.0, |(_, e)| *e);
+    let (out, write) = step(live.map(|(s, _)| &*s), expires_us);
+    match write {
+      Write::Keep => {}
+      Write::Until(state, until_us) => self.save::<K>(id, state, until_us),
+      Write::Clear => self.clear(id),
+    }
+    out
+  }
+
   /// `K`'s live state of `key` in the keyed table (fresh if absent or expired) and its
   /// expiry, µs.
-  pub fn keyed<K: Registered>(&mut self, key: &str, now_us: f64) -> (&mut K::State, &mut f64)
+  fn keyed<K: Registered>(&mut self, key: &str, now_us: f64) -> (&mut K::State, &mut f64)
   where
     K::State: Default,
   {
@@ -109,6 +150,21 @@ impl Inner {
       Some(state) => (state, expires_us),
       None => unreachable!("the state was just made"),
     }
+  }
+
+  /// One call of kind `K` on `key` in the keyed table: `step` changes its live state (fresh
+  /// when absent or expired) in place, given when that expires (µs; 0 when fresh), and answers
+  /// the call's result and the state's new expiry (µs; at or before now, it reads as fresh
+  /// from then on).
+  pub fn step_key<K, T>(&mut self, key: &str, now_us: f64, step: impl FnOnce(&mut K::State, f64) -> (T, f64)) -> T
+  where
+    K: Registered,
+    K::State: Default,
+  {
+    let (state, expires_us) = self.keyed::<K>(key, now_us);
+    let (out, expires) = step(state, *expires_us);
+    *expires_us = expires;
+    out
   }
 }
 
@@ -132,6 +188,42 @@ impl MemoryStore {
   /// The tables, locked: a kind's call runs under one acquisition.
   pub fn lock(&self) -> MutexGuard<'_, Inner> {
     self.inner.lock()
+  }
+
+  /// Calls of kind `K` on the keyed table, in order, under one lock acquisition: each goes
+  /// through `step` on the key `key_of` names (see [`Inner::step_key`]). The results, in call
+  /// order.
+  pub fn step_keyed<K, C, T>(
+    &self,
+    calls: impl IntoIterator<Item = C>,
+    now_us: f64,
+    key_of: impl for<'c> Fn(&'c C) -> &'c str,
+    mut step: impl FnMut(&C, &mut K::State, f64) -> (T, f64),
+  ) -> Vec<T>
+  where
+    K: Registered,
+    K::State: Default,
+  {
+    let mut inner = self.lock();
+    let calls = calls.into_iter();
+    let mut out = Vec::with_capacity(calls.size_hint().0);
+    for call in calls {
+      out.push(inner.step_key::<K, T>(key_of(&call), now_us, |state, expires_us| step(&call, state, expires_us)));
+    }
+    out
+  }
+
+  /// One call of kind `K` on the interned key `id` (see [`Inner::step_id`]); an argument error
+  /// unless `id` was handed out and not freed since.
+  pub fn step_id<K: Registered, T>(
+    &self,
+    id: usize,
+    now_us: f64,
+    step: impl FnOnce(Option<&K::State>, f64) -> (T, Write<K::State>),
+  ) -> Result<T> {
+    let mut inner = self.lock();
+    inner.check(id)?;
+    Ok(inner.step_id::<K, T>(id, now_us, step))
   }
 
   /// The id of a key, valid until a [`sweep`](Self::sweep) that returns true.

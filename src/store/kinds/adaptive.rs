@@ -16,7 +16,7 @@
 //! another's response recorded); the first is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds a
 //! value of another type (Redis: nothing applied).
 
-use super::{Kind, Reply};
+use super::{decode_calls, next_part, Kind, Reply};
 use crate::core::adaptive::{Answer, Params, State};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
@@ -119,27 +119,15 @@ impl Kind for Adaptive {
   ];
 
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
-    let mut keys = crate::codec::parts(text);
-    let mut calls = vec![];
-    for chunk in nums.chunks(WIDTH) {
-      let key = keys.next().ok_or_else(|| Error::argument("malformed adaptive batch: missing key"))??;
-      calls.push(decode_call(key, chunk)?);
-    }
-    if keys.next().is_some() || calls.is_empty() {
-      return Err(Error::argument("malformed adaptive batch: keys and calls do not match"));
-    }
-    Ok(calls)
+    decode_calls(text, nums, "adaptive", |keys, nums| Ok((decode_call(next_part(keys, "adaptive")?, nums)?, WIDTH)))
   }
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
-    let mut inner = store.lock();
-    let mut out = Vec::with_capacity(RESULT * calls.len());
-    for c in calls {
-      let (state, expires_us) = inner.keyed::<Adaptive>(&c.key, now_us);
-      out.extend(step(state, c, now_us));
-      *expires_us = state.expires_us(now_us);
-    }
-    Ok(Reply::numbers(out))
+    let out = store.step_keyed::<Adaptive, _, _>(calls, now_us, |c| &c.key, |c, state, _| {
+      let result = step(state, c, now_us);
+      (result, state.expires_us(now_us))
+    });
+    Ok(Reply::numbers(out.concat()))
   }
 
   async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {

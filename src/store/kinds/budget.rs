@@ -17,7 +17,7 @@
 //! [`WRONG_TYPE`](super::WRONG_TYPE) when a key of the budget holds a value of another type
 //! (Redis: nothing applied).
 
-use super::{Kind, Reply, WRONG_TYPE};
+use super::{decode_calls, next_part, Kind, Reply, WRONG_TYPE};
 use crate::core::budget::tenants::TOP;
 use crate::core::budget::{step, ttl_ms, Dimension, Request, State, TenantArg, PPM};
 use crate::error::{Error, Result};
@@ -146,7 +146,9 @@ fn decode_call(key: &str, id: &str, tenant: &str, nums: &[f64]) -> Result<(Call,
   Ok((call, 7 + PER_DIMENSION * n))
 }
 
-fn flatten(out: &mut Vec<f64>, ids: &mut Vec<String>, call: &Call, reply: &crate::core::budget::Reply, now_us: f64) {
+/// One call's result: its numbers, and the tenant ids it lists (stats).
+fn flatten(call: &Call, reply: &crate::core::budget::Reply, now_us: f64) -> (Vec<f64>, Vec<String>) {
+  let (mut out, mut ids) = (Vec::with_capacity(width(call)), vec![]);
   out.extend([reply.status, reply.delay_us, now_us, reply.open, reply.expired]);
   for ((used, reserved), excess) in reply.dimensions.iter().zip(&reply.excess) {
     out.extend([*used, *reserved, *excess]);
@@ -170,6 +172,7 @@ fn flatten(out: &mut Vec<f64>, ids: &mut Vec<String>, call: &Call, reply: &crate
     }
     out.extend(std::iter::repeat_n(0.0, (TOP - reply.tenants.len()) * (2 + n)));
   }
+  (out, ids)
 }
 
 /// Numbers in the result of `call`.
@@ -200,51 +203,25 @@ impl Kind for Budget {
 
   /// `text` holds each call's key, its id and its tenant id.
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
-    let mut calls = vec![];
-    let mut parts = crate::codec::parts(text);
-    let mut at = 0;
-    while at < nums.len() {
-      let (Some(key), Some(id), Some(tenant)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(Error::argument("malformed budget batch: missing key, id or tenant"));
-      };
-      let (call, used) = decode_call(key?, id?, tenant?, &nums[at..])?;
-      calls.push(call);
-      at += used;
-    }
-    if parts.next().is_some() || calls.is_empty() {
-      return Err(Error::argument("malformed budget batch: keys and calls do not match"));
-    }
-    Ok(calls)
+    decode_calls(text, nums, "budget", |parts, nums| {
+      let (key, id, tenant) = (next_part(parts, "budget")?, next_part(parts, "budget")?, next_part(parts, "budget")?);
+      decode_call(key, id, tenant, nums)
+    })
   }
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
-    let mut inner = store.lock();
-    let (mut out, mut ids) = (vec![], vec![]);
-    for call in calls {
-      let (state, expires_us) = inner.keyed::<Budget>(&call.key, now_us);
+    let parts = store.step_keyed::<Budget, _, _>(calls, now_us, |call| &call.key, |call, state, expires_us| {
       let (reply, changed) = step(state, &call.dimensions, &call.request(), now_us);
-      if changed {
-        *expires_us = now_us + ttl_ms(state, now_us) * 1000.0;
-      }
-      flatten(&mut out, &mut ids, call, &reply, now_us);
-    }
-    Ok(Reply { numbers: out, text: Some(crate::codec::encode(&ids)), failed: None })
+      let expires_us = if changed { now_us + ttl_ms(state, now_us) * 1000.0 } else { expires_us };
+      (flatten(call, &reply, now_us), expires_us)
+    });
+    Ok(Reply::with_text(parts))
   }
 
   async fn redis(store: &RedisStore, calls: &Vec<Call>, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
     let groups = store.groups(calls.iter().map(|c| c.key.as_str()));
     let replies = store.per_slot(&groups, "budget", |part| script_call(store, calls, part, now_us, lane)).await?;
-    let mut ids = vec![];
-    let mut reply = replies.reply(|v| {
-      v.into_iter()
-        .flat_map(|(numbers, listed)| {
-          ids.extend(listed);
-          numbers
-        })
-        .collect()
-    });
-    reply.text = Some(crate::codec::encode(&ids));
-    Ok(reply)
+    Ok(replies.text_reply())
   }
 }
 

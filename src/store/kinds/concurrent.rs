@@ -147,37 +147,36 @@ impl Kind for Concurrent {
   }
 
   fn memory(store: &MemoryStore, call: &ConcurrentCall, now_us: f64) -> Result<Reply> {
-    let mut numbers = Vec::with_capacity(call.ops.len() * CONCURRENT_RESULT_FIELDS);
-    let mut grants = vec![];
-    for ((key, id, ..), (request, ttl_ms)) in call.ops.iter().zip(&call.requests) {
-      let reply = store.concurrent(key, id, *request, *ttl_ms, now_us);
-      let at = numbers.len();
-      numbers.extend(reply.values);
-      numbers.resize(at + CONCURRENT_RESULT_FIELDS, 0.0);
-      grants.extend(reply.grants.iter().map(|(id, token)| grant_text(id, *token)));
-    }
-    Ok(Reply { numbers, text: Some(crate::codec::encode(&grants)), failed: None })
+    let ops = call.ops.iter().zip(&call.requests).map(|((key, id, ..), (request, ttl_ms))| (key, id, *request, *ttl_ms));
+    let replies = store.step_keyed::<Concurrent, _, _>(ops, now_us, |op| op.0, |op, semaphore, expires_us| {
+      apply(semaphore, op.1, op.2, op.3, expires_us, now_us)
+    });
+    Ok(Reply::with_text(replies.into_iter().map(|mut reply| {
+      reply.values.resize(CONCURRENT_RESULT_FIELDS, 0.0);
+      (reply.values, reply.grants.iter().map(|(id, token)| grant_text(id, *token)).collect())
+    })))
   }
 
   async fn redis(store: &RedisStore, call: &ConcurrentCall, now_us: Option<f64>, lane: &Lane) -> Result<Reply> {
-    let decided = store.concurrent_batch(&call.ops, now_us, lane).await?;
-    let grants: Vec<&String> = decided.values.iter().flat_map(|(_, grants)| grants).collect();
-    let text = Some(crate::codec::encode(&grants));
-    let numbers = decided.values.iter().flat_map(|(values, _)| values.iter().copied()).collect();
-    Ok(Reply { numbers, text, failed: decided.failed })
+    Ok(store.concurrent_batch(&call.ops, now_us, lane).await?.text_reply())
   }
+}
+
+/// One operation on a semaphore whose state expires at `expires_us`: its reply, and the
+/// state's expiry after it (`ttl_ms` from now when the operation changed it).
+fn apply(semaphore: &mut Semaphore, id: &str, request: Request, ttl_ms: f64, expires_us: f64, now_us: f64) -> (OpReply, f64) {
+  let reply = semaphore.apply(id, request, now_us);
+  let expires_us = if reply.changed { now_us + ttl_ms * 1000.0 } else { expires_us };
+  (reply, expires_us)
 }
 
 impl MemoryStore {
   /// One concurrent-limiter operation.
   pub fn concurrent(&self, key: &str, id: &str, request: Request, ttl_ms: f64, now_us: f64) -> OpReply {
     let mut inner = self.lock();
-    let (semaphore, expires_us) = inner.keyed::<Concurrent>(key, now_us);
-    let reply = semaphore.apply(id, request, now_us);
-    if reply.changed {
-      *expires_us = now_us + ttl_ms * 1000.0;
-    }
-    reply
+    inner.step_key::<Concurrent, _>(key, now_us, |semaphore, expires_us| {
+      apply(semaphore, id, request, ttl_ms, expires_us, now_us)
+    })
   }
 }
 

@@ -153,19 +153,14 @@ impl MemoryStore {
   /// Fair-tenant assignments, in order, under one lock acquisition: per call, the tenant's
   /// count in each rule's window. A record expires its horizon after its last registration.
   pub fn fair_batch(&self, calls: &[FairCall], now_us: f64) -> Vec<Vec<f64>> {
-    let mut inner = self.lock();
     let now_ms = (now_us / 1000.0).floor().max(0.0) as u64;
-    calls
-      .iter()
-      .map(|call| {
-        let (record, expires_us) = inner.keyed::<Fair>(&call.key, now_us);
-        *expires_us = now_us + call.horizon_ms as f64 * 1000.0;
-        match call.mode {
-          FairMode::Exact => record.log.register(&call.id, now_ms, call.horizon_ms, &call.pers_ms()),
-          FairMode::Approximate => record.granules.register(now_ms, &call.rules),
-        }
-      })
-      .collect()
+    self.step_keyed::<Fair, _, _>(calls, now_us, |call| &call.key, |call, record, _| {
+      let counts = match call.mode {
+        FairMode::Exact => record.log.register(&call.id, now_ms, call.horizon_ms, &call.pers_ms()),
+        FairMode::Approximate => record.granules.register(now_ms, &call.rules),
+      };
+      (counts, now_us + call.horizon_ms as f64 * 1000.0)
+    })
   }
 }
 

@@ -14,7 +14,7 @@ const SCRIPTS: &[(&str, &str)] = &[
   ("budget.lua", lua_script!("budget")),
   ("concurrent.lua", lua_script!("concurrent")),
   ("fair.lua", lua_script!("fair")),
-  ("limiter.lua", lua_script!("limiter")),
+  ("limit.lua", lua_script!("limit")),
   ("pacer.lua", lua_script!("pacer")),
   ("pacer_block.lua", lua_script!("pacer_block")),
   ("pacer_give.lua", lua_script!("pacer_give")),
@@ -138,11 +138,11 @@ fn headers_match_their_encoders() {
   says("adaptive.lua", "Returns", &wrong_type_reply(adaptive::RESULT));
 
   // limiter: LIMIT_FIELDS numbers per call, LIMIT_RESULT_FIELDS back
-  says("limiter.lua", "then", &format!("{} numbers per call", limit::LIMIT_FIELDS));
-  assert!(script("limiter.lua").contains(&format!("(nargs - 1) % {} ~= 0", limit::LIMIT_FIELDS)));
-  says("limiter.lua", "Returns", &format!("{} integers per call", limit::LIMIT_RESULT_FIELDS));
+  says("limit.lua", "then", &format!("{} numbers per call", limit::LIMIT_FIELDS));
+  assert!(script("limit.lua").contains(&format!("(nargs - 1) % {} ~= 0", limit::LIMIT_FIELDS)));
+  says("limit.lua", "Returns", &format!("{} integers per call", limit::LIMIT_RESULT_FIELDS));
   let zeros = wrong_type_reply(limit::LIMIT_RESULT_FIELDS - 1);
-  says("limiter.lua", "Returns", &format!("or 0, {zeros} when the call's key holds a value of another type"));
+  says("limit.lua", "Returns", &format!("or 0, {zeros} when the call's key holds a value of another type"));
   for (code, op) in [
     (limit::BUCKET, "bucket"),
     (limit::WINDOW, "window"),
@@ -155,9 +155,9 @@ fn headers_match_their_encoders() {
     (limit::BACKOFF, "backoff"),
   ] {
     let sep = if code < 0.0 { ": " } else { " " };
-    says("limiter.lua", "then", &format!("{code}{sep}{op}"));
+    says("limit.lua", "then", &format!("{code}{sep}{op}"));
   }
-  says("limiter.lua", "then", &format!("{} member", limit::MEMBER));
+  says("limit.lua", "then", &format!("{} member", limit::MEMBER));
 
   // pacer: a key index and a parameter set packed, quadruples of parameters, modes
   says("pacer.lua", "then", &format!("(key index * {} + parameter set) * 4 + mode", pacer::redis::KEY_SHIFT));
@@ -293,7 +293,7 @@ fn returns_in_order(file: &str, fields: &[&str]) {
 #[test]
 fn result_names_match_the_returns_of_scripts_that_answer_them() {
   // the scripts whose reply is the layout the kind answers JS (the others are reshaped in Rust)
-  returns_in_order("limiter.lua", &fields_of("limit", &["entry"]));
+  returns_in_order("limit.lua", &fields_of("limit", &["entry"]));
   returns_in_order("sliding.lua", &fields_of("sliding", &["call", "window"]));
   returns_in_order("sliding_counter.lua", &fields_of("sliding_counter", &["call", "window"]));
   returns_in_order("budget.lua", &fields_of("budget", &["call", "dimension"]));

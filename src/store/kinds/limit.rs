@@ -1,6 +1,6 @@
 //! The counting limiters' kind (`TokenBucketLimiter`/fixed window, `WindowLimiter`,
 //! `LeakyBucketLimiter`/`PointsLimiter`): calls of any of their algorithms, decided in order in
-//! one store call. Script `lua/limiter.lua`; one string per limiter key (16 or 24 bytes).
+//! one store call. Script `lua/limit.lua`; one string per limiter key (16 or 24 bytes).
 //!
 //! A call, as JS sends it: `text` = one key per entry (in the encoding of `crate::codec`),
 //! `nums` = [`LIMIT_FIELDS`] numbers per entry: `kind, weight, limit, interval_us,
@@ -25,9 +25,9 @@
 //! system clock); out, its four result numbers.
 
 use super::{memory_now, Kind, Reply};
-use crate::core::limit::{self, Decision, Op, Params, State, MAX_DELAY_US};
+use crate::core::limit::{self, Decision, Op, Params, Save, State, MAX_DELAY_US};
 use crate::error::{Error, Result};
-use crate::store::memory::{Inner, MemoryStore};
+use crate::store::memory::{MemoryStore, Write};
 use crate::store::redis::calls::{int, malformed, now_arg, number, Slotted, CHUNK};
 use crate::store::redis::script::{lua_script, Script};
 use crate::store::redis::{Lane, RedisStore};
@@ -36,7 +36,7 @@ use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
-static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("limiter")));
+static LIMITER: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("limit")));
 
 /// The counting limiters' kind (see the module docs).
 pub struct Limit;
@@ -72,14 +72,22 @@ pub const MAX_GROUP: usize = 64;
 /// What one entry does.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Action {
+  /// One call of the core's step (a block's duration is also the entry's weight, as sent).
   Step(Op),
-  Reset,
-  /// Nobody is admitted for the entry's weight in µs (see `limit::block`).
-  Block,
   /// A take (max wait 0) of an all-or-nothing group; `opens`: its first member.
   Group {
     opens: bool,
   },
+}
+
+impl Action {
+  /// The core's operation of the entry decided alone (a group member's is a take).
+  pub fn op(self) -> Op {
+    match self {
+      Action::Step(op) => op,
+      Action::Group { .. } => Op::Take { max_wait_us: 0.0 },
+    }
+  }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -181,14 +189,14 @@ pub fn decode_entry(f: &[f64]) -> Result<(limit::Kind, Params, f64, Action)> {
   let action = if max_wait_us == ADJUST {
     Action::Step(Op::Adjust)
   } else if max_wait_us == RESET {
-    Action::Reset
+    Action::Step(Op::Reset)
   } else if max_wait_us == PEEK {
     Action::Step(Op::Peek)
   } else if max_wait_us == BLOCK {
     if !integer_in(weight, 1.0, MAX_INTERVAL_US) {
       return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {weight}")));
     }
-    return Ok((kind, Params { limit, interval_us }, weight, Action::Block));
+    return Ok((kind, Params { limit, interval_us }, weight, Action::Step(Op::Block { us: weight })));
   } else if max_wait_us == BACKOFF || max_wait_us == CONTINUE {
     if kind != limit::Kind::Window {
       return Err(Error::argument("malformed limiter call: a backoff count is a window's"));
@@ -210,11 +218,6 @@ pub fn decode_entry(f: &[f64]) -> Result<(limit::Kind, Params, f64, Action)> {
     return Err(Error::argument(format!("weight must be an integer in [{lowest}, {MAX_LIMIT}], got {weight}")));
   }
   Ok((kind, Params { limit, interval_us }, weight, action))
-}
-
-/// The decision reported for a reset: the limiter at full capacity.
-pub fn reset_decision(params: &Params) -> Decision {
-  Decision { allowed: true, remaining: params.limit, retry_after_us: 0.0, reset_after_us: 0.0 }
 }
 
 /// Flattens decisions for the JS layer.
@@ -259,78 +262,46 @@ impl Kind for Limit {
 
   fn memory_io(store: &MemoryStore, id: usize, io: &mut [f64]) -> Result<()> {
     let (kind, params, weight, action) = decode_entry(&io[..LIMIT_FIELDS])?;
-    let d = store.limit_step_id(id, kind, &params, weight, action, memory_now(io[5])?)?;
+    let entry = LimitEntry { key: 0, kind, params, weight, action };
+    let now_us = memory_now(io[5])?;
+    let d = store.step_id::<Limit, _>(id, now_us, |state, expires_us| decide(&entry, action.op(), state, expires_us, now_us))?;
     io[..4].copy_from_slice(&[if d.allowed { 1.0 } else { 0.0 }, d.remaining, d.retry_after_us, d.reset_after_us]);
     Ok(())
   }
 }
 
-/// One rate-limiter call on an interned key.
-fn step_on(
-  inner: &mut Inner,
-  id: usize,
-  kind: limit::Kind,
-  params: &Params,
-  weight: f64,
-  action: Action,
-  now_us: f64,
-) -> Decision {
-  let live = inner.load::<Limit>(id, now_us).map(|(state, expires_us)| (*state, expires_us));
-  let state = live.map(|(s, _)| s);
-  let op = match action {
-    Action::Reset => {
-      inner.clear(id);
-      return reset_decision(params);
-    }
-    Action::Block => {
-      let (blocked, until) = limit::block(state, weight, now_us);
-      inner.save::<Limit>(id, blocked, live.map_or(0.0, |(_, e)| e).max(until));
-      let left = until - now_us;
-      return Decision { allowed: false, remaining: 0.0, retry_after_us: left, reset_after_us: left };
-    }
-    Action::Step(op) => op,
-    // alone (the io path), a group is a take
-    Action::Group { .. } => Op::Take { max_wait_us: 0.0 },
+/// One entry's call `op` on its key's live state (expiring at `expires_us`): the core's
+/// decision, and what its save does to the key.
+fn decide(e: &LimitEntry, op: Op, state: Option<&State>, expires_us: f64, now_us: f64) -> (Decision, Write<State>) {
+  let outcome = limit::step(e.kind, state.copied(), &e.params, e.weight, op, now_us);
+  let write = match outcome.save {
+    Save::Keep => Write::Keep,
+    Save::Set(next, ttl_ms) => Write::Until(next, now_us + ttl_ms * 1000.0),
+    Save::AtLeast(next, ttl_ms) => Write::Until(next, expires_us.max(now_us + ttl_ms * 1000.0)),
+    Save::Delete => Write::Clear,
   };
-  let outcome = limit::step(kind, state, params, weight, op, now_us);
-  if let Some((next, ttl_ms)) = outcome.save {
-    inner.save::<Limit>(id, next, now_us + ttl_ms * 1000.0);
-  }
-  outcome.decision
+  (outcome.decision, write)
 }
 
 impl MemoryStore {
-  /// One rate-limiter call on an interned key (the synchronous hot path of the JS layer).
-  pub fn limit_step_id(
-    &self,
-    id: usize,
-    kind: limit::Kind,
-    params: &Params,
-    weight: f64,
-    action: Action,
-    now_us: f64,
-  ) -> Result<Decision> {
-    let mut inner = self.lock();
-    inner.check(id)?;
-    Ok(step_on(&mut inner, id, kind, params, weight, action, now_us))
-  }
-
   /// Rate-limiter calls, in order, under one lock acquisition; a group all or nothing.
   pub fn limit_batch(&self, batch: &LimitBatch, now_us: f64) -> Vec<Decision> {
     let mut inner = self.lock();
     let ids: Vec<usize> = batch.keys.iter().map(|k| inner.intern(k)).collect();
     let mut out = Vec::with_capacity(batch.entries.len());
-    let mut run = |e: &LimitEntry, action| step_on(&mut inner, ids[e.key], e.kind, &e.params, e.weight, action, now_us);
+    let mut run = |e: &LimitEntry, op: Op| {
+      inner.step_id::<Limit, _>(ids[e.key], now_us, |state, expires_us| decide(e, op, state, expires_us, now_us))
+    };
     for unit in units(batch) {
       let members = &batch.entries[unit];
       if members.len() == 1 {
-        out.push(run(&members[0], members[0].action));
+        out.push(run(&members[0], members[0].action.op()));
         continue;
       }
       // every member peeked; all taken only if all admit
-      let peeks: Vec<Decision> = members.iter().map(|e| run(e, Action::Step(Op::Peek))).collect();
+      let peeks: Vec<Decision> = members.iter().map(|e| run(e, Op::Peek)).collect();
       if peeks.iter().all(|d| d.allowed) {
-        out.extend(members.iter().map(|e| run(e, Action::Step(Op::Take { max_wait_us: 0.0 }))));
+        out.extend(members.iter().map(|e| run(e, Op::Take { max_wait_us: 0.0 })));
       } else {
         out.extend(peeks);
       }
@@ -374,8 +345,8 @@ impl RedisStore {
         keys.len()
       });
       let max_wait = match entry.action {
-        Action::Reset => RESET,
-        Action::Block => BLOCK,
+        Action::Step(Op::Reset) => RESET,
+        Action::Step(Op::Block { .. }) => BLOCK,
         Action::Step(Op::Adjust) => ADJUST,
         Action::Step(Op::Peek) => PEEK,
         Action::Step(Op::Backoff { doubling: true }) => BACKOFF,
@@ -419,7 +390,7 @@ mod tests {
     let b = LimitBatch::decode("1:a1:b1:c1:b", &args).unwrap();
     assert_eq!(b.keys, ["a", "b", "c"]);
     assert_eq!(b.entries[1].action, Action::Step(Op::Adjust));
-    assert_eq!(b.entries[2].action, Action::Reset);
+    assert_eq!(b.entries[2].action, Action::Step(Op::Reset));
     assert_eq!(b.entries[3].key, 1);
     assert_eq!(b.entries[3].action, Action::Step(Op::Take { max_wait_us: 5e5 }));
     assert_eq!([BUCKET, WINDOW, LEAKY], [0.0, 1.0, 2.0]);

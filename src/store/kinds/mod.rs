@@ -41,6 +41,17 @@ impl Reply {
   pub fn numbers(numbers: Vec<f64>) -> Reply {
     Reply { numbers, text: None, failed: None }
   }
+
+  /// Per call its numbers and the strings it answers, as one reply: the numbers in call order,
+  /// the strings too, in the encoding of [`crate::codec`].
+  pub fn with_text(parts: impl IntoIterator<Item = (Vec<f64>, Vec<String>)>) -> Reply {
+    let (mut numbers, mut text) = (vec![], vec![]);
+    for (n, t) in parts {
+      numbers.extend(n);
+      text.extend(t);
+    }
+    Reply { numbers, text: Some(crate::codec::encode(&text)), failed: None }
+  }
 }
 
 /// A kind of limiter, as the stores and the bindings see it. Implemented once per kind, in
@@ -114,6 +125,35 @@ pub struct KindInfo {
 /// the key prefix), and nothing of the call was applied. Each kind's file says which field
 /// carries it (a field that is never negative otherwise).
 pub const WRONG_TYPE: f64 = -2.0;
+
+/// Decodes a batch of calls of varying width from `text` (strings in the encoding of
+/// [`crate::codec`]) and `nums`: `one` decodes the call at the start of the numbers left,
+/// taking its strings from the parts (see [`next_part`]), and answers it with how many
+/// numbers it took. Every number and every string must be taken, and there must be a call;
+/// `what` names the kind in the errors.
+pub fn decode_calls<'t, C>(
+  text: &'t str,
+  nums: &[f64],
+  what: &str,
+  mut one: impl FnMut(&mut crate::codec::Parts<'t>, &[f64]) -> Result<(C, usize)>,
+) -> Result<Vec<C>> {
+  let mut parts = crate::codec::parts(text);
+  let (mut calls, mut at) = (vec![], 0);
+  while at < nums.len() {
+    let (call, used) = one(&mut parts, &nums[at..])?;
+    calls.push(call);
+    at += used.max(1);
+  }
+  if parts.next().is_some() || calls.is_empty() {
+    return Err(Error::argument(format!("malformed {what} batch: keys and calls do not match")));
+  }
+  Ok(calls)
+}
+
+/// The next string of a call in a batch of `what`'s, or an argument error.
+pub fn next_part<'t>(parts: &mut crate::codec::Parts<'t>, what: &str) -> Result<&'t str> {
+  parts.next().ok_or_else(|| Error::argument(format!("malformed {what} batch: missing key")))?
+}
 
 /// A time from JS, µs: negative for the store's clock (`None`), else whole µs.
 pub fn explicit_now(now_us: f64) -> Result<Option<f64>> {

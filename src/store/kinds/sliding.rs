@@ -8,7 +8,7 @@
 //! retry_after_us]`; `retry_after_us` is [`WRONG_TYPE`](super::WRONG_TYPE) when the key holds
 //! a value of another type (Redis: nothing applied, the call refused).
 
-use super::{Kind, Reply};
+use super::{decode_calls, next_part, Kind, Reply};
 use crate::core::sliding::{self, Decision, Log, Op, Window, WindowDecision};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
@@ -32,20 +32,12 @@ pub const PEEK: f64 = 1.0;
 pub const RESET: f64 = 2.0;
 pub const BLOCK: f64 = 3.0;
 
-/// What a sliding call does.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum SlidingAction {
-  Step(Op),
-  Reset,
-  /// Nobody admitted for the call's weight in µs.
-  Block,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlidingCall {
   /// Index into [`SlidingBatch::keys`].
   pub key: usize,
-  pub action: SlidingAction,
+  /// What the call does (a block's duration is also its weight, as sent).
+  pub op: Op,
   pub weight: f64,
   pub windows: Vec<Window>,
 }
@@ -57,25 +49,25 @@ pub struct SlidingBatch {
 }
 
 /// Decodes one call's numbers from `nums`, returning it and how many numbers it took.
-pub fn decode_sliding(nums: &[f64]) -> Result<(SlidingAction, f64, Vec<Window>, usize)> {
+pub fn decode_sliding(nums: &[f64]) -> Result<(Op, f64, Vec<Window>, usize)> {
   let malformed = || Error::argument("malformed sliding call");
-  let [op, weight, count, ..] = *nums else { return Err(malformed()) };
-  let action = match op {
-    TAKE => SlidingAction::Step(Op::Take),
-    PEEK => SlidingAction::Step(Op::Peek),
-    RESET => SlidingAction::Reset,
-    BLOCK => SlidingAction::Block,
+  let [code, weight, count, ..] = *nums else { return Err(malformed()) };
+  let op = match code {
+    TAKE => Op::Take,
+    PEEK => Op::Peek,
+    RESET => Op::Reset,
+    BLOCK => Op::Block { us: weight },
     _ => return Err(malformed()),
   };
   let windows = decode_windows(count, &nums[3..]).ok_or_else(malformed)??;
-  if action == SlidingAction::Block {
+  if code == BLOCK {
     if !integer_in(weight, 1.0, MAX_INTERVAL_US) {
       return Err(Error::argument(format!("a block must last whole µs in [1, 10 years], got {weight}")));
     }
   } else if !integer_in(weight, 0.0, MAX_LIMIT) {
     return Err(Error::argument(format!("weight must be an integer in [0, {MAX_LIMIT}], got {weight}")));
   }
-  Ok((action, weight, windows, 3 + 2 * count as usize))
+  Ok((op, weight, windows, 3 + 2 * count as usize))
 }
 
 /// `count` windows, `[limit, interval_us]` each, from the start of `nums`, validated: `None`
@@ -100,27 +92,20 @@ pub fn decode_windows(count: f64, nums: &[f64]) -> Option<Result<Vec<Window>>> {
 }
 
 impl SlidingBatch {
-  pub fn decode(keys: &str, nums: &[f64]) -> Result<SlidingBatch> {
-    let mut batch = SlidingBatch::default();
+  pub fn decode(text: &str, nums: &[f64]) -> Result<SlidingBatch> {
+    let mut keys = vec![];
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut key_iter = crate::codec::parts(keys);
-    let mut at = 0;
-    while at < nums.len() {
-      let key = key_iter.next().ok_or_else(|| Error::argument("malformed sliding batch: missing key"))??;
+    let calls = decode_calls(text, nums, "sliding", |parts, nums| {
+      let key = next_part(parts, "sliding")?;
       validate_key(key)?;
-      let (action, weight, windows, used) = decode_sliding(&nums[at..])?;
-      at += used;
-      let next = index.len();
-      let slot = *index.entry(key).or_insert(next);
-      if slot == batch.keys.len() {
-        batch.keys.push(key.to_owned());
-      }
-      batch.calls.push(SlidingCall { key: slot, action, weight, windows });
-    }
-    if key_iter.next().is_some() || batch.calls.is_empty() {
-      return Err(Error::argument("malformed sliding batch: keys and calls do not match"));
-    }
-    Ok(batch)
+      let (op, weight, windows, used) = decode_sliding(nums)?;
+      let slot = *index.entry(key).or_insert_with(|| {
+        keys.push(key.to_owned());
+        keys.len() - 1
+      });
+      Ok((SlidingCall { key: slot, op, weight, windows }, used))
+    })?;
+    Ok(SlidingBatch { keys, calls })
   }
 }
 
@@ -160,43 +145,11 @@ impl Kind for Sliding {
 impl MemoryStore {
   /// Sliding-window calls, in order, under one lock acquisition.
   pub fn sliding_batch(&self, batch: &SlidingBatch, now_us: f64) -> Vec<Decision> {
-    let mut inner = self.lock();
-    batch
-      .calls
-      .iter()
-      .map(|call| {
-        let (log, expires_us) = inner.keyed::<Sliding>(&batch.keys[call.key], now_us);
-        match call.action {
-          SlidingAction::Reset => {
-            (*log, *expires_us) = (Box::default(), 0.0);
-            Decision {
-              allowed: true,
-              retry_after_us: 0.0,
-              windows: call
-                .windows
-                .iter()
-                .map(|w| WindowDecision { remaining: w.limit, retry_after_us: 0.0 })
-                .collect(),
-            }
-          }
-          SlidingAction::Block => {
-            let until = log.block(call.weight, now_us);
-            *expires_us = expires_us.max(until);
-            let left = until - now_us;
-            Decision {
-              allowed: false,
-              retry_after_us: left,
-              windows: call.windows.iter().map(|_| WindowDecision { remaining: 0.0, retry_after_us: left }).collect(),
-            }
-          }
-          SlidingAction::Step(op) => {
-            let d = log.step(&call.windows, call.weight, op, now_us);
-            *expires_us = log.expires_us(&call.windows).unwrap_or(0.0);
-            d
-          }
-        }
-      })
-      .collect()
+    let calls = &batch.calls;
+    self.step_keyed::<Sliding, _, _>(calls, now_us, |call| &batch.keys[call.key], |call, log, _| {
+      let decision = log.step(&call.windows, call.weight, call.op, now_us);
+      (decision, log.expires_us(&call.windows).unwrap_or(0.0))
+    })
   }
 }
 
@@ -226,11 +179,11 @@ impl RedisStore {
         keys.push(Key::from(batch.keys[call.key].as_str()));
         keys.len()
       });
-      let op = match call.action {
-        SlidingAction::Step(Op::Take) => TAKE,
-        SlidingAction::Step(Op::Peek) => PEEK,
-        SlidingAction::Reset => RESET,
-        SlidingAction::Block => BLOCK,
+      let op = match call.op {
+        Op::Take => TAKE,
+        Op::Peek => PEEK,
+        Op::Reset => RESET,
+        Op::Block { .. } => BLOCK,
       };
       args.extend([Value::Integer(k as i64), Value::Integer(op as i64), number(call.weight)]);
       args.push(Value::Integer(call.windows.len() as i64));
@@ -270,10 +223,10 @@ mod tests {
     let b = SlidingBatch::decode("1:a1:b1:a", &nums).unwrap();
     assert_eq!(b.keys, ["a", "b"]);
     assert_eq!(b.calls[0].windows.len(), 2);
-    assert_eq!(b.calls[1].action, SlidingAction::Step(Op::Peek));
-    assert_eq!((b.calls[2].key, b.calls[2].action), (0, SlidingAction::Reset));
+    assert_eq!(b.calls[1].op, Op::Peek);
+    assert_eq!((b.calls[2].key, b.calls[2].op), (0, Op::Reset));
     let block = SlidingBatch::decode("1:a", &[3.0, 5e6, 1.0, 5.0, 1e6]).unwrap();
-    assert_eq!((block.calls[0].action, block.calls[0].weight), (SlidingAction::Block, 5e6));
+    assert_eq!((block.calls[0].op, block.calls[0].weight), (Op::Block { us: 5e6 }, 5e6));
     for bad in [
       vec![4.0, 1.0, 1.0, 5.0, 1e6],
       vec![3.0, 0.0, 1.0, 5.0, 1e6],

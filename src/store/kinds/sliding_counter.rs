@@ -11,9 +11,9 @@
 //! value of another type (Redis: nothing applied, the call refused).
 
 use super::sliding::decode_windows;
-use super::{Kind, Reply};
+use super::{decode_calls, next_part, Kind, Reply};
 use crate::core::sliding::Window;
-use crate::core::sliding_counter::{reset_us, Decision, Op, State, WindowDecision};
+use crate::core::sliding_counter::{Decision, Op, State, WindowDecision};
 use crate::error::{Error, Result};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::calls::{int, malformed, now_arg, number};
@@ -45,6 +45,19 @@ pub struct Call {
   pub op: f64,
   pub weight: f64,
   pub windows: Vec<Window>,
+}
+
+impl Call {
+  /// The core's operation of the call.
+  pub fn core_op(&self) -> Op {
+    match self.op {
+      TAKE => Op::Take,
+      PEEK => Op::Peek,
+      RESET => Op::Reset,
+      BLOCK => Op::Block { us: self.weight },
+      _ => Op::Adjust,
+    }
+  }
 }
 
 /// Decodes one call's numbers from `nums`; returns it and how many numbers it took.
@@ -87,58 +100,14 @@ impl Kind for SlidingCounter {
     &[("call", &["allowed", "retry_after_us"]), ("window", &["remaining", "retry_after_us", "reset_after_us"])];
 
   fn decode(text: &str, nums: &[f64]) -> Result<Vec<Call>> {
-    let mut calls = vec![];
-    let mut keys = crate::codec::parts(text);
-    let mut at = 0;
-    while at < nums.len() {
-      let key = keys.next().ok_or_else(|| Error::argument("malformed sliding-counter batch: missing key"))??;
-      let (call, used) = decode_call(key, &nums[at..])?;
-      calls.push(call);
-      at += used;
-    }
-    if keys.next().is_some() || calls.is_empty() {
-      return Err(Error::argument("malformed sliding-counter batch: keys and calls do not match"));
-    }
-    Ok(calls)
+    decode_calls(text, nums, "sliding-counter", |keys, nums| decode_call(next_part(keys, "sliding-counter")?, nums))
   }
 
   fn memory(store: &MemoryStore, calls: &Vec<Call>, now_us: f64) -> Result<Reply> {
-    let mut inner = store.lock();
-    let decisions: Vec<Decision> = calls
-      .iter()
-      .map(|call| {
-        let (state, expires_us) = inner.keyed::<SlidingCounter>(&call.key, now_us);
-        match call.op {
-          RESET => {
-            (*state, *expires_us) = (Box::default(), 0.0);
-            let windows = call.windows.iter().map(|w| WindowDecision { remaining: w.limit, ..idle() }).collect();
-            Decision { allowed: true, retry_after_us: 0.0, windows }
-          }
-          BLOCK => {
-            let left = state.block(call.weight, now_us) - now_us;
-            *expires_us = expires_us.max(now_us + left);
-            let windows = (0..call.windows.len())
-              .map(|i| {
-                let c = state.counters.get(i).copied().unwrap_or_default();
-                let reset = reset_us(&c, &call.windows[i], now_us).max(left);
-                WindowDecision { remaining: 0.0, retry_after_us: left, reset_after_us: reset }
-              })
-              .collect();
-            Decision { allowed: false, retry_after_us: left, windows }
-          }
-          op => {
-            let op = match op {
-              TAKE => Op::Take,
-              PEEK => Op::Peek,
-              _ => Op::Adjust,
-            };
-            let d = state.step(&call.windows, call.weight, op, now_us);
-            *expires_us = state.ttl_ms(&call.windows, now_us).map_or(0.0, |ms| now_us + ms * 1000.0);
-            d
-          }
-        }
-      })
-      .collect();
+    let decisions = store.step_keyed::<SlidingCounter, _, _>(calls, now_us, |call| &call.key, |call, state, _| {
+      let decision = state.step(&call.windows, call.weight, call.core_op(), now_us);
+      (decision, state.ttl_ms(&call.windows, now_us).map_or(0.0, |ms| now_us + ms * 1000.0))
+    });
     Ok(Reply::numbers(flatten(&decisions)))
   }
 
@@ -148,10 +117,6 @@ impl Kind for SlidingCounter {
       store.per_slot(&groups, "sliding-counter", |part| script_call(store, calls, part, now_us, lane)).await?;
     Ok(decisions.reply(|v| flatten(&v)))
   }
-}
-
-fn idle() -> WindowDecision {
-  WindowDecision { remaining: 0.0, retry_after_us: 0.0, reset_after_us: 0.0 }
 }
 
 /// The calls `part` of `calls` (one hash slot) in one script call.

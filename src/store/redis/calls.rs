@@ -145,6 +145,13 @@ impl<T> Slotted<T> {
   }
 }
 
+impl Slotted<(Vec<f64>, Vec<String>)> {
+  /// Per call its numbers and strings, as one [`Reply`] (see [`Reply::with_text`]).
+  pub fn text_reply(self) -> Reply {
+    Reply { failed: self.failed, ..Reply::with_text(self.values) }
+  }
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;

@@ -24,7 +24,7 @@ pub mod redis;
 use super::{memory_now, Kind, Reply};
 use crate::core::pacer::{self, Decision, Mode, Params, State};
 use crate::error::{Error, Result};
-use crate::store::memory::{Inner, MemoryStore};
+use crate::store::memory::{Inner, MemoryStore, Write};
 use crate::store::redis::{Lane, RedisStore};
 use crate::store::{integer_in, validate_key, MAX_INTERVAL_US};
 use std::collections::HashMap;
@@ -255,13 +255,15 @@ impl Kind for Pacer {
   }
 }
 
-/// One call on the interned key `id`: step, and save what the step saves.
-fn step_on(inner: &mut Inner, id: usize, params: &Params, weight: f64, now_us: f64) -> Decision {
-  let outcome = pacer::step(load(inner, id, now_us), params, weight, now_us);
-  if let Some((next, ttl_ms)) = outcome.save {
-    inner.save::<Pacer>(id, next, now_us + ttl_ms * 1000.0);
-  }
-  outcome.decision
+/// A pacer's save as a [`Write`]: the state until `ttl_ms` from now, or nothing.
+fn write(save: Option<(State, f64)>, now_us: f64) -> Write<State> {
+  save.map_or(Write::Keep, |(next, ttl_ms)| Write::Until(next, now_us + ttl_ms * 1000.0))
+}
+
+/// One pacer call on a key's live state: the decision and what it saves.
+fn pace(state: Option<&State>, params: &Params, weight: f64, now_us: f64) -> (Decision, Write<State>) {
+  let outcome = pacer::step(state.copied(), params, weight, now_us);
+  (outcome.decision, write(outcome.save, now_us))
 }
 
 /// The live state of the interned key `id`.
@@ -272,25 +274,24 @@ fn load(inner: &mut Inner, id: usize, now_us: f64) -> Option<State> {
 impl MemoryStore {
   /// One pacer call on an interned key.
   pub fn pacer_step_id(&self, id: usize, params: &Params, weight: f64, now_us: f64) -> Result<Decision> {
-    let mut inner = self.lock();
-    inner.check(id)?;
-    Ok(step_on(&mut inner, id, params, weight, now_us))
+    self.step_id::<Pacer, _>(id, now_us, |state, _| pace(state, params, weight, now_us))
   }
 
   /// One pacer call.
   pub fn pacer_step(&self, key: &str, params: &Params, weight: f64, now_us: f64) -> Decision {
     let mut inner = self.lock();
     let id = inner.intern(key);
-    step_on(&mut inner, id, params, weight, now_us)
+    inner.step_id::<Pacer, _>(id, now_us, |state, _| pace(state, params, weight, now_us))
   }
 
   /// Blocks the pacer of `key` for `duration_us` (see `pacer::block`); µs until it ends.
   pub fn pacer_block(&self, key: &str, params: &Params, duration_us: f64, now_us: f64) -> f64 {
     let mut inner = self.lock();
     let id = inner.intern(key);
-    let (next, ttl_ms) = pacer::block(load(&mut inner, id, now_us), params, duration_us, now_us);
-    inner.save::<Pacer>(id, next, now_us + ttl_ms * 1000.0);
-    next.next_shot_us - now_us
+    inner.step_id::<Pacer, _>(id, now_us, |state, _| {
+      let (next, ttl_ms) = pacer::block(state.copied(), params, duration_us, now_us);
+      (next.next_shot_us - now_us, write(Some((next, ttl_ms)), now_us))
+    })
   }
 
   /// Gives back `weight` on the pacer of `key`, its slot `start_in_us` from now (see
@@ -298,13 +299,10 @@ impl MemoryStore {
   pub fn pacer_give(&self, key: &str, params: &Params, weight: f64, start_in_us: f64, now_us: f64) -> f64 {
     let mut inner = self.lock();
     let id = inner.intern(key);
-    match pacer::give(load(&mut inner, id, now_us), params, weight, start_in_us, now_us) {
-      Some((next, ttl_ms)) => {
-        inner.save::<Pacer>(id, next, now_us + ttl_ms * 1000.0);
-        1.0
-      }
-      None => 0.0,
-    }
+    inner.step_id::<Pacer, _>(id, now_us, |state, _| {
+      let save = pacer::give(state.copied(), params, weight, start_in_us, now_us);
+      (if save.is_some() { 1.0 } else { 0.0 }, write(save, now_us))
+    })
   }
 
   /// Several entries, in order, under one lock acquisition.

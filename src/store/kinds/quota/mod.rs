@@ -255,7 +255,9 @@ impl Kind for Quota {
 impl MemoryStore {
   /// One quota call at `timestamp` (seconds), atomically; counters expire on the store's
   /// clock `now_us`, (window + granularity) after their last charge. Grants are empty for
-  /// [`QuotaMode::Use`].
+  /// [`QuotaMode::Use`]. A call spans several keys (its counters) and plans its grants over
+  /// all of them, so it reads each counter, then charges each, through the one-key step
+  /// (`Inner::step_key`) under one lock, rather than one step per call.
   pub fn quota(&self, call: &QuotaCall, mode: QuotaMode, timestamp: f64, now_us: f64) -> Vec<quota::Grant> {
     let mut inner = self.lock();
     let (grants, amounts) = match mode {
@@ -266,8 +268,10 @@ impl MemoryStore {
           .iter()
           .zip(call.shapes())
           .map(|(key, (window_s, granularity_s))| {
-            let counter = inner.keyed::<Quota>(key, now_us).0;
-            counter.used(quota::granule(timestamp, *granularity_s), quota::granules(*window_s, *granularity_s))
+            inner.step_key::<Quota, _>(key, now_us, |counter, expires_us| {
+              let g = quota::granule(timestamp, *granularity_s);
+              (counter.used(g, quota::granules(*window_s, *granularity_s)), expires_us)
+            })
           })
           .collect();
         let (grants, charged) = quota::plan(&call.requests, &used);
@@ -276,9 +280,10 @@ impl MemoryStore {
     };
     for ((key, (window_s, granularity_s)), amount) in call.keys.iter().zip(call.shapes()).zip(amounts) {
       if amount != 0.0 {
-        let (counter, expires_us) = inner.keyed::<Quota>(key, now_us);
-        counter.add(quota::granule(timestamp, *granularity_s), amount, quota::granules(*window_s, *granularity_s));
-        *expires_us = if counter.is_empty() { 0.0 } else { now_us + (window_s + granularity_s) * 1e6 };
+        inner.step_key::<Quota, _>(key, now_us, |counter, _| {
+          counter.add(quota::granule(timestamp, *granularity_s), amount, quota::granules(*window_s, *granularity_s));
+          ((), if counter.is_empty() { 0.0 } else { now_us + (window_s + granularity_s) * 1e6 })
+        });
       }
     }
     grants

@@ -1,4 +1,4 @@
--- limiter.lua: decides a batch of rate-limiter calls (bucket, window, leaky/points)
+-- limit.lua: decides a batch of rate-limiter calls (bucket, window, leaky/points)
 -- atomically, in order. Mirrors src/core/{limit,bucket,window,leaky}.rs operation for
 -- operation (same doubles, same order).
 --
