@@ -1,4 +1,4 @@
-// Issue 15: auth for real. The README's ACL SETUSER line, read from the README itself, is
+// Issue 15: auth for real. The documented ACL SETUSER line, read from docs/deployment.md itself, is
 // enough for every limiter kind on a standalone server and on the cluster; a user missing one
 // command gets a coded error at once, not a hang; a user without channel rights changes
 // nothing when a concurrent limiter operation is refused (a release never half-happens).
@@ -25,10 +25,10 @@ import { clusterNodes } from './helpers/stores.js'
 import { freePort, startRedis, stop, timed } from './helpers/servers.js'
 
 const PASSWORD = 'acl-test-pw'
-const README = readFileSync(join(__dirname, '..', 'README.md'), 'utf8')
-/** The README's line, as ACL SETUSER arguments (the user name and rules after it). */
-const RULES = /^ACL SETUSER (.+)$/m.exec(README)![1].replace('>PASSWORD', `>${PASSWORD}`).split(' ')
-const CLUSTER_RULES = (/^On a cluster add `([^`]+)`/m.exec(README)?.[1] ?? '').split(' ')
+const DOCS = readFileSync(join(__dirname, '..', 'docs', 'deployment.md'), 'utf8')
+/** The documented line, as ACL SETUSER arguments (the user name and rules after it). */
+const RULES = /^ACL SETUSER (.+)$/m.exec(DOCS)![1].replace('>PASSWORD', `>${PASSWORD}`).split(' ')
+const CLUSTER_RULES = /^On a cluster add `([^`]+)`/m.exec(DOCS)![1].split(' ')
 
 /** Every limiter kind, each call made and checked; resolves with the number of calls made. */
 async function everyKind(store: Store, tag: string) {
@@ -76,7 +76,7 @@ async function everyKind(store: Store, tag: string) {
   return made.length
 }
 
-describe('an ACL user with exactly the README line', () => {
+describe('an ACL user with exactly the documented line (docs/deployment.md)', () => {
   let server: ChildProcess
   let admin: Redis
   let url: string
@@ -178,7 +178,7 @@ describe('an ACL user with exactly the README line', () => {
   }, 60_000)
 })
 
-describe('the README line on the cluster', () => {
+describe('the documented line on the cluster', () => {
   const nodes = () => clusterNodes().map((u) => new URL(u))
   let admins: Redis[] = []
 

@@ -78,13 +78,13 @@ async function makeStore(kind: StoreKind, clock: ManualClock): Promise<Store> {
   return RedisStore.connect({ ...o, keyPrefix, clock })
 }
 
-/** The README's estimate: the prompt's length plus max_tokens, read from a copy of the body. */
+/** The estimate of docs/fetch.md: the prompt's length plus max_tokens, read from a copy of the body. */
 async function estimate(req: Request) {
   const body = await req.json()
   return { requests: 1, tokens: body.prompt.length + body.max_tokens }
 }
 
-/** The README's settle: the JSON body's usage (read from a copy: the caller's body stays unread). */
+/** The settle of docs/fetch.md: the JSON body's usage (read from a copy: the caller's body stays unread). */
 async function settle(res: Response) {
   if (!res.ok) return { tokens: 0 } // a refusal costs nothing here
   const { usage } = await res.json()

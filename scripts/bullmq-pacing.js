@@ -2,7 +2,7 @@
 'use strict'
 // Measures sluice/bullmq's limitProcessor with its defaults: for each limiter kind
 // at 10 per second, 200 jobs on 3 worker processes (real BullMQ Workers, concurrency 10
-// each). Prints the README table. Needs SLUICE_REDIS_URL (a Redis this may write to; every key
+// each). Prints the table in docs/bullmq.md. Needs SLUICE_REDIS_URL (a Redis this may write to; every key
 // is under a fresh prefix, and the queue is obliterated afterwards).
 //   node scripts/bullmq-pacing.js [--jobs 200] [--limit 10] [--processes 3] [--kinds pacer,bucket,...]
 const { runScenario } = require('../__tests__/helpers/bullmq-pacing.js')

@@ -5,7 +5,7 @@
 // `intervalMs`. Counts, from the recorded start of each job: how many failed, the rate, the
 // most starts in one calendar second and in any span of `intervalMs`, and the moves back to
 // delayed (all of them, and the most counted toward `reschedule` for one job).
-// Used by scripts/bullmq-pacing.js (the README table) and __tests__/bullmq.test.ts.
+// Used by scripts/bullmq-pacing.js (the table in docs/bullmq.md) and __tests__/bullmq.test.ts.
 const { fork } = require('node:child_process')
 const { join } = require('node:path')
 const { randomUUID } = require('node:crypto')
