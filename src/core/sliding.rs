@@ -68,12 +68,14 @@ pub struct WindowDecision {
   pub retry_after_us: f64,
 }
 
+/// A decision over several windows, each answered by a `W` (this kind's [`WindowDecision`];
+/// the sliding counter's has a reset time too).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Decision {
+pub struct Decision<W = WindowDecision> {
   pub allowed: bool,
   /// µs until every window has room (0 when allowed).
   pub retry_after_us: f64,
-  pub windows: Vec<WindowDecision>,
+  pub windows: Vec<W>,
 }
 
 /// The log of one name, and the end of a block on it (µs; 0: never blocked).

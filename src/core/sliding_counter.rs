@@ -45,14 +45,14 @@ pub enum Op {
   Take,
   /// The answer a take would get, charging nothing.
   Peek,
-  /// Charge `weight` to every window unconditionally; a negative weight refunds (from the
-  /// previous calendar window first, never below zero).
-  Adjust,
   /// Drop the counters and any block: allowed, every window at its limit.
   Reset,
   /// Admit nobody for `us` µs from now (a later block in place is kept; the counts are kept):
   /// refused, no window's room reported, retry and reset no earlier than the block's end.
   Block { us: f64 },
+  /// Charge `weight` to every window unconditionally; a negative weight refunds (from the
+  /// previous calendar window first, never below zero).
+  Adjust,
 }
 
 /// One window's answer.
@@ -66,13 +66,8 @@ pub struct WindowDecision {
   pub reset_after_us: f64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Decision {
-  pub allowed: bool,
-  /// µs until every window has room (0 when allowed).
-  pub retry_after_us: f64,
-  pub windows: Vec<WindowDecision>,
-}
+/// A decision over several windows, as the sliding log's.
+pub type Decision = super::sliding::Decision<WindowDecision>;
 
 /// The counters of `c` as seen at `now_us`: rolled forward to the calendar window holding
 /// `now_us`, or kept as they are if the clock stepped back before their window.
