@@ -129,7 +129,7 @@ describe('issue-38-names: keys and refusals', () => {
   it('a name of [A-Za-z0-9_-] keeps its key; others are escaped into the hash tag only where they must be', () => {
     const store = new MemoryStore({ keyPrefix: 'p' })
     const key = (name: string) =>
-      (new BucketLimiter(store, { name, limit: 1, interval: 'second' }) as never as { _key: string })._key
+      (new BucketLimiter(store, { name, limit: 1, interval: 'second' }) as never as { _storeKey: string })._storeKey
     expect(key('api_user-42')).toBe('p:bucket:{api_user-42}')
     expect(key('user@example.com')).toBe('p:bucket:{user@example.com}')
     expect(key('{a}')).toBe('p:bucket:{%7Ba%7D}')

@@ -237,7 +237,7 @@ class Limiter {
     this._waitTimeoutMs = common.waitTimeoutMs
     this._policy = common.policy
     this._ttlMs = common.ttlMs
-    this._key = storeKey(store, segment, common.name)
+    this._storeKey = storeKey(store, segment, common.name)
     this._statsKind = segment
     this._statsName = common.name
   }

@@ -94,7 +94,7 @@ class Budget {
       const d = this._dimensions[n]
       this._spec.push(d.limit, d.intervalMs * 1000, d.maxBurst, d.maxDebt)
     }
-    this._key = storeKey(store, 'budget', o.name)
+    this._storeKey = storeKey(store, 'budget', o.name)
     this._statsKind = 'budget'
     this._statsName = o.name
     /** @internal this view's tenant `{ id, sharePpm, maxPpm, aheadUs }`, null for the budget */

@@ -91,8 +91,8 @@ class ConcurrentLimiter {
       // most every ttlMs / 2
       throw invalidConfig('ttlMs must be at least 2 * (lockTimeoutMs + waitTimeoutMs)')
     }
-    this._key = storeKey(store, 'concurrent', common.name)
-    this._channel = `${this._key}:wake`
+    this._storeKey = storeKey(store, 'concurrent', common.name)
+    this._channel = `${this._storeKey}:wake`
     this._statsKind = 'concurrent'
     this._statsName = common.name
   }
@@ -119,7 +119,7 @@ class ConcurrentLimiter {
   /** @internal one operation: `[limit, lockUs, waitUs, ttlMs]` */
   _op(op, id, waitMs, lockMs = this._lockTimeoutMs) {
     const nums = new Float64Array([this._limit, lockMs * 1000, waitMs * 1000, this._ttlMs])
-    return this._store._call(CONCURRENT, new CONCURRENT.Call(this._key, op, id, nums))
+    return this._store._call(CONCURRENT, new CONCURRENT.Call(this._storeKey, op, id, nums))
   }
 
   /** A lease if a slot is free now and nobody is queued; otherwise null. Never waits. */

@@ -161,7 +161,7 @@ class FairTenant {
   }
 
   /** The store key of `tenant`'s record. */
-  _key(tenant) {
+  _storeKey(tenant) {
     return taggedKey(this._store, this._segment, `${escapeKey(this._name)}:${encodeURIComponent(tenant)}`)
   }
 
@@ -180,7 +180,7 @@ class FairTenant {
       if (typeof defaultQueue !== 'string' || defaultQueue.length === 0) {
         throw invalidArgument('defaultQueue must be a non-empty string')
       }
-      call = new FAIR.Call(this._key(tenant), jobId, this._nums)
+      call = new FAIR.Call(this._storeKey(tenant), jobId, this._nums)
     } catch (err) {
       return Promise.reject(err)
     }

@@ -114,7 +114,7 @@ class DistributedPacer {
       checkNumber('burstAllowanceFactor', burstAllowanceFactor, { min: 0, minExclusive: true, max: 1 })
     }
     this._store = store
-    this._key = key
+    this._name = key
     this._storeKey = storeKey(store, 'pacer', key)
     this._statsKind = 'pacer'
     this._statsName = key
@@ -137,7 +137,7 @@ class DistributedPacer {
 
   /** The key as given (without prefix or escaping). */
   get key() {
-    return this._key
+    return this._name
   }
 
   /**
@@ -219,7 +219,7 @@ class DistributedPacer {
 
   /** This pacer's statistics over every process (as the rate limiters' `stats()`). */
   stats() {
-    return this._store._statsOf('pacer', this._key)
+    return this._store._statsOf('pacer', this._name)
   }
 
   /**

@@ -58,7 +58,7 @@ class RateLimiter extends Limiter {
    * group's hash tag (`groupKey`), and its options say which window it is. Returns it.
    */
   _asWindow(group, index) {
-    this._key = LIMIT.groupKey(this._store, this._statsKind, group, index)
+    this._storeKey = LIMIT.groupKey(this._store, this._statsKind, group, index)
     this._window = { group, index }
     return this
   }

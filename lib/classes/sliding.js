@@ -28,7 +28,7 @@ class SlidingWindowLimiter {
     this._windows = windowsOption(windows)
     this._store = store
     this._name = name
-    this._key = storeKey(store, 'sliding', name)
+    this._storeKey = storeKey(store, 'sliding', name)
     this._maxWeight = Math.min(...this._windows.map((w) => w.limit))
     this._spec = [this._windows.length]
     for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)

@@ -57,7 +57,7 @@ function encode(calls, nowUs) {
   const text = []
   for (const c of calls) {
     length += 7 + 5 * c.owner._names.length
-    text.push(c.owner._key, c.id, c.tenant === null ? '' : c.tenant.id)
+    text.push(c.owner._storeKey, c.id, c.tenant === null ? '' : c.tenant.id)
   }
   const nums = new Float64Array(length)
   let at = 0
@@ -192,7 +192,7 @@ const budget = {
   },
 
   encode,
-  keyOf: (c) => c.owner._key,
+  keyOf: (c) => c.owner._storeKey,
 
   settle(store, reply, calls, resolve, reject) {
     const out = reply.values

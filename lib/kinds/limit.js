@@ -79,7 +79,7 @@ class LimitGroupCall {
     this.nums = new Float64Array(owners.length * WIDTH)
     for (let e = 0; e < owners.length; e++) {
       const owner = owners[e]
-      this.text = appendPart(this.text, owner._key)
+      this.text = appendPart(this.text, owner._storeKey)
       this.nums.set(
         [owner._kind, weight, owner._limit, owner._intervalUs, op === group && e > 0 ? member : op],
         e * WIDTH,
@@ -129,7 +129,7 @@ const groupKind = {
     })
     return decideGroup(c, out, true)
   },
-  keyOf: (c) => c.owners[0]._key,
+  keyOf: (c) => c.owners[0]._storeKey,
 }
 
 /**
@@ -307,7 +307,7 @@ const limit = {
   memory(store, c, degraded) {
     const owner = c.owner
     const nowUs = store._begin()
-    const id = store._id(owner._key, nowUs)
+    const id = store._id(owner._storeKey, nowUs)
     const io = store._io
     io[0] = owner._kind
     io[1] = c.weight
@@ -321,7 +321,7 @@ const limit = {
 
   cached(cache, c, atUs) {
     c.atUs = atUs
-    const key = c.owner._key
+    const key = c.owner._storeKey
     if (c.maxWaitUs === 0 && c.limit === c.owner._limit) {
       const hit = cache.get(key, c.owner._sig, c.weight, atUs)
       if (hit === null) return undefined
@@ -340,7 +340,7 @@ const limit = {
     for (let e = 0; e < n; e++) {
       const c = calls[e]
       const owner = c.owner
-      keys = appendPart(keys, owner._key)
+      keys = appendPart(keys, owner._storeKey)
       const i = e * WIDTH
       nums[i] = owner._kind
       nums[i + 1] = c.weight
@@ -350,7 +350,7 @@ const limit = {
     }
     return { keys, nums: nums.subarray(0, n * WIDTH), nowUs }
   },
-  keyOf: (c) => c.owner._key,
+  keyOf: (c) => c.owner._storeKey,
 
   settle(store, out, calls, resolve, reject) {
     const cache = store._denyCache
@@ -362,7 +362,7 @@ const limit = {
         continue
       }
       if (cache !== null && c.maxWaitUs === 0 && out[o + ALLOWED] === 0 && c.limit === c.owner._limit) {
-        cache.set(c.owner._key, c.owner._sig, c.weight, c.atUs, out[o + RETRY_US], out.slice(o, o + SIZE))
+        cache.set(c.owner._storeKey, c.owner._sig, c.weight, c.atUs, out[o + RETRY_US], out.slice(o, o + SIZE))
       }
       resolve[e](decide(c, out, o, false))
     }

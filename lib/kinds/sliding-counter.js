@@ -90,7 +90,7 @@ const slidingCounter = {
 
   memory: (store, c, degraded) => windowed.memory(CODE, store, c, degraded),
   encode: windowed.encode,
-  keyOf: (c) => c.owner._key,
+  keyOf: (c) => c.owner._storeKey,
 
   settle(store, out, calls, resolve, reject) {
     windowed.settle(L, 'sliding-counter limiter', store, out, calls, resolve, reject)

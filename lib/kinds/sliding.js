@@ -90,7 +90,7 @@ const sliding = {
 
   cached(cache, c, atUs) {
     c.atUs = atUs
-    const key = c.owner._key
+    const key = c.owner._storeKey
     if (c.op === OP.take) {
       const hit = cache.get(key, c.owner._sig, c.weight, atUs)
       if (hit === null) return undefined
@@ -105,14 +105,14 @@ const sliding = {
   },
 
   encode: windowed.encode,
-  keyOf: (c) => c.owner._key,
+  keyOf: (c) => c.owner._storeKey,
 
   settle(store, out, calls, resolve, reject) {
     const cache = store._denyCache
     const remember = (c, o) => {
       if (c.op === OP.take && out[o + ALLOWED] === 0) {
         cache.set(
-          c.owner._key,
+          c.owner._storeKey,
           c.owner._sig,
           c.weight,
           c.atUs,

@@ -48,7 +48,7 @@ function encode(calls, nowUs) {
   const nums = new Float64Array(length)
   let at = 0
   for (const c of calls) at = put(nums, at, c)
-  return { keys: encodeParts(calls.map((c) => c.owner._key)), nums, nowUs }
+  return { keys: encodeParts(calls.map((c) => c.owner._storeKey)), nums, nowUs }
 }
 
 /** Call `c` run on the embedded `store` (kind `code`): its owner's decision. */
