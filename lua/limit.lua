@@ -1,8 +1,8 @@
 -- limit.lua: decides a batch of rate-limiter calls (bucket, window, leaky/points)
--- atomically, in order. Mirrors src/core/{limit,bucket,window,leaky}.rs operation for
+-- atomically, in order. Mirrors src/core/limit/mod.rs and src/core/{bucket,window,leaky}.rs operation for
 -- operation (same doubles, same order).
 --
--- KEYS[k]   limiter state: 16 bytes, struct '<dd' = a, b (see core/limit.rs `State`), or 24
+-- KEYS[k]   limiter state: 16 bytes, struct '<dd' = a, b (see core/limit/mod.rs `State`), or 24
 --           bytes '<ddd' = a, b, blocked_until_us while the key is blocked
 -- ARGV[1]   now_us: integer µs, or '' to use the server clock (TIME)
 -- then      5 numbers per call: <key index (1-based) * 4 + kind> <weight> <limit>
@@ -153,7 +153,7 @@ end
 
 -- One call on a blocked key (u > now), or a block (max_wait -4: weight = its duration, µs),
 -- with the key's current PTTL. Writes the key when it must; returns the call's reply.
--- Mirrors core/limit.rs `step` (blocked) and `block`.
+-- Mirrors core/limit/mod.rs `step` (blocked) and `block`.
 local function blocked(key, kind, a, b, u, weight, limit, interval, max_wait, pttl)
   if max_wait == -4 then
     local untl = now + weight
