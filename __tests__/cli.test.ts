@@ -85,6 +85,23 @@ describe('npx sluice', () => {
     expect(pacer.out).toMatch(/admitted +1/)
   })
 
+  it('issue-38-last-use: list and inspect say how late a last use can be', () => {
+    const list = sluice(['list', ...at])
+    expect(list.code).toBe(0)
+    // on stderr: stdout stays one line per limiter
+    expect(list.err.trimEnd()).toMatch(
+      /^LAST USE: up to a minute late: written at statistics flushes, once a minute at most$/m,
+    )
+    expect(list.out).not.toMatch(/minute late/)
+    const inspect = sluice(['inspect', 'partner', ...at])
+    expect(inspect.code).toBe(0)
+    expect(inspect.out.split('\n')[0]).toMatch(
+      /^pacer partner {2}\(last use \d+s ago, up to a minute late: written at statistics flushes, once a minute at most\)$/,
+    )
+    // --json keeps its fields (lastUse, lastUseAgo) and no prose
+    expect(JSON.parse(sluice(['list', ...at, '--json']).out)[0]).toHaveProperty('lastUse')
+  })
+
   it('reset: refuses without --yes when not asked on a terminal; with --yes it resets', () => {
     const refused = sluice(['reset', 'api', '--kind', 'bucket', ...at], '')
     expect(refused.code).toBe(2)
@@ -283,6 +300,7 @@ describe('issue 24: what the CLI prints is safe for a terminal', () => {
         const inspect = sluice(['inspect', key, ...at])
         expect(inspect.code, shown).toBe(0)
         expect(inspect.out).not.toMatch(RAW)
+        expect(inspect.code).toBe(0)
         expect(inspect.out.split('\n')[0]).toMatch(new RegExp(`^pacer ${escapeRegExp(shown)}  \\(last use`))
         const inspectJson = sluice(['inspect', key, ...at, '--json'])
         expect(inspectJson.out).not.toMatch(RAW)

@@ -175,6 +175,10 @@ async function find(store, o) {
   return matches[0]
 }
 
+// A limiter's last use, as the registry holds it: each process writes it at a statistics flush
+// (every statsFlushMs, 5 s by default), at most once a minute per limiter (lib/store/stats-writer.js)
+const LAST_USE_LAG = 'up to a minute late: written at statistics flushes, once a minute at most'
+
 function ago(ms) {
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000))
   if (s < 60) return `${s}s ago`
@@ -236,6 +240,8 @@ async function run(o, out, warn) {
       if (all.length === 0) return out(`no limiters used recently under prefix ${quoted(o.prefix)}`)
       const rows = [['KIND', 'NAME', 'LAST USE', 'OPTIONS']]
       for (const l of all) rows.push([l.kind, l.name, ago(l.lastUse), jsonText(l.options)])
+      // the note on stderr: stdout stays one line per row
+      warn(`LAST USE: ${LAST_USE_LAG}`)
       return out(table(rows))
     }
     const info = await find(store, o)
@@ -249,7 +255,7 @@ async function run(o, out, warn) {
       const all = { ...info, lastUseAgo: ago(info.lastUse), state, stats }
       if (o.json) return out(jsonText(all, 2))
       const lines = [
-        `${termText(info.kind)} ${termText(info.name)}  (last use ${ago(info.lastUse)})`,
+        `${termText(info.kind)} ${termText(info.name)}  (last use ${ago(info.lastUse)}, ${LAST_USE_LAG})`,
         `options: ${jsonText(info.options)}`,
         `now:     ${jsonText(state)}`,
         table([['STAT', 'VALUE'], ...Object.entries(stats).map(([k, v]) => [k, v])]),

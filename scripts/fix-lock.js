@@ -17,11 +17,22 @@ const file = process.argv[2] || 'package-lock.json'
 const lock = JSON.parse(fs.readFileSync(file, 'utf8'))
 const packages = lock.packages
 let added = 0
+
+/** `a/node_modules/b/node_modules/c` -> c's node_modules, then b's, then a's, then the top one. */
+function lookups(where, name) {
+  const paths = []
+  for (let dir = where; ;) {
+    paths.push(`${dir ? `${dir}/` : ''}node_modules/${name}`)
+    if (!dir) return paths
+    const up = dir.lastIndexOf('/node_modules/')
+    dir = up < 0 ? '' : dir.slice(0, up)
+  }
+}
 for (const [where, entry] of Object.entries(packages)) {
   for (const [name, spec] of Object.entries(entry.optionalDependencies || {})) {
-    const nested = `${where ? `${where}/` : ''}node_modules/${name}`
+    // where npm's resolution looks: this package's node_modules, then each enclosing one up to the top
+    if (lookups(where, name).some((path) => packages[path])) continue
     const top = `node_modules/${name}`
-    if (packages[nested] || packages[top]) continue
     // platform packages are pinned to their parent's exact version; anything else is left alone
     if (!/^\d+\.\d+\.\d+(-[\w.]+)?$/.test(spec)) continue
     packages[top] = { version: spec, ...(entry.dev ? { dev: true } : {}), optional: true }

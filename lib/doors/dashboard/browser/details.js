@@ -2,7 +2,7 @@
 // statistics, options, history, and a reset button when the server allows resets).
 
 import { h, meta } from './dom.js'
-import { fmt, ms, ago, interval, pct, shown, limiterHash, groupHash, apiUrl } from './format.js'
+import { fmt, ms, ago, interval, pct, shown, limiterHash, groupHash, apiUrl, LAST_USE_NOTE } from './format.js'
 import { chart, stateText, fillCell, card, statsList } from './widgets.js'
 
 const CSRF = meta('sluice-csrf')
@@ -92,6 +92,14 @@ function shownState(st) {
 }
 
 /** One limiter; the reset button reports through `ctx.banner` and reloads with `ctx.reload`. */
+/** A budget's fill beside its refusals (a Budget paces from its first call: docs/budgets.md). */
+const BUDGET_NOTE =
+  'Used vs refused: the fill is the share of its fullest limit in use now; refused counts the calls turned ' +
+  'away over the last minutes. A Budget paces from its first call (its limit spread over its ' +
+  'interval, plus maxBurst), so calls that come faster than that pace are refused (or wait) even ' +
+  'while most of the limit is unused: a low fill beside many refusals means bursts, not an ' +
+  'exhausted budget. maxBurst lets a burst through.'
+
 export function limiterView(d, ctx) {
   const st = d.state
   const resetButton =
@@ -137,12 +145,14 @@ export function limiterView(d, ctx) {
       ),
       card(fmt(d.recent.admitted), `admitted, last ${d.recent.minutes} min`),
       card(fmt(d.recent.refused), `refused, last ${d.recent.minutes} min`, d.recent.refused ? 'refused' : ''),
-      card(ago(d.lastUse), 'last use'),
+      card(ago(d.lastUse), 'last use (≤ 1 min late)'),
       d.stats.throttled === undefined
         ? null
         : card(fmt(d.stats.throttled), 'answered 429/503', d.stats.throttled ? 'refused' : ''),
       d.stats.blocks === undefined ? null : card(fmt(d.stats.blocks), 'blocks recorded'),
     ),
+    d.kind === 'budget' ? h('p', { class: 'muted', id: 'budget-note' }, BUDGET_NOTE) : null,
+    h('p', { class: 'muted', id: 'last-use-note' }, LAST_USE_NOTE),
     h(
       'div',
       { class: 'panel' },

@@ -27,3 +27,8 @@ export const limiterHash = (kind, name) => view('limiter', { kind, name })
 export const groupHash = (kind, group) => view('group', { kind, group })
 /** An API path with its query parameters. */
 export const apiUrl = (what, values) => `api/${what}?${new URLSearchParams(values)}`
+
+/** How fresh a last use is (lib/store/stats-writer.js: written at a flush, once a minute at most). */
+export const LAST_USE_NOTE =
+  'Last use is written by each process at a statistics flush (every statsFlushMs, 5 s by default), ' +
+  'at most once a minute per limiter: it can be up to a minute late.'

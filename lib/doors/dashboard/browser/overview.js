@@ -2,7 +2,7 @@
 // every limiter group (hot first, or sorted as the reader picks).
 
 import { h } from './dom.js'
-import { fmt, ms, ago, pct, shown, limiterHash, groupHash } from './format.js'
+import { fmt, ms, ago, pct, shown, limiterHash, groupHash, LAST_USE_NOTE } from './format.js'
 import { chart, stateText, fillCell, card } from './widgets.js'
 
 let sortBy = 'heat'
@@ -158,5 +158,6 @@ export function overview(d, ctx) {
           ),
           h('tbody', {}, rows),
         ),
+    groups.length ? h('p', { class: 'muted', id: 'last-use-note' }, LAST_USE_NOTE) : null,
   ]
 }
