@@ -206,7 +206,9 @@ describe('SlidingCounterLimiter options', () => {
     expect(bad({ name: 'x', windows: [] })).toBe('ERR_INVALID_CONFIG')
     expect(bad({ name: 'x', windows: [{ limit: 0, intervalMs: 1000 }] })).toBe('ERR_INVALID_CONFIG')
     expect(bad({ name: 'x', windows: [{ limit: 1, intervalMs: 1000, extra: 1 }] })).toBe('ERR_INVALID_CONFIG')
-    expect(bad({ name: 'x y', windows: [{ limit: 1, intervalMs: 1000 }] })).toBe('ERR_INVALID_CONFIG')
+    // a name is any text (issue-38-names) but empty, a lone surrogate or over 256 bytes
+    expect(bad({ name: 'x\uD800', windows: [{ limit: 1, intervalMs: 1000 }] })).toBe('ERR_INVALID_CONFIG')
+    expect(bad({ name: 'x y', windows: [{ limit: 1, intervalMs: 1000 }] })).toBeUndefined()
     expect(bad({ name: 'x', windows: [{ limit: 1, intervalMs: 1000 }], interval: 'minute' })).toBe('ERR_INVALID_CONFIG')
     expect(codeOf(() => new SlidingCounterLimiter({} as never, { name: 'x', windows: [] }))).toBe('ERR_INVALID_CONFIG')
     const l = new SlidingCounterLimiter(store, {
