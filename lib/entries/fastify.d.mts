@@ -1,6 +1,9 @@
 // The types of `import ... from 'sluice/fastify'` (lib/entries/fastify.mjs): the plugin is the
-// default export. lib/entries/fastify.d.ts types `require('sluice/fastify')`.
-import type plugin from './fastify.js'
+// default export. lib/entries/fastify.d.ts types `require('sluice/fastify')`. `plugin` is that
+// module whole (the function, with its names on it) in every module mode: `import = require`,
+// not a default import, which under `moduleResolution: bundler` would be the module's `default`
+// (the plugin's type alone, without ipKeyGenerator and normalizeIP: TS2339, issue 38).
+import plugin = require('./fastify.js')
 
 export type { DoorLimiter, RateLimitInfo, RouteOptions, Options, ErrorResponseContext, CheckResult } from './fastify.js'
 
