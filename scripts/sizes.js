@@ -3,7 +3,7 @@
 // The sizes the docs give of the main package, measured: `npm pack --dry-run --json` of this
 // checkout (the tarball, its files, unpacked, and its largest parts). docs/install.md quotes
 // them; __tests__/docs-sizes.test.ts fails when a quoted figure is more than 5 % off.
-// Usage: node scripts/sizes.js [--json]
+// Usage: node scripts/sizes.js [--json | --write] (--write: puts the sentence into docs/install.md)
 const { execFileSync } = require('node:child_process')
 const path = require('node:path')
 
@@ -34,8 +34,19 @@ function sentence(m) {
   )
 }
 
+/** Rewrites docs/install.md's sizes sentence with `m`'s figures. */
+function write(m) {
+  const fs = require('node:fs')
+  const file = path.join(__dirname, '..', 'docs', 'install.md')
+  const text = fs.readFileSync(file, 'utf8')
+  const old = /The main tarball is [\d.]+ kB \(\d+ files, [\d.]+ MB unpacked, of which [^)]*\)/
+  if (!old.test(text)) throw new Error('docs/install.md has no sizes sentence to rewrite')
+  fs.writeFileSync(file, text.replace(old, sentence(m)))
+}
+
 if (require.main === module) {
   const m = measure()
+  if (process.argv.includes('--write')) write(m)
   console.log(process.argv.includes('--json') ? JSON.stringify(m, null, 2) : sentence(m))
 }
 
