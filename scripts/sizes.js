@@ -39,7 +39,9 @@ function write(m) {
   const fs = require('node:fs')
   const file = path.join(__dirname, '..', 'docs', 'install.md')
   const text = fs.readFileSync(file, 'utf8')
-  const old = /The main tarball is [\d.]+ kB \(\d+ files, [\d.]+ MB unpacked, of which [^)]*\)/
+  // prettier may wrap the sentence: any run of white space between its words
+  const old =
+    /The\s+main\s+tarball\s+is\s+[\d.]+\s+kB\s+\(\d+\s+files,\s+[\d.]+\s+MB\s+unpacked,\s+of\s+which\s+[^)]*\)/
   if (!old.test(text)) throw new Error('docs/install.md has no sizes sentence to rewrite')
   fs.writeFileSync(file, text.replace(old, sentence(m)))
 }
