@@ -18,13 +18,10 @@ const MAX_NAME_BYTES = 256
  * any script are names like others, and a name of `[A-Za-z0-9_-]` keeps the key it always had.
  */
 function isName(name) {
-  return (
-    typeof name === 'string' &&
-    name.length > 0 &&
-    name.length <= MAX_NAME_BYTES &&
-    name.isWellFormed() &&
-    Buffer.byteLength(name) <= MAX_NAME_BYTES
-  )
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_BYTES || !name.isWellFormed())
+    return false
+  // a UTF-16 code unit is at most 3 UTF-8 bytes: a short name needs no count (the common case)
+  return name.length * 3 <= MAX_NAME_BYTES || Buffer.byteLength(name) <= MAX_NAME_BYTES
 }
 
 /** `name` checked as a name (`what` says whose), else ERR_INVALID_CONFIG. */
