@@ -47,6 +47,8 @@ function storeKey(store, segment, name, version = 0, parts = undefined) {
 
 /** The same with a hash tag made already of escaped parts (see escapeKey). */
 function taggedKey(store, segment, tag, version = 0, parts = undefined) {
+  // the common key, in one template: a limiter is often made per request
+  if (version === 0 && parts === undefined) return `${store.keyPrefix}:${segment}:{${tag}}`
   const v = version > 0 ? `:v${version}` : ''
   const tail = parts === undefined ? '' : `:${parts.join(':')}`
   return `${store.keyPrefix}:${segment}${v}:{${tag}}${tail}`
