@@ -339,6 +339,39 @@ describe('values are shown with their type', () => {
       expect(message, what).toMatch(/got the string "1s?"/)
     }
   })
+
+  it('issue-38-errors-enum-values: a value out of a list is shown with its type, and the closest named', async () => {
+    const cases: [() => unknown, string][] = [
+      [
+        () => new BucketLimiter(store, { name: 'a', limit: 1, interval: 'minutes' } as never),
+        'got the string "minutes" (did you mean "minute"?)',
+      ],
+      [
+        () => new BucketLimiter(store, { name: 'a', limit: 1, interval: 'Second' } as never),
+        'got the string "Second" (did you mean "second"?)',
+      ],
+      [() => new BucketLimiter(store, { name: 'a', limit: 1, interval: 0 } as never), 'got the number 0'],
+      [
+        () => new BucketLimiter(store, { name: 'a', limit: 1, interval: 1, policy: 'raize' } as never),
+        'got the string "raize" (did you mean "raise"?)',
+      ],
+      [
+        () =>
+          new FairTenant(store, { name: 'a', rules: [{ queue: 'q', threshold: 1, perMs: 1 }], mode: 'exakt' } as never),
+        'got the string "exakt" (did you mean "exact"?)',
+      ],
+      [() => RedisStore.connect({ whenDown: 'alow' } as never), 'got the string "alow" (did you mean "allow"?)'],
+      [
+        () => RedisStore.connect({ evictingServer: 'refuze' } as never),
+        'got the string "refuze" (did you mean "refuse"?)',
+      ],
+      [() => RedisStore.connect({ tls: { rejectUnauthorized: 'no' } } as never), 'got the string "no"'],
+      [() => pacedFetch({ store, learn: 1 } as never), 'got the number 1'],
+      [() => limitProcessor(processor, { limiter: bucket, prefetch: 'yes' } as never), 'got the string "yes"'],
+      [() => limitProcessor('p' as never, { limiter: bucket } as never), 'got the string "p"'],
+    ]
+    for (const [fn, expected] of cases) expect(await messageOf(fn)).toContain(expected)
+  })
 })
 
 /** A loopback port nothing listens on (found free, then closed). */

@@ -173,6 +173,15 @@ function unknownOption(name, known, what, { where = '', make = invalidConfig } =
   return make(`unknown ${shown} ${JSON.stringify(name)}${where}${suggestion(name, known)}`)
 }
 
+/**
+ * What an error says of a value that is none of `allowed` (names): `got the string "minutes"
+ * (did you mean "minute"?)`, the suggestion for a string close to one of them.
+ */
+function gotValue(value, allowed = []) {
+  const close = typeof value === 'string' ? closestName(value, allowed) : null
+  return `got ${describeValue(value)}${close === null ? '' : ` (did you mean ${JSON.stringify(close)}?)`}`
+}
+
 /** Throws `unknownOption` for the first own key of `o` not among `known` (see there). */
 function knownOptions(o, known, what, how) {
   for (const key of Object.keys(o)) {
@@ -192,6 +201,7 @@ module.exports = {
   invalidArgument,
   ownProps,
   describeValue,
+  gotValue,
   closestName,
   suggestion,
   unknownOption,

@@ -10,6 +10,7 @@ const {
   invalidArgument,
   ownProps,
   describeValue,
+  gotValue,
   knownOptions,
 } = require('../base/errors')
 const { isStore } = require('../store/options')
@@ -128,7 +129,9 @@ function limiterOptions(store, options, own) {
   const o = classOptions(store, options, ['name', 'waitTimeoutMs', 'policy', 'ttlMs', ...own], 'limiter')
   const { name, waitTimeoutMs = 5_000, policy = 'raise', ttlMs = 90 * DAY_MS } = o
   checkInteger('waitTimeoutMs', waitTimeoutMs, 0, MAX_MS)
-  if (policy !== 'raise' && policy !== 'skip') throw invalidConfig("policy must be 'raise' or 'skip'")
+  if (policy !== 'raise' && policy !== 'skip') {
+    throw invalidConfig(`policy must be 'raise' or 'skip', ${gotValue(policy, ['raise', 'skip'])}`)
+  }
   checkInteger('ttlMs', ttlMs, 1, MAX_MS)
   return { name, waitTimeoutMs, policy, ttlMs, options: o }
 }
@@ -139,7 +142,9 @@ function intervalMs(interval) {
   if (typeof interval === 'number' && Number.isInteger(interval) && interval >= 1 && interval <= MAX_MS) {
     return interval
   }
-  throw invalidConfig(`interval must be 'second', 'minute', 'hour', 'day' or whole ms in [1, ${MAX_MS}]`)
+  throw invalidConfig(
+    `interval must be 'second', 'minute', 'hour', 'day' or whole ms in [1, ${MAX_MS}], ${gotValue(interval, Object.keys(INTERVALS))}`,
+  )
 }
 
 function nowMs(store) {

@@ -3,7 +3,7 @@
 // The options of the two stores: `new MemoryStore(options)` and `RedisStore.connect(options)`
 // checked (ERR_INVALID_CONFIG for anything unknown or out of range) and given their defaults.
 
-const { invalidConfig, ownProps, describeValue, knownOptions } = require('../base/errors')
+const { invalidConfig, ownProps, describeValue, gotValue, knownOptions } = require('../base/errors')
 const { ManualClock } = require('../base/clock')
 const { WHEN_DOWN } = require('./whendown')
 const { MAX_INTERVAL_MS } = require('./bounds')
@@ -120,7 +120,7 @@ function tlsOption(tls) {
       .join('\n')
   }
   if (t.rejectUnauthorized !== undefined && typeof t.rejectUnauthorized !== 'boolean') {
-    throw invalidConfig('tls.rejectUnauthorized must be a boolean')
+    throw invalidConfig(`tls.rejectUnauthorized must be a boolean, got ${describeValue(t.rejectUnauthorized)}`)
   }
   if ((t.cert === undefined) !== (t.key === undefined)) throw invalidConfig('tls.cert and tls.key go together')
   return {
@@ -286,7 +286,7 @@ function redisOptions(options) {
   }
   const whenDown = o.whenDown === undefined ? 'error' : o.whenDown
   if (!WHEN_DOWN.includes(whenDown)) {
-    throw invalidConfig(`whenDown must be 'error', 'allow', 'deny' or 'local', got ${describeValue(whenDown)}`)
+    throw invalidConfig(`whenDown must be 'error', 'allow', 'deny' or 'local', ${gotValue(whenDown, WHEN_DOWN)}`)
   }
   const probeIntervalMs = integerOption(o, 'probeIntervalMs', DEFAULT_PROBE_INTERVAL_MS, 10, 600_000)
   const denyCacheKeys = denyCacheOption(o.localDenyCache)

@@ -44,13 +44,14 @@ const MAX_RESCHEDULE = 1_000_000
  * ms later instead (each such move counted); a ConcurrentLimiter's default is Sidekiq's.
  */
 function limitProcessor(processor, options) {
-  if (typeof processor !== 'function') throw invalidConfig('processor must be a function')
+  if (typeof processor !== 'function')
+    throw invalidConfig(`processor must be a function, got ${describeValue(processor)}`)
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw invalidConfig('options must be an object { limiter, reschedule?, backoff?, maxWaitMs? }')
   }
   knownOptions(options, OPTIONS, 'limitProcessor')
   const { limiter, reschedule = DEFAULT_RESCHEDULE, backoff, maxWaitMs = 0, prefetch = true } = options
-  if (typeof prefetch !== 'boolean') throw invalidConfig('prefetch must be a boolean')
+  if (typeof prefetch !== 'boolean') throw invalidConfig(`prefetch must be a boolean, got ${describeValue(prefetch)}`)
   if (typeof limiter !== 'function') throw invalidConfig('limiter must be a function (job) => limiter | null')
   if (!Number.isInteger(reschedule) || reschedule < 0 || reschedule > MAX_RESCHEDULE) {
     throw invalidConfig(`reschedule must be an integer in [0, ${MAX_RESCHEDULE}]`)

@@ -144,7 +144,8 @@ function fetchConfig(options, withFetch) {
         ? Infinity
         : wholeMs('maxWaitMs', o.maxWaitMs, 0, MAX_MS)
   const maxBlockMs = o.maxBlockMs === undefined ? DEFAULT_MAX_BLOCK_MS : wholeMs('maxBlockMs', o.maxBlockMs, 1, MAX_MS)
-  if (o.learn !== undefined && typeof o.learn !== 'boolean') throw invalidConfig('learn must be a boolean')
+  if (o.learn !== undefined && typeof o.learn !== 'boolean')
+    throw invalidConfig(`learn must be a boolean, got ${describeValue(o.learn)}`)
   const fetch = withFetch ? (o.fetch ?? globalThis.fetch) : null
   if (withFetch && typeof fetch !== 'function') throw invalidConfig('fetch must be a function (no global fetch here)')
   const { Budget } = require('../../classes/budget')
