@@ -1,7 +1,9 @@
 // Errors that say what to do (issue 38, "Errors"): every unknown option of every constructor
 // and door names the closest known one, values are shown with their type, store errors name
 // the server (host:port, never credentials), and ioredis' `{ host, port }` gets a hint.
+import { spawnSync } from 'node:child_process'
 import { createServer } from 'node:net'
+import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { afterAll, describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
@@ -267,6 +269,24 @@ describe('unknown options name the closest known one', () => {
       logged.length = 0
       rateLimit({ store, ...options, logger } as never)
       expect(logged.map((e) => e.message).join('\n'), typo).toContain(`(did you mean ${JSON.stringify(name)}?)`)
+    }
+  })
+
+  it('issue-38-errors-cli: the CLI names the closest flag and command', () => {
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, [join(__dirname, '..', 'bin', 'sluice.js'), ...args], { encoding: 'utf8' })
+    for (const [args, line] of [
+      [['--redsi', 'redis://127.0.0.1:1', 'list'], 'sluice: unknown option "--redsi" (did you mean "--redis"?)'],
+      [
+        ['--allowed-hosts', 'x', 'dashboard'],
+        'sluice: unknown option "--allowed-hosts" (did you mean "--allowed-host"?)',
+      ],
+      [['lsit'], 'sluice: unknown command "lsit" (did you mean "list"?)'],
+      [['--zzz', 'list'], 'sluice: unknown option "--zzz"'],
+    ] as [string[], string][]) {
+      const r = cli(...args)
+      expect(r.status, args.join(' ')).toBe(2)
+      expect(r.stderr.split('\n')[0]).toBe(line)
     }
   })
 
