@@ -15,6 +15,7 @@ const net = require('node:net')
 const readline = require('node:readline')
 const sluice = require('../lib/entries/index.js')
 const { checkAllowedHosts } = require('../lib/doors/dashboard/hosts.js')
+const { closestName } = require('../lib/base/errors.js')
 
 /** Whether `h` is an entry `dashboard({ allowedHosts })` takes. */
 function isHostName(h) {
@@ -68,6 +69,28 @@ options:
 
 class UsageError extends Error {}
 
+const COMMANDS = ['list', 'inspect', 'stats', 'reset', 'dashboard']
+const FLAGS = [
+  '--redis',
+  '--cluster',
+  '--prefix',
+  '--kind',
+  '--key',
+  '--json',
+  '--yes',
+  '--port',
+  '--host',
+  '--allowed-host',
+  '--allow-reset',
+  '--help',
+  '--version',
+]
+/** ` (did you mean "--redis"?)` when one of `known` is close to what was typed, else ''. */
+function didYouMean(typed, known) {
+  const close = closestName(typed, known)
+  return close === null ? '' : ` (did you mean ${JSON.stringify(close)}?)`
+}
+
 /** The Redis the commands use when neither --redis, --cluster, $SLUICE_REDIS_URL nor $REDIS_URL says. */
 const DEFAULT_REDIS = 'redis://127.0.0.1:6379'
 
@@ -112,14 +135,16 @@ function parseArgs(argv) {
     else if (a === '--allow-reset') o.allowReset = true
     else if (a === '--help' || a === '-h') o.command = 'help'
     else if (a === '--version' || a === '-V') o.command = 'version'
-    else if (a.startsWith('-')) throw new UsageError(`unknown option ${quoted(a)}`)
+    else if (a.startsWith('-')) throw new UsageError(`unknown option ${quoted(a)}${didYouMean(a, FLAGS)}`)
     else rest.push(a)
   }
   if (o.command === 'help' || o.command === 'version') return o
   o.command = rest[0] || null
   o.name = rest[1] || null
-  if (!['list', 'inspect', 'stats', 'reset', 'dashboard'].includes(o.command)) {
-    throw new UsageError(o.command ? `unknown command ${quoted(o.command)}` : 'a command is needed')
+  if (!COMMANDS.includes(o.command)) {
+    throw new UsageError(
+      o.command ? `unknown command ${quoted(o.command)}${didYouMean(o.command, COMMANDS)}` : 'a command is needed',
+    )
   }
   const named = o.command !== 'list' && o.command !== 'dashboard'
   if (named && !o.name) throw new UsageError(`${o.command} needs a limiter name`)

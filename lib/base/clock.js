@@ -1,12 +1,12 @@
 'use strict'
 
-const { invalidArgument } = require('./errors')
+const { invalidArgument, describeValue } = require('./errors')
 
 const MAX_MS = 9e12 // ~2255 AD; keeps µs arithmetic exact in a double
 
 function checkMs(name, ms) {
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_MS) {
-    throw invalidArgument(`${name} must be a finite number of milliseconds in [0, ${MAX_MS}], got ${String(ms)}`)
+    throw invalidArgument(`${name} must be a finite number of milliseconds in [0, ${MAX_MS}], got ${describeValue(ms)}`)
   }
   return ms
 }

@@ -3,7 +3,7 @@
 // Reads a Retry-After value (RFC 9110 §10.2.3: delta-seconds or an HTTP-date) as whole ms to
 // wait: what `block({ retryAfter })` takes from an upstream 429.
 
-const { invalidArgument } = require('./errors')
+const { invalidArgument, describeValue } = require('./errors')
 
 const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']
 const LONG_DAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday']
@@ -21,7 +21,7 @@ const DELTA_SECONDS = /^(\d*)(?:\.(\d*))?$/
 const bad = (value) =>
   invalidArgument(
     `retryAfter must be a Retry-After value (delta-seconds, or an HTTP-date such as ` +
-      `"Sun, 06 Nov 1994 08:49:37 GMT"), got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`,
+      `"Sun, 06 Nov 1994 08:49:37 GMT"), got ${describeValue(value)}`,
   )
 
 /** Whole ms of a decimal number of seconds `whole.frac` (digits only), rounded up. */

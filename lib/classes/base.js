@@ -3,7 +3,16 @@
 // durations, waiting on the store's clock, and `Limiter`, the one-decision limiter over a kind
 // (check, peek, reset, block, withinLimit, stats) that the rate limiters and kinds extend.
 
-const { SluiceError, OverLimitError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
+const {
+  SluiceError,
+  OverLimitError,
+  invalidConfig,
+  invalidArgument,
+  ownProps,
+  describeValue,
+  gotValue,
+  knownOptions,
+} = require('../base/errors')
 const { isStore } = require('../store/options')
 const { longTimeout } = require('../base/timers')
 const { retryAfterMs } = require('../base/retryafter')
@@ -34,16 +43,6 @@ function checkName(name, what = 'name') {
   return name
 }
 
-/** A value as an error shows it: its type, and a string quoted (cut at 40 characters). */
-function describeValue(v) {
-  if (typeof v === 'string') {
-    const shown = v.length > 40 ? `${v.slice(0, 40)}...` : v
-    return `the string ${JSON.stringify(shown)}${v.length > 40 ? ` (${Buffer.byteLength(v)} bytes)` : ''}`
-  }
-  if (v === null) return 'null'
-  if (Array.isArray(v)) return 'an array'
-  return typeof v === 'object' ? 'an object' : `${typeof v === 'undefined' ? '' : `the ${typeof v} `}${String(v)}`
-}
 const { MAX_LIMIT, MAX_INTERVAL_MS: MAX_MS, MAX_WINDOWS } = require('../store/bounds')
 const { storeKey } = require('../store/keys')
 const DAY_MS = 86_400_000
@@ -68,11 +67,7 @@ function windowsOption(windows) {
   const checked = Array.from(windows, (w, i) => {
     if (!plainObject(w)) throw invalidConfig(`windows[${i}] must be an object { limit, intervalMs }`)
     w = ownProps(w)
-    for (const key of Object.keys(w)) {
-      if (key !== 'limit' && key !== 'intervalMs') {
-        throw invalidConfig(`unknown window option ${JSON.stringify(key)} in windows[${i}]`)
-      }
-    }
+    knownOptions(w, ['limit', 'intervalMs'], 'window', { where: ` in windows[${i}]` })
     return Object.freeze({
       limit: checkInteger(`windows[${i}].limit`, w.limit, 1, MAX_LIMIT),
       intervalMs: checkInteger(`windows[${i}].intervalMs`, w.intervalMs, 1, MAX_MS),
@@ -95,9 +90,7 @@ function checkBlockMs(ms) {
  */
 function blockMs(store, arg) {
   if (arg === null || typeof arg !== 'object' || Array.isArray(arg)) return checkBlockMs(arg)
-  for (const key of Object.keys(arg)) {
-    if (key !== 'retryAfter') throw invalidArgument(`unknown block option ${JSON.stringify(key)}`)
-  }
+  knownOptions(arg, ['retryAfter'], 'block', { make: invalidArgument })
   const ms = retryAfterMs(ownProps(arg).retryAfter, store ? nowMs(store) : Date.now())
   if (ms > MAX_MS) throw invalidArgument(`retryAfter must be at most ${MAX_MS / DAY_MS} days away`)
   return ms
@@ -105,7 +98,7 @@ function blockMs(store, arg) {
 
 function checkInteger(name, value, min, max, make = invalidConfig) {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw make(`${name} must be an integer in [${min}, ${max}], got ${String(value)}`)
+    throw make(`${name} must be an integer in [${min}, ${max}], got ${describeValue(value)}`)
   }
   return value
 }
@@ -116,16 +109,14 @@ function checkInteger(name, value, min, max, make = invalidConfig) {
  */
 /**
  * What every public class checks first (ERR_INVALID_CONFIG): `store` is a store, `options` an
- * object (`options must be an object<shape>`) of `known` keys only (`unknown <what> option`)
- * whose `name` is 1..256 characters of [A-Za-z0-9_-]. Returns its own properties (a copy
+ * object (`options must be an object<shape>`) of `known` keys only (`unknown <what> option`,
+ * naming the closest known one) whose `name` is a name (see isName). Returns its own properties (a copy
  * without a prototype: nothing inherited is read).
  */
 function classOptions(store, options, known, what, shape = '') {
   checkStore(store)
   if (!plainObject(options)) throw invalidConfig(`options must be an object${shape}`)
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw invalidConfig(`unknown ${what} option ${JSON.stringify(key)}`)
-  }
+  knownOptions(options, known, what)
   const o = ownProps(options)
   checkName(o.name)
   return o
@@ -135,7 +126,9 @@ function limiterOptions(store, options, own) {
   const o = classOptions(store, options, ['name', 'waitTimeoutMs', 'policy', 'ttlMs', ...own], 'limiter')
   const { name, waitTimeoutMs = 5_000, policy = 'raise', ttlMs = 90 * DAY_MS } = o
   checkInteger('waitTimeoutMs', waitTimeoutMs, 0, MAX_MS)
-  if (policy !== 'raise' && policy !== 'skip') throw invalidConfig("policy must be 'raise' or 'skip'")
+  if (policy !== 'raise' && policy !== 'skip') {
+    throw invalidConfig(`policy must be 'raise' or 'skip', ${gotValue(policy, ['raise', 'skip'])}`)
+  }
   checkInteger('ttlMs', ttlMs, 1, MAX_MS)
   return { name, waitTimeoutMs, policy, ttlMs, options: o }
 }
@@ -146,7 +139,9 @@ function intervalMs(interval) {
   if (typeof interval === 'number' && Number.isInteger(interval) && interval >= 1 && interval <= MAX_MS) {
     return interval
   }
-  throw invalidConfig(`interval must be 'second', 'minute', 'hour', 'day' or whole ms in [1, ${MAX_MS}]`)
+  throw invalidConfig(
+    `interval must be 'second', 'minute', 'hour', 'day' or whole ms in [1, ${MAX_MS}], ${gotValue(interval, Object.keys(INTERVALS))}`,
+  )
 }
 
 function nowMs(store) {
@@ -205,12 +200,11 @@ function overLimit(limiter, retryAfterMs) {
   })
 }
 
-function withinOptions(options, names) {
+/** The options of a call (`what`: its name), of `names` only (ERR_INVALID_ARGUMENT). */
+function withinOptions(options, names, what) {
   if (options === undefined) return {}
   if (options === null || typeof options !== 'object') throw invalidArgument('options must be an object')
-  for (const key of Object.keys(options)) {
-    if (!names.includes(key)) throw invalidArgument(`unknown option ${JSON.stringify(key)}`)
-  }
+  knownOptions(options, names, what, { make: invalidArgument })
   return options
 }
 
@@ -335,7 +329,7 @@ class Limiter {
    */
   async withinLimit(fn, options) {
     if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
-    const { weight = 1, signal } = withinOptions(options, ['weight', 'signal'])
+    const { weight = 1, signal } = withinOptions(options, ['weight', 'signal'], 'withinLimit')
     this._checkWeight(weight)
     checkSignal(signal)
     if (!(await this._admit(weight, signal))) return undefined

@@ -4,7 +4,7 @@
 // and settled with the true amounts after it (lib/kinds/budget.js, src/core/budget/).
 
 const { randomBytes } = require('node:crypto')
-const { SluiceError, invalidConfig, invalidArgument, ownProps } = require('../base/errors')
+const { SluiceError, invalidConfig, invalidArgument, ownProps, suggestion, knownOptions } = require('../base/errors')
 const {
   classOptions,
   checkInteger,
@@ -56,11 +56,9 @@ function dimensionsOption(dimensions) {
         `dimensions[${JSON.stringify(name)}] must be an object { limit, intervalMs, maxBurst?, maxDebt? }`,
       )
     const o = ownProps(d)
-    for (const key of Object.keys(o)) {
-      if (key !== 'limit' && key !== 'intervalMs' && key !== 'maxBurst' && key !== 'maxDebt') {
-        throw invalidConfig(`unknown dimension option ${JSON.stringify(key)} in ${JSON.stringify(name)}`)
-      }
-    }
+    knownOptions(o, ['limit', 'intervalMs', 'maxBurst', 'maxDebt'], 'dimension', {
+      where: ` in ${JSON.stringify(name)}`,
+    })
     const at = `dimensions[${JSON.stringify(name)}]`
     const limit = checkInteger(`${at}.limit`, o.limit, 1, MAX_LIMIT)
     const intervalMs = checkInteger(`${at}.intervalMs`, o.intervalMs, 1, MAX_MS)
@@ -126,11 +124,7 @@ class Budget {
     }
     if (!plainObject(options))
       throw invalidConfig('tenant options must be an object { share, maxShare?, borrowAheadMs? }')
-    for (const key of Object.keys(options)) {
-      if (key !== 'share' && key !== 'maxShare' && key !== 'borrowAheadMs') {
-        throw invalidConfig(`unknown tenant option ${JSON.stringify(key)}`)
-      }
-    }
+    knownOptions(options, ['share', 'maxShare', 'borrowAheadMs'], 'tenant')
     const o = ownProps(options)
     const fraction = (what, v) => {
       if (typeof v !== 'number' || !(v >= 0 && v <= 1)) throw invalidConfig(`${what} must be a number in [0, 1]`)
@@ -173,7 +167,11 @@ class Budget {
     const o = ownProps(amounts)
     for (const name of Object.keys(o)) {
       const d = this._index.get(name)
-      if (d === undefined) throw invalidArgument(`unknown dimension ${JSON.stringify(name)} in ${what}`)
+      if (d === undefined) {
+        throw invalidArgument(
+          `unknown dimension ${JSON.stringify(name)} in ${what}${suggestion(name, [...this._index.keys()])}`,
+        )
+      }
       const max = most(this._dimensions[name])
       checkInteger(`${what}[${JSON.stringify(name)}]`, o[name], 0, max, (m) =>
         invalidArgument(what === 'amounts' ? `${m} (over limit + maxBurst it can never be admitted)` : m),
@@ -222,7 +220,7 @@ class Budget {
    * its turn: then it counts as spent as reserved and can no longer be settled.
    */
   async reserve(amounts, options) {
-    const o = withinOptions(options, ['maxWaitMs', 'signal', 'ttlMs'])
+    const o = withinOptions(options, ['maxWaitMs', 'signal', 'ttlMs'], 'reserve')
     const { signal, ttlMs = DEFAULT_TTL_MS } = o
     let { maxWaitMs = DEFAULT_MAX_WAIT_MS } = o
     if (maxWaitMs === Infinity) maxWaitMs = MAX_MS

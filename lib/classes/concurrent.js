@@ -137,7 +137,7 @@ class ConcurrentLimiter {
    * policy: `policy` applies to withinLimit). `signal` aborts the wait (ERR_ABORTED).
    */
   async acquire(options) {
-    const { signal } = withinOptions(options, ['signal'])
+    const { signal } = withinOptions(options, ['signal'], 'acquire')
     checkSignal(signal)
     const got = await this._acquire(signal)
     this._count(got)
@@ -250,7 +250,7 @@ class ConcurrentLimiter {
    */
   async withinLimit(fn, options) {
     if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
-    const { signal } = withinOptions(options, ['signal'])
+    const { signal } = withinOptions(options, ['signal'], 'withinLimit')
     checkSignal(signal)
     const lease = await this._acquire(signal)
     this._count(lease)

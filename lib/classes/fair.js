@@ -2,7 +2,7 @@
 // FairTenant: routes a tenant's jobs to slower queues past a rule's threshold. Its calls are the
 // fair kind's (lib/kinds/fair.js).
 
-const { invalidConfig, invalidArgument } = require('../base/errors')
+const { invalidConfig, invalidArgument, knownOptions, gotValue } = require('../base/errors')
 const { classOptions, checkInteger, plainObject, MAX_MS, DAY_MS } = require('./base')
 const FAIR = require('../kinds/fair')
 const { MAX_LIMIT } = require('../store/bounds')
@@ -61,7 +61,7 @@ class FairTenant {
     const maxWindow = o.maxWindowMs
     const maxWindowMs = maxWindow === undefined ? DAY_MS : checkInteger('maxWindowMs', maxWindow, 1, MAX_MS)
     const mode = o.mode === undefined ? 'exact' : o.mode
-    if (!MODES.includes(mode)) throw invalidConfig("mode must be 'exact' or 'approximate'")
+    if (!MODES.includes(mode)) throw invalidConfig(`mode must be 'exact' or 'approximate', ${gotValue(mode, MODES)}`)
     const rules = o.rules
     if (!Array.isArray(rules) || rules.length < 1 || rules.length > MAX_RULES) {
       throw invalidConfig(`rules must be an array of 1..${MAX_RULES} { queue, threshold, perMs }`)
@@ -69,11 +69,7 @@ class FairTenant {
     this._rules = Object.freeze(
       Array.from(rules, (rule, i) => {
         if (!plainObject(rule)) throw invalidConfig(`rules[${i}] must be an object { queue, threshold, perMs }`)
-        for (const key of Object.keys(rule)) {
-          if (key !== 'queue' && key !== 'threshold' && key !== 'perMs') {
-            throw invalidConfig(`unknown rule option ${JSON.stringify(key)} in rules[${i}]`)
-          }
-        }
+        knownOptions(rule, ['queue', 'threshold', 'perMs'], 'rule', { where: ` in rules[${i}]` })
         const queue = own(rule, 'queue')
         if (typeof queue !== 'string' || queue.length === 0) {
           throw invalidConfig(`rules[${i}].queue must be a non-empty string`)

@@ -3,7 +3,7 @@
 // calls are the pacer kind's (lib/kinds/pacer.js).
 
 const { MemoryStore, RedisStore } = require('../store')
-const { invalidConfig, invalidArgument, ownProps } = require('../base/errors')
+const { invalidConfig, invalidArgument, ownProps, describeValue, knownOptions } = require('../base/errors')
 const { blockMs, nowMs } = require('./base')
 const { escapeKey, storeKey } = require('../store/keys')
 const PACER = require('../kinds/pacer')
@@ -28,13 +28,13 @@ function checkNumber(name, value, { min, minExclusive = false, max }) {
     value > max
   ) {
     const low = minExclusive ? `(${min}` : `[${min}`
-    throw invalidConfig(`${name} must be a finite number in ${low}, ${max}], got ${String(value)}`)
+    throw invalidConfig(`${name} must be a finite number in ${low}, ${max}], got ${describeValue(value)}`)
   }
   return value
 }
 
 const badWeight = (weight) =>
-  invalidArgument(`weight must be a finite number in [0, ${MAX_NUMBER}], got ${String(weight)}`)
+  invalidArgument(`weight must be a finite number in [0, ${MAX_NUMBER}], got ${describeValue(weight)}`)
 
 /** `x.toFixed(2)` for the watermark (0 <= x <= 1e9), at a third of the cost. */
 function fixed2(x) {
@@ -97,9 +97,7 @@ class DistributedPacer {
   constructor(store, options) {
     checkStore(store)
     if (options === null || typeof options !== 'object') throw invalidConfig('options must be an object')
-    for (const name of Object.keys(options)) {
-      if (!OPTIONS.includes(name)) throw invalidConfig(`unknown pacer option ${JSON.stringify(name)}`)
-    }
+    knownOptions(options, OPTIONS, 'pacer')
     const { key, qps, maxBurst = 0, burstAllowanceFactor } = ownProps(options)
     if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || !key.isWellFormed()) {
       // a lone surrogate cannot cross to the store as UTF-8: it would become U+FFFD and share

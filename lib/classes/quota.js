@@ -2,7 +2,7 @@
 // QuotaLimiter (Sentry's quotas): its options and results. Its calls are the quota kind's
 // (lib/kinds/quota.js).
 
-const { invalidConfig, invalidArgument, ownProps } = require('../base/errors')
+const { invalidConfig, invalidArgument, ownProps, describeValue, suggestion } = require('../base/errors')
 const { checkInteger, checkStore, plainObject } = require('./base')
 const { encodeParts } = require('../base/codec')
 const QUOTA = require('../kinds/quota')
@@ -32,7 +32,9 @@ function checkPrefix(what, prefix) {
 function checkQuota(q, where) {
   if (!plainObject(q)) throw invalidConfig(`${where} must be a Quota object`)
   for (const key of Object.keys(q)) {
-    if (!QUOTA_KEYS.includes(key)) throw invalidConfig(`unknown Quota field ${JSON.stringify(key)} in ${where}`)
+    if (!QUOTA_KEYS.includes(key)) {
+      throw invalidConfig(`unknown Quota field ${JSON.stringify(key)} in ${where}${suggestion(key, QUOTA_KEYS)}`)
+    }
   }
   const window = checkInteger(`${where}.windowSeconds`, q.windowSeconds, 1, MAX_WINDOW_S)
   const granularity = checkInteger(`${where}.granularitySeconds`, q.granularitySeconds, 1, window)
@@ -52,7 +54,7 @@ function checkTimestamp(timestamp, required) {
     return -1
   }
   if (typeof timestamp !== 'number' || !Number.isFinite(timestamp) || timestamp < 0 || timestamp > MAX_TIMESTAMP) {
-    throw invalidArgument(`timestamp must be seconds in [0, ${MAX_TIMESTAMP}], got ${String(timestamp)}`)
+    throw invalidArgument(`timestamp must be seconds in [0, ${MAX_TIMESTAMP}], got ${describeValue(timestamp)}`)
   }
   return Math.trunc(timestamp) // as Sentry's int()
 }

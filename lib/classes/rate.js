@@ -165,7 +165,7 @@ class PointsLimiter extends RateLimiter {
    */
   async withinLimit(fn, options) {
     if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
-    const o = withinOptions(options, ['estimate', 'weight', 'signal'])
+    const o = withinOptions(options, ['estimate', 'weight', 'signal'], 'withinLimit')
     const estimate = o.estimate !== undefined ? o.estimate : o.weight !== undefined ? o.weight : 1
     this._checkWeight(estimate, 'estimate')
     checkSignal(o.signal)

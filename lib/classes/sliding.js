@@ -2,7 +2,7 @@
 // SlidingWindowLimiter: several exact sliding windows on one name, their options and results.
 // Its calls are the sliding kind's (lib/kinds/sliding.js).
 
-const { OverLimitError, invalidArgument } = require('../base/errors')
+const { OverLimitError, invalidArgument, unknownOption } = require('../base/errors')
 const { checkInteger, classOptions, plainObject, windowsOption, blockMs } = require('./base')
 const SLIDING = require('../kinds/sliding')
 const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING.RESULT.call
@@ -140,7 +140,8 @@ class SlidingWindowLimiter {
     if (typeof fn !== 'function') throw invalidArgument('fn must be a function')
     if (options !== undefined && !plainObject(options)) throw invalidArgument('options must be an object')
     const { weight = 1, ...rest } = options || {}
-    if (Object.keys(rest).length > 0) throw invalidArgument(`unknown option ${JSON.stringify(Object.keys(rest)[0])}`)
+    const extra = Object.keys(rest)
+    if (extra.length > 0) throw unknownOption(extra[0], ['weight'], 'ensure', { make: invalidArgument })
     const d = await this.check(weight)
     if (!d.allowed) {
       const w = d.windows.find((x) => x.retryAfterMs === d.retryAfterMs && x.retryAfterMs > 0) || d.windows[0]

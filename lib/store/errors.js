@@ -1,7 +1,7 @@
 // @ts-check
 'use strict'
 // The errors a store makes itself (closed, statistics off or unwritable, Redis found down),
-// and which native failures say that Redis is unreachable.
+// which native failures say that Redis is unreachable, and those failures naming the server.
 
 const { SluiceError } = require('../base/errors')
 
@@ -22,4 +22,17 @@ const statsWrongTypeError = (what) =>
     `a key of the ${what} holds a value of another type: another writer uses this store's key prefix`,
   )
 
-module.exports = { STORE_FAILURES, closedError, statsOffError, isWrongTypeReply, statsWrongTypeError }
+/**
+ * `error` naming the server when it says Redis is unreachable or too slow (a STORE_FAILURES
+ * code): ` (Redis at 127.0.0.1:6379)` added to its message, once. `server` comes from
+ * lib/store/options.js serverOf: host:port, never a user name or password. Returns `error`.
+ */
+function atServer(error, server) {
+  if (server && error instanceof Error && STORE_FAILURES.has(/** @type {any} */ (error).code)) {
+    const named = `(Redis at ${server})`
+    if (!error.message.includes(named)) error.message = `${error.message} ${named}`
+  }
+  return error
+}
+
+module.exports = { STORE_FAILURES, atServer, closedError, statsOffError, isWrongTypeReply, statsWrongTypeError }

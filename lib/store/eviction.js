@@ -5,14 +5,15 @@
 // Under a policy that may evict sluice's keys, the store emits a 'warning' (ERR_CONFIG_RISK),
 // or refuses to start with `evictingServer: 'refuse'`; a policy it cannot read is said once,
 // never a failure.
-const { SluiceError, invalidConfig } = require('../base/errors')
+const { SluiceError, invalidConfig, gotValue } = require('../base/errors')
 
 const MODES = ['warn', 'refuse']
 
 /** `evictingServer`: 'warn' (default) or 'refuse'. */
 function evictingServerOption(value) {
   if (value === undefined) return 'warn'
-  if (!MODES.includes(value)) throw invalidConfig("evictingServer must be 'warn' or 'refuse'")
+  if (!MODES.includes(value))
+    throw invalidConfig(`evictingServer must be 'warn' or 'refuse', ${gotValue(value, MODES)}`)
   return value
 }
 

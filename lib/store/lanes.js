@@ -69,7 +69,7 @@ class Lanes {
     const store = this._store
     const circuit = store._circuit
     const fail = (err) => {
-      const error = fromNative(err)
+      const error = store._failure(err)
       if (circuit.opens(error)) {
         // the probes go to the node of a key of the batch
         circuit.trip(error, kind.keyOf(calls[0]))
@@ -93,7 +93,7 @@ class Lanes {
       } catch (err) {
         for (const r of ok[2]) r(fromNative(err))
       }
-      const error = fromNative(out.error)
+      const error = store._failure(out.error)
       if (circuit.opens(error)) {
         circuit.trip(error, kind.keyOf(lost[0][0]))
         if (circuit.policy.mode !== 'error') return circuit.policy.answer(kind, ...lost)

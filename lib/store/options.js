@@ -3,7 +3,7 @@
 // The options of the two stores: `new MemoryStore(options)` and `RedisStore.connect(options)`
 // checked (ERR_INVALID_CONFIG for anything unknown or out of range) and given their defaults.
 
-const { invalidConfig, ownProps } = require('../base/errors')
+const { invalidConfig, ownProps, describeValue, gotValue, knownOptions } = require('../base/errors')
 const { ManualClock } = require('../base/clock')
 const { WHEN_DOWN } = require('./whendown')
 const { MAX_INTERVAL_MS } = require('./bounds')
@@ -52,9 +52,7 @@ const isStore = (x) => x !== null && typeof x === 'object' && x[STORE] === true
 function storeOptions(options, allowed) {
   if (options === undefined || options === null) options = {}
   if (typeof options !== 'object' || Array.isArray(options)) throw invalidConfig('store options must be an object')
-  for (const name of Object.keys(options)) {
-    if (!allowed.includes(name)) throw invalidConfig(`unknown store option ${JSON.stringify(name)}`)
-  }
+  knownOptions(options, allowed, 'store')
   options = ownProps(options)
   const keyPrefix = options.keyPrefix === undefined ? 'sluice' : options.keyPrefix
   if (
@@ -75,7 +73,7 @@ function storeOptions(options, allowed) {
 function statsOption(options) {
   const value = options && Object.prototype.hasOwnProperty.call(options, 'stats') ? options.stats : undefined
   if (value === undefined) return true
-  if (typeof value !== 'boolean') throw invalidConfig('stats must be a boolean')
+  if (typeof value !== 'boolean') throw invalidConfig(`stats must be a boolean, got ${describeValue(value)}`)
   return value
 }
 
@@ -90,9 +88,7 @@ function denyCacheOption(value) {
   if (value === undefined || value === false) return 0
   if (value === true) return DEFAULT_DENY_CACHE_KEYS
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    for (const name of Object.keys(value)) {
-      if (name !== 'maxKeys') throw invalidConfig(`unknown localDenyCache option ${JSON.stringify(name)}`)
-    }
+    knownOptions(value, ['maxKeys'], 'localDenyCache')
     const { maxKeys = DEFAULT_DENY_CACHE_KEYS } = value
     if (Number.isInteger(maxKeys) && maxKeys >= 1 && maxKeys <= 10_000_000) return maxKeys
   }
@@ -110,11 +106,7 @@ function tlsOption(tls) {
     throw invalidConfig('tls must be an object: { ca?, cert?, key?, rejectUnauthorized? }')
   }
   const t = ownProps(tls)
-  for (const k of Object.keys(t)) {
-    if (!['ca', 'cert', 'key', 'rejectUnauthorized'].includes(k)) {
-      throw invalidConfig(`unknown tls option ${JSON.stringify(k)}`)
-    }
-  }
+  knownOptions(t, ['ca', 'cert', 'key', 'rejectUnauthorized'], 'tls')
   const pem = (name, value, list) => {
     if (value === undefined) return undefined
     const items = list && Array.isArray(value) ? value : [value]
@@ -128,7 +120,7 @@ function tlsOption(tls) {
       .join('\n')
   }
   if (t.rejectUnauthorized !== undefined && typeof t.rejectUnauthorized !== 'boolean') {
-    throw invalidConfig('tls.rejectUnauthorized must be a boolean')
+    throw invalidConfig(`tls.rejectUnauthorized must be a boolean, got ${describeValue(t.rejectUnauthorized)}`)
   }
   if ((t.cert === undefined) !== (t.key === undefined)) throw invalidConfig('tls.cert and tls.key go together')
   return {
@@ -165,11 +157,7 @@ function sentinelOption(value) {
   const shape = 'sentinel must be { name, sentinels: [redis://host:port URLs], password?, sentinelPassword? }'
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidConfig(shape)
   const s = ownProps(value)
-  for (const k of Object.keys(s)) {
-    if (!['name', 'sentinels', 'password', 'sentinelPassword'].includes(k)) {
-      throw invalidConfig(`unknown sentinel option ${JSON.stringify(k)}`)
-    }
-  }
+  knownOptions(s, ['name', 'sentinels', 'password', 'sentinelPassword'], 'sentinel')
   if (typeof s.name !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(s.name)) {
     throw invalidConfig('sentinel.name must be the master group name: 1..256 printable ASCII characters, no spaces')
   }
@@ -199,11 +187,74 @@ function sentinelOption(value) {
   }
 }
 
+/** ioredis' and node-redis' ways to name a server, which RedisStore.connect takes as a URL. */
+const URL_PARTS = ['host', 'port', 'username', 'password', 'db']
+
+/**
+ * `{ host, port }` (ioredis' habit) refused with a hint: the URL to give instead, built from
+ * what was given, a password shown as `<password>` (and a user name as `<user>`), never itself.
+ */
+function urlHint(options) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) return
+  const o = ownProps(options)
+  const given = URL_PARTS.filter((k) => k in o)
+  if (given.length === 0) return
+  if (o.url !== undefined)
+    throw invalidConfig(`the url names the server: RedisStore.connect takes no ${given.join(', ')} (ioredis' options)`)
+  const host =
+    typeof o.host === 'string' && /^[A-Za-z0-9.:_-]{1,255}$/.test(o.host)
+      ? o.host.includes(':')
+        ? `[${o.host}]`
+        : o.host
+      : '127.0.0.1'
+  const port =
+    (typeof o.port === 'number' || typeof o.port === 'string') && /^[0-9]{1,5}$/.test(String(o.port)) ? o.port : 6379
+  const user = o.username === undefined ? '' : '<user>'
+  const auth = o.password === undefined ? (user ? `${user}@` : '') : `${user}:<password>@`
+  const db = Number.isInteger(o.db) && o.db > 0 && o.db < 1000 ? `/${o.db}` : ''
+  throw invalidConfig(
+    `RedisStore.connect takes { url: 'redis://host:port' } (or the URL as a string), not { ${given.join(', ')} }: ` +
+      `RedisStore.connect({ url: 'redis://${auth}${host}:${port}${db}' })`,
+  )
+}
+
+/**
+ * `host:port` of a Redis URL, or null when it is not one. The whole userinfo, up to the last
+ * `@` (as the native side masks it), is cut before parsing: a password written unescaped with
+ * `/`, `?` or `#` in it can never be read as a host or a port.
+ */
+function serverAt(url) {
+  const scheme = /^(rediss?):\/\//i.exec(url)
+  if (scheme === null) return null
+  const rest = url.slice(scheme[0].length)
+  try {
+    const u = new URL(`${scheme[1]}://${rest.slice(rest.lastIndexOf('@') + 1)}`)
+    return u.hostname ? `${u.hostname}:${u.port || 6379}` : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The server a store's errors name: `127.0.0.1:6379`, a cluster's seeds (`cluster
+ * 10.0.0.1:7000, 10.0.0.2:7000`, at most 3 shown) or a Sentinel master (`master mymaster via
+ * sentinels 10.0.0.1:26379`); never a user name or password. null when the URL is not one.
+ */
+function serverOf(url, cluster, sentinel) {
+  const list = (urls) => {
+    const shown = urls.slice(0, 3).map((u) => serverAt(u) ?? 'an invalid URL')
+    return shown.join(', ') + (urls.length > 3 ? ` and ${urls.length - 3} more` : '')
+  }
+  if (sentinel) return `master ${JSON.stringify(sentinel.name)} via sentinels ${list(sentinel.urls)}`
+  if (cluster !== undefined) return `cluster ${list(cluster)}`
+  return serverAt(url)
+}
+
 /** An integer option in [min, max], or its default when not given. */
 function integerOption(o, name, fallback, min, max) {
   const value = o[name] === undefined ? fallback : o[name]
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw invalidConfig(`${name} must be an integer in [${min}, ${max}]`)
+    throw invalidConfig(`${name} must be an integer in [${min}, ${max}], got ${describeValue(value)}`)
   }
   return value
 }
@@ -214,22 +265,29 @@ function integerOption(o, name, fallback, min, max) {
  */
 function redisOptions(options) {
   if (typeof options === 'string') options = { url: options }
+  urlHint(options)
   const { keyPrefix, clock } = storeOptions(options, REDIS_OPTIONS)
   const o = ownProps(options || {})
-  if (o.url !== undefined && typeof o.url !== 'string') throw invalidConfig('url must be a string')
+  if (o.url !== undefined && typeof o.url !== 'string') {
+    throw invalidConfig(`url must be a redis:// URL string, got ${describeValue(o.url)}`)
+  }
   if (o.cluster !== undefined) {
     if (!Array.isArray(o.cluster) || o.cluster.length === 0 || !o.cluster.every((u) => typeof u === 'string')) {
       throw invalidConfig('cluster must be a non-empty array of redis:// URLs')
     }
   }
   for (const name of ['poolSize', 'commandTimeoutMs', 'connectTimeoutMs']) {
-    if (o[name] !== undefined && typeof o[name] !== 'number') throw invalidConfig(`${name} must be a number`)
+    if (o[name] !== undefined && typeof o[name] !== 'number') {
+      throw invalidConfig(`${name} must be a number, got ${describeValue(o[name])}`)
+    }
   }
   if (o.directConnection !== undefined && typeof o.directConnection !== 'boolean') {
-    throw invalidConfig('directConnection must be a boolean')
+    throw invalidConfig(`directConnection must be a boolean, got ${describeValue(o.directConnection)}`)
   }
   const whenDown = o.whenDown === undefined ? 'error' : o.whenDown
-  if (!WHEN_DOWN.includes(whenDown)) throw invalidConfig("whenDown must be 'error', 'allow', 'deny' or 'local'")
+  if (!WHEN_DOWN.includes(whenDown)) {
+    throw invalidConfig(`whenDown must be 'error', 'allow', 'deny' or 'local', ${gotValue(whenDown, WHEN_DOWN)}`)
+  }
   const probeIntervalMs = integerOption(o, 'probeIntervalMs', DEFAULT_PROBE_INTERVAL_MS, 10, 600_000)
   const denyCacheKeys = denyCacheOption(o.localDenyCache)
   const stats = statsOption(o)
@@ -246,6 +304,7 @@ function redisOptions(options) {
     keyPrefix,
     clock,
     url: o.url ?? DEFAULT_URL,
+    server: serverOf(o.url ?? DEFAULT_URL, o.cluster, sentinel),
     pool: {
       url: o.url,
       cluster: o.cluster,
@@ -276,4 +335,4 @@ function redisOptions(options) {
   }
 }
 
-module.exports = { STORE, isStore, memoryOptions, redisOptions }
+module.exports = { STORE, isStore, memoryOptions, redisOptions, serverOf }

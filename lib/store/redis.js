@@ -21,7 +21,7 @@ const { RedisWaiters } = require('./waiters')
 const { Spares } = require('./spares')
 const { StatsWriter } = require('./stats-writer')
 const { MemoryStore } = require('./memory')
-const { closedError } = require('./errors')
+const { closedError, atServer } = require('./errors')
 const slots = require('./slots')
 
 /** @typedef {import('./store').RedisStoreInternals} RedisStoreInternals the store interface this store implements */
@@ -67,6 +67,8 @@ class RedisStore extends EventEmitter {
     // results come back through the process's result buffer and slots (see slots.js)
     native.redisAttach(nativeStore, slots.OUT, slots.announced)
     this._commandTimeoutMs = o.commandTimeoutMs
+    /** The server its failures name (host:port, never credentials; lib/store/options.js serverOf). */
+    this._server = o.server
     this._closed = false
     // concurrent limiters: this process's waiters and the grant channels they listen on
     this._waiters = new RedisWaiters(this)
@@ -99,7 +101,7 @@ class RedisStore extends EventEmitter {
     try {
       nativeStore = orThrow(await native.connectRedis(o.pool))
     } catch (err) {
-      throw fromNative(err)
+      throw atServer(fromNative(err), o.server)
     }
     let direct = null
     let url = o.url
@@ -151,9 +153,17 @@ class RedisStore extends EventEmitter {
       // Redis could not be reached: the store starts with its circuit open, answering by
       // whenDown, and its connections keep dialling until a probe gets through
       const reason = `cannot connect to Redis within ${o.connectTimeoutMs} ms`
-      store._circuit.trip(new SluiceError('ERR_STORE_UNAVAILABLE', reason), undefined)
+      store._circuit.trip(atServer(new SluiceError('ERR_STORE_UNAVAILABLE', reason), o.server), undefined)
     }
     return store
+  }
+
+  /**
+   * @internal a failure of a call as the caller gets it (see fromNative), naming the server
+   * when it says Redis is unreachable or too slow (`... (Redis at 127.0.0.1:6379)`)
+   */
+  _failure(err) {
+    return atServer(fromNative(err), this._server)
   }
 
   /** 'up', or 'down' from the first call that found Redis unreachable until a probe finds it back. */
@@ -253,7 +263,7 @@ class RedisStore extends EventEmitter {
       if (this._failingOver) throw failingOver()
       return await kind.alone(this, c, this._nowUs())
     } catch (err) {
-      const error = fromNative(err)
+      const error = this._failure(err)
       if (circuit.opens(error)) {
         circuit.trip(error, kind.keyOf(c))
         if (circuit.policy.mode !== 'error') return byPolicy()

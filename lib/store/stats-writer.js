@@ -5,7 +5,7 @@
 // for `stats()`, the dashboard and `store.limiters()`.
 
 const native = require('../native')
-const { fromNative, orThrow } = require('../base/errors')
+const { orThrow } = require('../base/errors')
 const { encodeParts } = require('../base/codec')
 const {
   byLastUse,
@@ -155,7 +155,7 @@ class StatsWriter {
             return this._dropStats(gone).catch(() => undefined) // they expire anyway
         },
         (err) => {
-          const error = fromNative(err)
+          const error = store._failure(err)
           if (store._circuit.opens(error)) store._circuit.trip(error, zset)
           book.giveBack(taken)
           throw error
@@ -205,7 +205,7 @@ class StatsWriter {
       try {
         reply = await this._run(ops)
       } catch (err) {
-        throw fromNative(err)
+        throw store._failure(err)
       }
     }
     const now = store._nowMsLocal()
@@ -230,7 +230,7 @@ class StatsWriter {
     try {
       reply = await this._run(['since', '2', zset, options, '1', since])
     } catch (err) {
-      throw fromNative(err)
+      throw store._failure(err)
     }
     const flat = reply[0]
     if (isWrongTypeReply(flat)) throw statsWrongTypeError('limiter registry')

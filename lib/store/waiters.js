@@ -4,7 +4,7 @@
 // wake), and on a RedisStore the pub/sub channels their grants arrive on.
 
 const native = require('../native')
-const { fromNative, orThrow } = require('../base/errors')
+const { orThrow } = require('../base/errors')
 const { closedError } = require('./errors')
 
 /**
@@ -129,7 +129,7 @@ class RedisWaiters extends Waiters {
         .then(orThrow)
         .catch((err) => {
           if (this._channels.get(channel) === entry) this._channels.delete(channel)
-          throw fromNative(err)
+          throw store._failure(err)
         })
       this._channels.set(channel, entry)
     }

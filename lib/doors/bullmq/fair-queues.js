@@ -3,7 +3,7 @@
 // FairQueues: enqueues BullMQ jobs through a FairTenant, which routes each tenant's job to the
 // queue its rules name (a tenant over its threshold goes to a slower queue).
 
-const { invalidConfig, invalidArgument } = require('../../base/errors')
+const { invalidConfig, invalidArgument, knownOptions } = require('../../base/errors')
 const { FairTenant } = require('../../classes/fair')
 const { randomUUID } = require('node:crypto')
 const { plainObject, own } = require('./support')
@@ -18,11 +18,7 @@ class FairQueues {
   constructor(fair, options) {
     if (!(fair instanceof FairTenant)) throw invalidConfig('fair must be a FairTenant')
     if (!plainObject(options)) throw invalidConfig('options must be an object { queues, defaultQueue }')
-    for (const key of Object.keys(options)) {
-      if (key !== 'queues' && key !== 'defaultQueue') {
-        throw invalidConfig(`unknown FairQueues option ${JSON.stringify(key)}`)
-      }
-    }
+    knownOptions(options, ['queues', 'defaultQueue'], 'FairQueues')
     const queues = own(options, 'queues')
     const defaultQueue = own(options, 'defaultQueue')
     if (!plainObject(queues)) throw invalidConfig('queues must be an object { [queue name]: Queue }')

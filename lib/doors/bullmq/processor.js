@@ -4,7 +4,7 @@
 // it, and a refused job goes back to delayed (no attempt spent) for a slot of its own or a
 // backoff, or fails with OverLimitError past `reschedule` refusals.
 
-const { OverLimitError, invalidConfig } = require('../../base/errors')
+const { OverLimitError, invalidConfig, describeValue, knownOptions } = require('../../base/errors')
 const { MAX_MS } = require('../../classes/rate')
 const {
   isRateLimiter,
@@ -44,15 +44,14 @@ const MAX_RESCHEDULE = 1_000_000
  * ms later instead (each such move counted); a ConcurrentLimiter's default is Sidekiq's.
  */
 function limitProcessor(processor, options) {
-  if (typeof processor !== 'function') throw invalidConfig('processor must be a function')
+  if (typeof processor !== 'function')
+    throw invalidConfig(`processor must be a function, got ${describeValue(processor)}`)
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw invalidConfig('options must be an object { limiter, reschedule?, backoff?, maxWaitMs? }')
   }
-  for (const name of Object.keys(options)) {
-    if (!OPTIONS.includes(name)) throw invalidConfig(`unknown limitProcessor option ${JSON.stringify(name)}`)
-  }
+  knownOptions(options, OPTIONS, 'limitProcessor')
   const { limiter, reschedule = DEFAULT_RESCHEDULE, backoff, maxWaitMs = 0, prefetch = true } = options
-  if (typeof prefetch !== 'boolean') throw invalidConfig('prefetch must be a boolean')
+  if (typeof prefetch !== 'boolean') throw invalidConfig(`prefetch must be a boolean, got ${describeValue(prefetch)}`)
   if (typeof limiter !== 'function') throw invalidConfig('limiter must be a function (job) => limiter | null')
   if (!Number.isInteger(reschedule) || reschedule < 0 || reschedule > MAX_RESCHEDULE) {
     throw invalidConfig(`reschedule must be an integer in [0, ${MAX_RESCHEDULE}]`)
@@ -97,7 +96,7 @@ function limitProcessor(processor, options) {
     else if (isPacer(chosen)) delayMs = retryAfterMs
     else delayMs = await slotAfter(chosen, retryAfterMs)
     if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {
-      throw invalidConfig(`backoff must return ms >= 0, got ${String(delayMs)}`)
+      throw invalidConfig(`backoff must return ms >= 0, got ${describeValue(delayMs)}`)
     }
     // a slot from the reschedule queue is waited for as any slot; a backoff is not a slot
     const leadMs = backoff || isConcurrent(chosen) ? 0 : Math.min(leadOf(chosen), delayMs)

@@ -3,7 +3,7 @@
 // weightedWorkers: several BullMQ queues served from one concurrency budget, by weight (smooth
 // weighted round robin), each job run by its queue's own BullMQ Worker.
 
-const { invalidConfig } = require('../../base/errors')
+const { invalidConfig, knownOptions } = require('../../base/errors')
 const { EventEmitter } = require('node:events')
 const { loadBullmq, plainObject, own } = require('./support')
 
@@ -28,9 +28,7 @@ class WeightedWorkers extends EventEmitter {
     super()
     if (!plainObject(options))
       throw invalidConfig('options must be an object { queues, concurrency, processor, connection }')
-    for (const key of Object.keys(options)) {
-      if (!WEIGHTED_OPTIONS.includes(key)) throw invalidConfig(`unknown weightedWorkers option ${JSON.stringify(key)}`)
-    }
+    knownOptions(options, WEIGHTED_OPTIONS, 'weightedWorkers')
     const queues = own(options, 'queues')
     const concurrency = own(options, 'concurrency')
     const processor = own(options, 'processor')

@@ -2,7 +2,7 @@
 
 // The options of dashboard(): checked once at setup, and the default grouping of names.
 
-const { invalidConfig } = require('../../base/errors')
+const { invalidConfig, knownOptions } = require('../../base/errors')
 const { checkAllowedHosts } = require('./hosts')
 
 /** The default group of a limiter name: what comes before its first `_` or `:` (per-user names). */
@@ -14,9 +14,7 @@ function defaultGroup(name) {
 function checkOptions(o) {
   if (o === null || typeof o !== 'object') throw invalidConfig('dashboard() needs options: { store }')
   const known = ['store', 'allowReset', 'title', 'basePath', 'groupOf', 'refreshMs', 'allowedHosts']
-  for (const key of Object.keys(o)) {
-    if (!known.includes(key)) throw invalidConfig(`unknown dashboard option ${JSON.stringify(key)}`)
-  }
+  knownOptions(o, known, 'dashboard')
   const store = o.store
   if (store === null || typeof store !== 'object' || typeof store.limiters !== 'function') {
     throw invalidConfig('dashboard: store must be a MemoryStore or RedisStore')

@@ -75,7 +75,7 @@ function readOptions(passed) {
   // and ignored, as there
   const unknown = Object.keys(options).filter((name) => !COMMON_OPTIONS.includes(name))
   if (unknown.length > 0) {
-    checks.run('knownOptions', unknown)
+    checks.run('knownOptions', unknown, [...COMMON_OPTIONS, ...PEER_ONLY])
     for (const name of unknown) delete options[name]
   }
   checks.run('draftPolliHeaders', passed.draft_polli_ratelimit_headers)

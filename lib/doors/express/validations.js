@@ -8,7 +8,7 @@
 // (https://express-rate-limit.github.io/<code>/).
 
 const { isIP } = require('node:net')
-const { invalidConfig } = require('../../base/errors')
+const { invalidConfig, suggestion } = require('../../base/errors')
 
 /** A misconfiguration found by a check (logged with logger.error). */
 class ValidationError extends Error {
@@ -158,9 +158,15 @@ CHECKS.singleCount = (req, store, counter) => {
   }
   names.add(counter)
 }
-/** Options the door does not know (`names`, at least one): the first named, as the peer does. */
-CHECKS.knownOptions = (names) =>
-  new ValidationError('ERR_ERL_UNKNOWN_OPTION', `Unexpected configuration option: ${JSON.stringify(names[0])}`)
+/**
+ * Options the door does not know (`names`, at least one): the first named, as the peer does,
+ * with the closest of `known` (`did you mean "windowMs"?`).
+ */
+CHECKS.knownOptions = (names, known = []) =>
+  new ValidationError(
+    'ERR_ERL_UNKNOWN_OPTION',
+    `Unexpected configuration option: ${JSON.stringify(names[0])}${suggestion(names[0], known)}`,
+  )
 // the peer's checks of its own Store interface and MemoryStore: nothing to find with a sluice
 // store (one store serves many doors, each counting under its own identifier)
 for (const name of ['positiveHits', 'unsharedStore', 'headersResetTime', 'validationsConfig', 'windowMs']) {

@@ -15,7 +15,7 @@ const { normalizeIP, ipKey } = require('../http/key')
 const { retryAfterS } = require('../http/headers')
 const { onNodeEnd } = require('../http/node-http')
 const { MAX_LIMIT } = require('../../store/bounds')
-const { invalidConfig } = require('../../base/errors')
+const { invalidConfig, suggestion } = require('../../base/errors')
 
 const DEFAULT_MAX = 1000
 const DEFAULT_WINDOW_MS = 60_000
@@ -137,7 +137,8 @@ const warnedUnknown = new Set()
 function warnUnknown(name) {
   if (warnedUnknown.has(name) || warnedUnknown.size >= 100) return
   warnedUnknown.add(name)
-  process.emitWarning(`sluice/fastify ignores the unknown rate limit option ${JSON.stringify(name)}`, {
+  const hint = suggestion(name, [...PEER_OPTIONS, ...COMMON_OPTIONS])
+  process.emitWarning(`sluice/fastify ignores the unknown rate limit option ${JSON.stringify(name)}${hint}`, {
     type: 'SluiceWarning',
     code: 'SLUICE_UNKNOWN_OPTION',
   })

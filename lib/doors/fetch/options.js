@@ -2,7 +2,7 @@
 // The options of sluice/fetch (`pacedFetch(options)`, `interceptor(options)`), checked at setup
 // (ERR_INVALID_CONFIG for anything unknown or out of range) and given their defaults.
 
-const { invalidConfig, ownProps } = require('../../base/errors')
+const { invalidConfig, ownProps, describeValue, knownOptions } = require('../../base/errors')
 const { isStore } = require('../../store/options')
 
 const { MAX_LIMIT: MAX_QPS, MAX_INTERVAL_MS: MAX_MS } = require('../../store/bounds')
@@ -39,16 +39,10 @@ function plainObject(v) {
   return v !== null && typeof v === 'object' && !Array.isArray(v)
 }
 
-function unknown(o, known, what) {
-  for (const name of Object.keys(o)) {
-    if (!known.includes(name)) throw invalidConfig(`unknown ${what} option ${JSON.stringify(name)}`)
-  }
-}
-
 function rate(name, v, { min = 0, minExclusive = true, max = MAX_QPS } = {}) {
   if (typeof v !== 'number' || !Number.isFinite(v) || (minExclusive ? v <= min : v < min) || v > max) {
     throw invalidConfig(
-      `${name} must be a finite number in ${minExclusive ? '(' : '['}${min}, ${max}], got ${String(v)}`,
+      `${name} must be a finite number in ${minExclusive ? '(' : '['}${min}, ${max}], got ${describeValue(v)}`,
     )
   }
   return v
@@ -56,7 +50,7 @@ function rate(name, v, { min = 0, minExclusive = true, max = MAX_QPS } = {}) {
 
 function wholeMs(name, v, min, max) {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw invalidConfig(`${name} must be whole ms in [${min}, ${max}], got ${String(v)}`)
+    throw invalidConfig(`${name} must be whole ms in [${min}, ${max}], got ${describeValue(v)}`)
   }
   return v
 }
@@ -66,7 +60,7 @@ function statusSet(name, statuses) {
   if (!Array.isArray(statuses) || statuses.length > 100) throw invalidConfig(`${name} must be an array of status codes`)
   for (const s of statuses) {
     if (!Number.isInteger(s) || s < 100 || s > 599) {
-      throw invalidConfig(`${name} must hold HTTP status codes (100..599), got ${String(s)}`)
+      throw invalidConfig(`${name} must hold HTTP status codes (100..599), got ${describeValue(s)}`)
     }
   }
   return new Set(statuses)
@@ -77,18 +71,18 @@ function retryOption(retry) {
   if (retry === undefined) retry = {}
   if (!plainObject(retry)) throw invalidConfig('retry must be false or { statuses, methods, maxRetries }')
   retry = ownProps(retry)
-  unknown(retry, RETRY, 'retry')
+  knownOptions(retry, RETRY, 'retry')
   const { statuses = DEFAULT_STATUSES, methods = IDEMPOTENT, maxRetries = 3 } = retry
   const statusesSet = statusSet('retry.statuses', statuses)
   if (!Array.isArray(methods) || methods.length > 100)
     throw invalidConfig('retry.methods must be an array of method names')
   for (const m of methods) {
     if (typeof m !== 'string' || !/^[A-Za-z]{1,32}$/.test(m)) {
-      throw invalidConfig(`retry.methods must hold method names, got ${String(m)}`)
+      throw invalidConfig(`retry.methods must hold method names, got ${describeValue(m)}`)
     }
   }
   if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 100) {
-    throw invalidConfig(`retry.maxRetries must be an integer in [0, 100], got ${String(maxRetries)}`)
+    throw invalidConfig(`retry.maxRetries must be an integer in [0, 100], got ${describeValue(maxRetries)}`)
   }
   return {
     statuses: statusesSet,
@@ -102,7 +96,7 @@ function adaptiveOption(adaptive, qps) {
   if (!plainObject(adaptive))
     throw invalidConfig('adaptive must be an object { maxQps, minQps, startQps, decrease, increase }')
   adaptive = ownProps(adaptive)
-  unknown(adaptive, ADAPTIVE, 'adaptive')
+  knownOptions(adaptive, ADAPTIVE, 'adaptive')
   const maxQps = rate('adaptive.maxQps', adaptive.maxQps === undefined && qps !== undefined ? qps : adaptive.maxQps)
   const minQps = rate('adaptive.minQps', adaptive.minQps ?? Math.min(1, maxQps), { max: maxQps })
   const startQps = rate('adaptive.startQps', adaptive.startQps ?? maxQps, {
@@ -131,7 +125,7 @@ function fetchConfig(options, withFetch) {
       }
     }
   }
-  unknown(o, withFetch ? [...OPTIONS, ...BUDGET_OPTIONS, 'fetch'] : OPTIONS, 'fetch')
+  knownOptions(o, withFetch ? [...OPTIONS, ...BUDGET_OPTIONS, 'fetch'] : OPTIONS, 'fetch')
   if (!isStore(o.store)) throw invalidConfig('store must be a MemoryStore or a RedisStore')
   if (o.key !== undefined && typeof o.key !== 'function')
     throw invalidConfig('key must be a function (url, init) => string')
@@ -150,7 +144,8 @@ function fetchConfig(options, withFetch) {
         ? Infinity
         : wholeMs('maxWaitMs', o.maxWaitMs, 0, MAX_MS)
   const maxBlockMs = o.maxBlockMs === undefined ? DEFAULT_MAX_BLOCK_MS : wholeMs('maxBlockMs', o.maxBlockMs, 1, MAX_MS)
-  if (o.learn !== undefined && typeof o.learn !== 'boolean') throw invalidConfig('learn must be a boolean')
+  if (o.learn !== undefined && typeof o.learn !== 'boolean')
+    throw invalidConfig(`learn must be a boolean, got ${describeValue(o.learn)}`)
   const fetch = withFetch ? (o.fetch ?? globalThis.fetch) : null
   if (withFetch && typeof fetch !== 'function') throw invalidConfig('fetch must be a function (no global fetch here)')
   const { Budget } = require('../../classes/budget')

@@ -15,7 +15,7 @@
 const classes = require('../../classes')
 const { classEntry } = require('../../kinds')
 const { elapsedMs } = require('../../classes/base')
-const { SluiceError, invalidConfig, invalidArgument } = require('../../base/errors')
+const { SluiceError, invalidConfig, invalidArgument, describeValue } = require('../../base/errors')
 const {
   checkIdentifier,
   policyNames,
@@ -25,7 +25,7 @@ const {
   MAX_LIMIT,
   MAX_WINDOW_MS,
 } = require('./options')
-const { keyId, nameOf, checkedKey, describe } = require('./key')
+const { keyId, nameOf, checkedKey } = require('./key')
 const { headers } = require('./headers')
 const { outcome, RateLimitInfo, doorOwner, uncounted, countOutcome } = require('./outcome')
 const { settleAfter, accessOf } = require('./respond')
@@ -218,7 +218,7 @@ class Door {
     if (c.cost) {
       weight = await c.cost(req, res)
       if (typeof weight !== 'number' || !Number.isInteger(weight) || weight < 0 || weight > MAX_LIMIT) {
-        throw invalidArgument(`cost must return an integer in [0, ${MAX_LIMIT}], got ${describe(weight)}`)
+        throw invalidArgument(`cost must return an integer in [0, ${MAX_LIMIT}], got ${describeValue(weight)}`)
       }
     }
     const at = this.now()
@@ -230,14 +230,16 @@ class Door {
     if (c.limitFn) {
       limit = await c.limitFn(req, res, key)
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_LIMIT) {
-        throw invalidArgument(`limit(req) must return an integer in [0, ${MAX_LIMIT}], got ${describe(limit)}`)
+        throw invalidArgument(`limit(req) must return an integer in [0, ${MAX_LIMIT}], got ${describeValue(limit)}`)
       }
     }
     let windowMs = null
     if (c.windowFn) {
       windowMs = await c.windowFn(req, res, key)
       if (typeof windowMs !== 'number' || !Number.isInteger(windowMs) || windowMs < 1 || windowMs > MAX_WINDOW_MS) {
-        throw invalidArgument(`windowMs(req) must return whole ms in [1, ${MAX_WINDOW_MS}], got ${describe(windowMs)}`)
+        throw invalidArgument(
+          `windowMs(req) must return whole ms in [1, ${MAX_WINDOW_MS}], got ${describeValue(windowMs)}`,
+        )
       }
     }
     const windows = c.windows.map((w) => ({

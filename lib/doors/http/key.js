@@ -6,7 +6,7 @@
 
 const { createHash } = require('node:crypto')
 const net = require('node:net')
-const { invalidArgument } = require('../../base/errors')
+const { invalidArgument, describeValue } = require('../../base/errors')
 
 /** A key's UTF-8 bytes at most: a longer key fails its request with ERR_INVALID_ARGUMENT. */
 const MAX_KEY_BYTES = 1024 * 1024
@@ -216,16 +216,9 @@ function normalizeIP(ip, subnet = 64) {
 /** A key generator's answer as the key (a string), or ERR_INVALID_ARGUMENT. */
 function checkedKey(raw) {
   if ((typeof raw !== 'string' && typeof raw !== 'number') || raw === '') {
-    throw invalidArgument(`keyGenerator must return a non-empty string, got ${describe(raw)}`)
+    throw invalidArgument(`keyGenerator must return a non-empty string, got ${describeValue(raw)}`)
   }
   return String(raw)
 }
 
-function describe(value) {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined)
-    return String(value)
-  return typeof value
-}
-
-module.exports = { keyId, nameOf, counterName, escapeName, ipKey, normalizeIP, checkedKey, describe }
+module.exports = { keyId, nameOf, counterName, escapeName, ipKey, normalizeIP, checkedKey }

@@ -7,7 +7,7 @@
 // `algorithm` names are the kinds' (`door.algorithms` in lib/kinds/<kind>.js).
 
 const { MemoryStore, RedisStore } = require('../../store')
-const { invalidConfig } = require('../../base/errors')
+const { invalidConfig, describeValue, knownOptions } = require('../../base/errors')
 const { KINDS, classEntries } = require('../../kinds')
 const { ipKey } = require('./key')
 
@@ -60,14 +60,14 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 function checkLimit(name, value, min = 1) {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_LIMIT) {
-    throw invalidConfig(`${name} must be an integer in [${min}, ${MAX_LIMIT}], got ${String(value)}`)
+    throw invalidConfig(`${name} must be an integer in [${min}, ${MAX_LIMIT}], got ${describeValue(value)}`)
   }
   return value
 }
 
 function checkWindowMs(name, value) {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_WINDOW_MS) {
-    throw invalidConfig(`${name} must be whole ms in [1, ${MAX_WINDOW_MS}], got ${String(value)}`)
+    throw invalidConfig(`${name} must be whole ms in [1, ${MAX_WINDOW_MS}], got ${describeValue(value)}`)
   }
   return value
 }
@@ -99,9 +99,7 @@ function doorConfig(options, adapter = {}) {
   const { extra = [], defaults = {} } = adapter
   if (!isObject(options)) throw invalidConfig('rate limit options must be an object')
   const known = COMMON_OPTIONS.concat(extra)
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) throw invalidConfig(`unknown rate limit option ${JSON.stringify(name)}`)
-  }
+  knownOptions(options, known, 'rate limit')
   const o = { ...defaults, ...options }
   for (const name of Object.keys(o)) if (o[name] === undefined) delete o[name]
   const { store } = o
@@ -186,7 +184,7 @@ function doorConfig(options, adapter = {}) {
   if (o.cacheBytes !== undefined) {
     const n = o.cacheBytes
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_CACHE_BYTES) {
-      throw invalidConfig(`cacheBytes must be an integer in [0, ${MAX_CACHE_BYTES}], got ${String(n)}`)
+      throw invalidConfig(`cacheBytes must be an integer in [0, ${MAX_CACHE_BYTES}], got ${describeValue(n)}`)
     }
     config.cacheBytes = n
   }
@@ -207,9 +205,7 @@ function doorConfig(options, adapter = {}) {
     }
     config.windows = o.limits.map((w, i) => {
       if (!isObject(w)) throw invalidConfig(`limits[${i}] must be an object { limit, windowMs }`)
-      for (const name of Object.keys(w)) {
-        if (name !== 'limit' && name !== 'windowMs') throw invalidConfig(`unknown option ${name} in limits[${i}]`)
-      }
+      knownOptions(w, ['limit', 'windowMs'], 'limits', { where: ` in limits[${i}]` })
       return {
         limit: checkLimit(`limits[${i}].limit`, w.limit),
         windowMs: checkWindowMs(`limits[${i}].windowMs`, w.windowMs),

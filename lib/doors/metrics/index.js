@@ -5,7 +5,7 @@
 // only here. Each process exports its own counts, as Prometheus expects (sum them across
 // processes in the query: `sum by (limiter) (rate(sluice_decisions_total[5m]))`).
 
-const { SluiceError, invalidConfig } = require('../../base/errors')
+const { SluiceError, invalidConfig, knownOptions } = require('../../base/errors')
 const { MemoryStore, RedisStore } = require('../../store')
 const { BY_STATS_KIND, KINDS } = require('../../kinds')
 const { limiterOf } = require('../inspect')
@@ -32,9 +32,7 @@ function checkOptions(store, options) {
   if (store._stats === null) throw invalidConfig('the store was made with stats: false: there is nothing to export')
   const o = options === undefined ? {} : options
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw invalidConfig('options must be an object')
-  for (const key of Object.keys(o)) {
-    if (!OPTIONS.includes(key)) throw invalidConfig(`unknown metrics option ${JSON.stringify(key)}`)
-  }
+  knownOptions(o, OPTIONS, 'metrics')
   const own = (k) => (Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined)
   const prefix = own('prefix') === undefined ? 'sluice_' : own('prefix')
   if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
