@@ -21,6 +21,20 @@
 //     climbed by a tenth or more over a second of calls or more settles no lower than the rate
 //     it came at (at most 1.2 times the last second's count) less that share: a climb is
 //     refused just past the limit (small bursts: the limit itself);
+//   climbSend (a share): the climb goes on only while the rate is under (1 + share) times the
+//     rate at which the slots now being sent were handed out (the queue's send rate: a deep
+//     pacing queue sends at an older rate); worse over the grid (see BENCHMARKS.md);
+//   hiSend: with climbHi, the rate a refusal came at is the rate the refused call's slot was
+//     handed out at, not the record's rate now (best with climbHi 0: that rate is exact);
+//   fit (1 or 2): the upstream's burst b and rate r from two cycles of different lengths (a
+//     bucket serves b + r f in a cycle of f seconds of calls, a window the same whatever f,
+//     read as a window: no (S - b) / f term); 1 takes the fitted r and b, 2 only lowers the
+//     burst estimate with the fitted b (1 reads r low after a cycle that climbed from below the
+//     limit);
+//   corrAdd (calls): the refused call bounds r within [(S - b) / f, (S + 1 - b) / f]: add that
+//     many calls to S - b (1: the upper end; the rate is cut by `decrease` below it anyway);
+//   suffix (seconds), provis (a count, true, or 'nofit'): tried, no better (see the comments
+//     where they act, and BENCHMARKS.md);
 //   retake: every slot handed out before a cut is void (the record's queue restarts at the
 //     block's end, and a gate's caller that took its slot before its process saw the rate come
 //     down takes a new one); it patches Gate.prototype for the run. Tried, worse (see
@@ -47,6 +61,42 @@ class State {
     if (this.rate > 0) return
     Object.assign(this, { rate: p.start, tail: 0, bu: 0, hu: 0, li: now, ws: now, cur: 0, prev: 0, cr: now })
     Object.assign(this, { lq: 0, lu: 0, mark: 0, cs: now, cok: 0, be: -1, r0: p.start })
+    // sendQ: the rate each part of the queue was handed out at ({ t: first slot's start, r });
+    // cycles: the cycles' calls and lengths ({ S, f }, µs), for the fit
+    Object.assign(this, { sendQ: [{ t: now, r: p.start }], cycles: [] })
+  }
+
+  /** The rate at which the slot sent at `t` was handed out (the queue's send rate then). */
+  sendRate(t) {
+    const q = this.sendQ
+    for (let i = q.length - 1; i >= 0; i--) if (q[i].t <= t) return q[i].r
+    return q[0].r
+  }
+
+  /** Records that slots from `t` on are spaced at the rate now (keeps 3 s of history). */
+  handOut(t, now) {
+    const q = this.sendQ
+    if (q[q.length - 1].r !== this.rate) q.push({ t: Math.max(t, q[q.length - 1].t), r: this.rate })
+    while (q.length > 2 && q[1].t < now - 3 * SECOND) q.shift()
+  }
+
+  /**
+   * fit: the upstream's rate and burst from two cycles of different lengths: a bucket serves
+   * `b + r f` in a cycle of `f` seconds of calls (its successes grow with f), a window about the
+   * same whatever f. Answers { r, b } (per second, calls), { window: true }, or null.
+   */
+  fit(S, f) {
+    for (let i = this.cycles.length - 1; i >= 0; i--) {
+      const c = this.cycles[i]
+      if (Math.abs(f - c.f) < (V.fitGap ?? 0.25) * Math.max(f, c.f)) continue
+      const r = ((S - c.S) / (f - c.f)) * SECOND
+      const mean = ((S + c.S) / (f + c.f)) * SECOND
+      if (r < (V.fitWin ?? 0.2) * mean) return { window: true }
+      const b = S - (r * f) / SECOND
+      if (b < -0.1 * S) return null
+      return { r, b: Math.max(0, b) }
+    }
+    return null
   }
 
   ceiling(p, now) {
@@ -81,7 +131,10 @@ class State {
 
   countOk(p, ok, ago, now) {
     if (ok <= 0) return
-    if (V.cycle && now - ago >= this.cs) this.cok += ok
+    if (V.cycle && now - ago >= this.cs) {
+      this.cok += ok
+      if (V.suffix) (this.sends ??= []).push({ t: now - ago, ok })
+    }
     const late = V.latePos ? this.mark > 0 : this.mark !== 0
     if (!V.cycle && late && now < this.bu && now < this.hu && now < this.ws + WINDOW && now - ago < this.ws) {
       const k = this.rate / Math.abs(this.mark)
@@ -90,7 +143,9 @@ class State {
       return
     }
     this.cur += ok
-    if (now >= this.hu && now >= this.li && this.rate < INC_CAP * this.flowServed(now)) {
+    // climbSend: the climb is bounded by the rate the slots now being sent were handed out at
+    const sendOk = !V.climbSend || this.rate < (1 + V.climbSend) * this.sendRate(now)
+    if (now >= this.hu && now >= this.li && sendOk && this.rate < INC_CAP * this.flowServed(now)) {
       const rel = this.mark <= 0 || this.rate < 0.9 * this.mark ? FAST : p.incRel
       this.rate += (p.incAbs + this.rate * rel) * Math.min(ok / this.rate, 1)
     }
@@ -106,6 +161,7 @@ class State {
     const delay = Math.max(0, start - now)
     if (maxWait >= 0 && delay > maxWait) return [delay, this.rate, 0]
     this.tail = start + (weight * SECOND) / this.rate
+    this.handOut(start, now)
     return [delay, this.rate, 1]
   }
 
@@ -140,13 +196,49 @@ class State {
         if (this.be < 0) {
           // the first refusal of a fresh record: what was served before it is the burst, about
           this.be = S
+          if (V.fit) this.cycles.push({ S, f: Math.max(0, sendT - this.cs) })
           this.mark = 0
           this.rate = Math.min(Math.max(Math.sqrt(served * this.rate), this.rate / BLIND), this.rate * 0.5)
         } else {
           const blockT = Math.max(0, this.hu - this.cs)
           const f = sendT - Math.max(this.hu, this.cs)
           const lower = (S / Math.max(1, blockT + Math.max(f, 0))) * SECOND
-          const corrected = f > 0 ? ((S - this.be) / f) * SECOND : 0
+          let corrected = f > 0 ? ((S - this.be) / f) * SECOND : 0
+          let window = false
+          if (V.fit && f > 0) {
+            const fitted = this.fit(S, f)
+            this.fitted = fitted !== null
+            if (fitted !== null && fitted.window) {
+              window = true
+              corrected = 0
+            } else if (fitted !== null && V.fit === 2) {
+              // fit 2: the fit only lowers the burst (a cycle whose calls went slower than
+              // the limit for a while served less than b + r f: its fit reads r low, b high)
+              this.be = Math.min(this.be, fitted.b)
+              corrected = ((S - this.be) / f) * SECOND
+            } else if (fitted !== null) {
+              corrected = Math.min(fitted.r, (S / f) * SECOND)
+              this.be = fitted.b
+            }
+            this.cycles.push({ S, f })
+            if (this.cycles.length > 4) this.cycles.shift()
+          }
+          // suffix (seconds): a bucket that ran out at the refused call served b + r (end - t)
+          // since the last time t it was full; in a cycle whose calls went slower than the
+          // limit for a while (a climb) that time is not the cycle's start: the largest
+          // (successes since t - b) / (end - t) over the cycle's suffixes of `suffix` s or more
+          if (V.suffix && f > 0 && !window && this.sends) {
+            const xs = this.sends.filter((x) => x.t <= sendT).sort((a, b) => b.t - a.t)
+            let n = 0
+            for (const x of xs) {
+              n += x.ok
+              const len = sendT - x.t
+              if (len >= V.suffix * SECOND) corrected = Math.max(corrected, ((n - this.be) / len) * SECOND)
+            }
+          }
+          // corrAdd (calls): the refusal shows the bucket ran out at the refused call, so the
+          // cycle's calls bound r within [(S - b) / f, (S + 1 - b) / f]: add a part of that call
+          if (V.corrAdd && f > 0 && !window && corrected > 0) corrected += (V.corrAdd / f) * SECOND
           const short = f < Math.max(0.2 * SECOND, (4 * SECOND) / this.rate)
           const last =
             V.last === 'short' ? (f < SECOND ? served : 0) : V.last === 'both' ? served : f >= SECOND ? served : 0
@@ -154,7 +246,9 @@ class State {
           // over a second of calls or more) comes just past the limit: the rate it came at, less
           // `climbHi` of it, is a floor of the estimate (a small burst: the limit itself)
           const climbed = V.climbHi !== undefined && f >= SECOND && this.rate >= 1.1 * this.r0
-          const hi = climbed ? Math.min(this.rate, 1.2 * served) * (1 - V.climbHi) : 0
+          // hiSend: the rate it came at is the rate the refused call's slot was handed out at
+          const at = V.hiSend ? this.sendRate(sendT) : this.rate
+          const hi = climbed && !window ? Math.min(at, 1.2 * served) * (1 - V.climbHi) : 0
           const est = short ? this.rate : Math.max(lower, corrected, last, hi)
           if (V.trace)
             console.log('cycle', {
@@ -166,13 +260,28 @@ class State {
               corrected,
               rate: this.rate,
               be: this.be,
+              window,
+              at,
             })
           this.mark = Math.min(this.rate, est)
           this.rate = this.mark * (1 - p.dec)
           plateau = PLATEAU
+          // provis (a count): a cycle of under a second of calls and fewer successes than
+          // that measures little: a provisional mark (negative: a fast climb) and no plateau
+          // (provis: true, any cycle under a second: tried, far worse)
+          if (
+            V.provis &&
+            !short &&
+            f < SECOND &&
+            (V.provis === true || (V.provis === 'nofit' ? !this.fitted : S < V.provis))
+          ) {
+            this.mark = -this.mark
+            plateau = 0
+          }
         }
         this.cs = now
         this.cok = 0
+        this.sends = []
         this.r0 = this.rate
       } else if (learned > 0) {
         this.mark = Math.min(this.rate, learned)
