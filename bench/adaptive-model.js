@@ -33,7 +33,8 @@
 //     limit);
 //   corrAdd (calls): the refused call bounds r within [(S - b) / f, (S + 1 - b) / f]: add that
 //     many calls to S - b (1: the upper end; the rate is cut by `decrease` below it anyway);
-//   suffix (seconds), provis (a count, true, or 'nofit'): tried, no better (see the comments
+//   fitFirst (false: the first cycle takes no part in the fit), suffix (seconds), provis (a
+//     count, true, or 'nofit'): tried, no better (see the comments
 //     where they act, and BENCHMARKS.md);
 //   retake: every slot handed out before a cut is void (the record's queue restarts at the
 //     block's end, and a gate's caller that took its slot before its process saw the rate come
@@ -196,7 +197,8 @@ class State {
         if (this.be < 0) {
           // the first refusal of a fresh record: what was served before it is the burst, about
           this.be = S
-          if (V.fit) this.cycles.push({ S, f: Math.max(0, sendT - this.cs) })
+          // fitFirst false: the first cycle takes no part in the fit (a window entered part way)
+          if (V.fit && V.fitFirst !== false) this.cycles.push({ S, f: Math.max(0, sendT - this.cs) })
           this.mark = 0
           this.rate = Math.min(Math.max(Math.sqrt(served * this.rate), this.rate / BLIND), this.rate * 0.5)
         } else {
