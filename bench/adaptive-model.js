@@ -34,8 +34,8 @@
 //   corrAdd (calls): the refused call bounds r within [(S - b) / f, (S + 1 - b) / f]: add that
 //     many calls to S - b (1: the upper end; the rate is cut by `decrease` below it anyway);
 //   fitFirst (false: the first cycle takes no part in the fit), suffix (seconds), provis (a
-//     count, true, or 'nofit'): tried, no better (see the comments
-//     where they act, and BENCHMARKS.md);
+//     count, true, or 'nofit'): tried, no better (see the comments where they act, and
+//     BENCHMARKS.md);
 //   retake: every slot handed out before a cut is void (the record's queue restarts at the
 //     block's end, and a gate's caller that took its slot before its process saw the rate come
 //     down takes a new one); it patches Gate.prototype for the run. Tried, worse (see
