@@ -40,6 +40,20 @@
 //     block's end, and a gate's caller that took its slot before its process saw the rate come
 //     down takes a new one); it patches Gate.prototype for the run. Tried, worse (see
 //     BENCHMARKS.md).
+//   respace: a cut re-spaces the queue: the slots handed out before it that start after the
+//     block's end `a` move to `a + (s - a) k` (k: the rate before over the rate after; the
+//     record keeps its last cuts), the tail with them; a caller's probe when it wakes for its
+//     slot (gate.js's recheck, for waits of RECHECK_MS or more) sends the slot's start and when
+//     it was taken (nums[4], nums[5]; the native core ignores them) and sleeps on to the start
+//     answered (patches Gate.prototype.wait);
+//   horizon (ms): a process's callers ask for slots in order, one ask under way counting one
+//     slot at the rate, and only while the latest slot the process holds starts within
+//     `horizon` of now (a slot spent inside a block is taken again in that order too): the
+//     record's queue is a horizon (and a slot per process) deep instead of every caller's
+//     slot, so a changed rate reaches the sends within it (patches Gate.prototype.admit and
+//     _send);
+//   hiCut (a share): with climbHi, a refusal whose estimate is the rate it came at (hi) cuts by
+//     this share instead of decrease;
 // `SIM_MODEL={}` is the rule itself (the same numbers as the native core, per second, on the
 // issue's cell: L 100, burst 20, 50 ms, 4 x 16). Not the rule: the rule is the Rust core and its
 // Lua mirror; a change found here is made there.
@@ -152,11 +166,16 @@ class State {
     }
   }
 
-  pace(p, weight, ok, ago, maxWait, now) {
+  pace(p, weight, ok, ago, maxWait, now, probe) {
     this.init(p, now)
     this.roll(now)
     this.countOk(p, ok, ago, now)
     this.clamp(p, now)
+    if (V.respace && weight === 0 && probe && probe.takenAgo > 0) {
+      // respace: a slot taken before a cut, re-spaced as the cuts since moved the queue
+      const s = this.remap(now + probe.startIn, now - probe.takenAgo)
+      return [Math.max(0, s - now), this.rate, 1]
+    }
     const burst = V.cycle && this.be >= 0 ? Math.min(p.burst, Math.max(0, this.be - 1)) : p.burst
     const start = Math.max(this.tail, now - (burst * SECOND) / this.rate, this.bu)
     const delay = Math.max(0, start - now)
@@ -164,6 +183,22 @@ class State {
     this.tail = start + (weight * SECOND) / this.rate
     this.handOut(start, now)
     return [delay, this.rate, 1]
+  }
+
+  /** respace: the start `s` of a slot taken at `taken`, moved by every cut since. */
+  remap(s, taken) {
+    for (const c of this.cuts ?? []) if (c.at > taken && s > c.a) s = c.a + (s - c.a) * c.k
+    return s
+  }
+
+  /** respace: a cut from `before` to the rate now re-spaces the queue from the block's end. */
+  respace(before, now) {
+    if (!(this.rate < before)) return
+    const a = Math.max(now, this.bu)
+    const k = before / this.rate
+    ;(this.cuts ??= []).push({ at: now, a, k })
+    if (this.cuts.length > (V.respaceKeep ?? 8)) this.cuts.shift()
+    if (this.tail > a) this.tail = a + (this.tail - a) * k
   }
 
   give(p, weight, startIn, now) {
@@ -187,6 +222,7 @@ class State {
       this.bu = now + a.block
     }
     let decreased = false
+    const before = this.rate
     if (a.throttled && now >= this.hu) {
       const served = this.served(now)
       let plateau = 0
@@ -266,7 +302,10 @@ class State {
               at,
             })
           this.mark = Math.min(this.rate, est)
-          this.rate = this.mark * (1 - p.dec)
+          // hiCut (a share): a refusal read as the rate it came at after a climb (hi decides)
+          // overshot the limit by up to a climb's step: cut by this share instead of decrease
+          const fromHi = V.hiCut !== undefined && !short && hi > 0 && hi >= Math.max(lower, corrected, last)
+          this.rate = this.mark * (1 - (fromHi ? V.hiCut : p.dec))
           plateau = PLATEAU
           // provis (a count): a cycle of under a second of calls and fewer successes than
           // that measures little: a provisional mark (negative: a fast climb) and no plateau
@@ -329,6 +368,7 @@ class State {
       decreased = true
     }
     this.clamp(p, now)
+    if (decreased && V.respace) this.respace(before, now)
     return [Math.max(0, this.bu - now), this.rate, decreased ? 1 : 0]
   }
 }
@@ -363,10 +403,157 @@ function patchGate() {
   Gate.prototype.wait.patched = true
 }
 
+/**
+ * respace: a caller's probe when it wakes for its slot (lib/doors/fetch/gate.js's wait(), for
+ * a wait of RECHECK_MS or more) also sends its slot's start and when it was taken (nums[4],
+ * nums[5], µs; the native core ignores them), and the record answers the slot re-spaced by the
+ * cuts since (State.remap): the caller sleeps on to it and asks again. Patches
+ * Gate.prototype.wait for the run (the rest of wait() as in gate.js).
+ */
+function patchRespace() {
+  const { Gate } = require('../lib/doors/fetch/gate.js')
+  if (Gate.prototype.wait.respaced) return
+  const { nowMs, aborted } = require('../lib/classes/base')
+  const { sleepUntil } = require('../lib/doors/fetch/slots')
+  const PACE = require('../lib/kinds/adaptive.js').OP.pace
+  const RECHECK_MS = 25
+  const wait = Gate.prototype.wait
+  Gate.prototype.wait = async function (delayMs, slot, reservedMs, round, signal) {
+    if (!V.respace && !V.horizon) return wait.call(this, delayMs, slot, reservedMs, round, signal)
+    const { store } = this.door
+    if (V.horizon) {
+      // horizon: the slot is known: the next caller of this process may ask
+      this.lastHeld = Math.max(this.lastHeld ?? 0, slot.atMs)
+    }
+    if (delayMs > 0) {
+      this.counts.waited++
+      this.counts.waitTimeMs += delayMs
+      const lead = V.lead ?? 0
+      let long = delayMs >= RECHECK_MS
+      let takenMs = reservedMs // as of when the slot's start is known (re-spaced: the last probe)
+      for (let k = 0; ; k++) {
+        const probing = long && k < 6
+        const at = slot.atMs
+        if (probing && lead > 0) slot.atMs = at - lead
+        await sleepUntil(store, slot, signal, this.waiters)
+        slot.atMs = at
+        if (!probing) break
+        const told = this.ok
+        this.ok = 0
+        const askedMs = nowMs(store)
+        let nextAt = at
+        try {
+          const [dUs, , , blockUs] = await this._send([
+            PACE,
+            0,
+            told,
+            -1,
+            Math.round((at - askedMs) * 1000),
+            Math.max(1, Math.round((askedMs - takenMs) * 1000)),
+          ])
+          if (blockUs > 0) this.heardBlock(blockUs, askedMs)
+          nextAt = askedMs + dUs / 1000
+          takenMs = askedMs
+        } catch {
+          this.ok += told
+          this.counts.errors++
+        }
+        if (nextAt <= at + 0.5) {
+          // not moved: wait out the lead, if any
+          if (at > nowMs(store) + 0.5) await sleepUntil(store, slot, signal, this.waiters)
+          break
+        }
+        slot.atMs = nextAt
+        long = nextAt - nowMs(store) >= RECHECK_MS
+        if (!long && nextAt > nowMs(store) + 0.5) {
+          await sleepUntil(store, slot, signal, this.waiters)
+          break
+        }
+      }
+    }
+    if (this.blockSetMs >= reservedMs && this.blockedUntilMs > nowMs(store) && round < 8) {
+      // horizon: a slot spent inside a block is taken again in the process's turn
+      if (V.horizon) await this.turn()
+      return true
+    }
+    if (this.paced) {
+      const now = nowMs(store)
+      const at = Math.max(now, this.nextSendMs)
+      this.nextSendMs = at + 1000 / this.rate
+      if (at > now + 1) {
+        const turn = { atMs: at, rearm: null }
+        try {
+          await sleepUntil(store, turn, signal, this.turns)
+        } catch (err) {
+          this.freeTurn(turn.atMs)
+          throw err
+        }
+      }
+    }
+    if (signal && signal.aborted) throw aborted(signal)
+    return false
+  }
+  Gate.prototype.wait.respaced = true
+  // horizon (ms): a process's callers ask for slots in order, and only while the latest slot
+  // it holds (each ask under way counting a slot at the rate) starts within `horizon` of now;
+  // the others wait their turn in the process (the record's queue is a horizon deep, not
+  // every caller's slot). (Spares and aborts are not handled: the simulation has none.)
+  const admit = Gate.prototype.admit
+  Gate.prototype.admit = async function (signal) {
+    if (!V.horizon) return admit.call(this, signal)
+    await this.turn()
+    return admit.call(this, signal)
+  }
+  /** horizon: resolves when this caller may ask for a slot (in order, within the horizon). */
+  Gate.prototype.turn = function () {
+    return new Promise((resolve) => {
+      ;(this.lane ??= []).push(resolve)
+      pump(this)
+    })
+  }
+  const send = Gate.prototype._send
+  Gate.prototype._send = function (head) {
+    if (!V.horizon || head[0] !== PACE || head[1] !== 1) return send.call(this, head)
+    const askedMs = nowMs(this.door.store)
+    if (this.released > 0) this.released--
+    this.asking = (this.asking ?? 0) + 1
+    const out = send.call(this, head)
+    const settle = (r) => {
+      this.asking--
+      if (r) this.lastHeld = Math.max(this.lastHeld ?? 0, askedMs + r[0] / 1000)
+      pump(this)
+    }
+    out.then(settle, () => settle(null))
+    return out
+  }
+  /** Lets the next callers of `gate` ask while its slots reach less than a horizon ahead. */
+  function pump(gate) {
+    const store = gate.door.store
+    while (gate.lane && gate.lane.length > 0) {
+      const now = nowMs(store)
+      const inFlight = (gate.asking ?? 0) + (gate.released ?? 0)
+      const ahead = Math.max(gate.lastHeld ?? 0, now) + inFlight * (1000 / gate.rate) - now
+      if (ahead > V.horizon) {
+        if (!gate.pumpTimer) {
+          gate.pumpTimer = true
+          sleepUntil(store, { atMs: now + Math.max(1, ahead - V.horizon), rearm: null }, null, []).then(() => {
+            gate.pumpTimer = false
+            pump(gate)
+          })
+        }
+        return
+      }
+      gate.released = (gate.released ?? 0) + 1
+      gate.lane.shift()()
+    }
+  }
+}
+
 /** Makes the MemoryStore's adaptive kind decide with this model, with `variant`'s switches. */
 function install(variant = {}) {
   V = variant
   if (V.retake) patchGate()
+  if (V.respace || V.horizon) patchRespace()
   const kind = require('../lib/kinds/adaptive.js')
   kind.memory = (store, c, degraded) => {
     const now = store._begin()
@@ -376,7 +563,7 @@ function install(variant = {}) {
     if (s === undefined) states.set(key, (s = new State()))
     const p = { max: n[8], min: n[9], start: n[10], incAbs: n[11], incRel: n[12], dec: n[13], burst: n[14] }
     let r
-    if (n[0] === kind.OP.pace) r = s.pace(p, n[1], n[2], n[15], n[3], now)
+    if (n[0] === kind.OP.pace) r = s.pace(p, n[1], n[2], n[15], n[3], now, { startIn: n[4], takenAgo: n[5] })
     else if (n[0] === kind.OP.report) {
       r = s.report(
         p,

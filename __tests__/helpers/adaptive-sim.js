@@ -89,6 +89,7 @@ async function simulate(o) {
       const d = decide(clock.now())
       const s = second()
       if (s < seconds) (d.ok ? served : refused)[s]++
+      if (o.onSend) o.onSend(clock.now() - T0, d.ok)
       const headers = d.ok ? {} : { 'retry-after': String(Math.max(1, Math.ceil(d.retryMs / 1000))) }
       clock._schedule(latencyMs, () =>
         resolve(new Response(d.ok ? 'ok' : 'slow down', { status: d.ok ? 200 : 429, headers })),
