@@ -246,6 +246,7 @@ class State {
           if (V.fit && f > 0) {
             const fitted = this.fit(S, f)
             this.fitted = fitted !== null
+            if (fitted !== null) this.bucketFit = !fitted.window
             if (fitted !== null && fitted.window) {
               window = true
               corrected = 0
@@ -278,12 +279,16 @@ class State {
           // cycle's calls bound r within [(S - b) / f, (S + 1 - b) / f]: add a part of that call
           if (V.corrAdd && f > 0 && !window && corrected > 0) corrected += (V.corrAdd / f) * SECOND
           const short = f < Math.max(0.2 * SECOND, (4 * SECOND) / this.rate)
-          const last =
+          let last =
             V.last === 'short' ? (f < SECOND ? served : 0) : V.last === 'both' ? served : f >= SECOND ? served : 0
+          // lastLessB: a bucket serves its burst on top of a second's rate: the last second's
+          // count less the burst estimate (not when the fit reads a window)
+          if (V.lastLessB && !window && (V.lastLessBFit === undefined || this.bucketFit))
+            last = Math.max(0, last - V.lastLessB * this.be)
           // climbHi: a refusal that ends a cycle in which the rate climbed (by a tenth or more,
           // over a second of calls or more) comes just past the limit: the rate it came at, less
           // `climbHi` of it, is a floor of the estimate (a small burst: the limit itself)
-          const climbed = V.climbHi !== undefined && f >= SECOND && this.rate >= 1.1 * this.r0
+          const climbed = V.climbHi !== undefined && f >= (V.climbF ?? 1) * SECOND && this.rate >= 1.1 * this.r0
           // hiSend: the rate it came at is the rate the refused call's slot was handed out at
           const at = V.hiSend ? this.sendRate(sendT) : this.rate
           const hi = climbed && !window ? Math.min(at, 1.2 * served) * (1 - V.climbHi) : 0
