@@ -52,8 +52,21 @@
 //     record's queue is a horizon (and a slot per process) deep instead of every caller's
 //     slot, so a changed rate reaches the sends within it (patches Gate.prototype.admit and
 //     _send);
-//   hiCut (a share): with climbHi, a refusal whose estimate is the rate it came at (hi) cuts by
-//     this share instead of decrease;
+//   respaceKeep (1-8): the cuts the record keeps for respace (1 gives the same cells as 8);
+//     respaceQ: a cut also records the re-spaced queue's rate for hiSend (no better);
+//   lastLessB (a share of the burst): the last second's count less that share of the burst
+//     estimate (a bucket serves its burst on top of a second's rate); lastLessBFit: only once a
+//     fit read a bucket (without it a window's first cycle, read as a burst, is taken off);
+//   fitGapN (calls): a pair of cycles also fits when their lengths differ by that many calls'
+//     worth at the pair's mean rate (not only by fitGap, 25 %);
+//   tried, not adopted (see BENCHMARKS.md): hiCut (a share: with climbHi, a refusal whose
+//     estimate is the rate it came at cuts by that share), climbF (the climbed reading after
+//     that share of a second), provLower (seconds: a mark only lower bounds give is
+//     provisional, held that long), fitNoClimb (a cycle whose rate climbed a tenth is left out
+//     of the fit), ratchet (refused again at or under the settled rate: no last-second count),
+//     lead (ms: a waking caller probes that much before its slot), sendQStep / sendQMax /
+//     sendQDt (the send-rate history bounded: an entry per share moved, at most N entries, at
+//     most one per ms span);
 // `SIM_MODEL={}` is the rule itself (the same numbers as the native core, per second, on the
 // issue's cell: L 100, burst 20, 50 ms, 4 x 16). Not the rule: the rule is the Rust core and its
 // Lua mirror; a change found here is made there.
@@ -91,8 +104,17 @@ class State {
   /** Records that slots from `t` on are spaced at the rate now (keeps 3 s of history). */
   handOut(t, now) {
     const q = this.sendQ
-    if (q[q.length - 1].r !== this.rate) q.push({ t: Math.max(t, q[q.length - 1].t), r: this.rate })
+    // sendQStep (a share): a new entry only when the rate moved by that much since the last
+    // one; sendQMax: at most that many entries (a bounded ring, for the native core)
+    const lastR = q[q.length - 1].r
+    const lastT = q[q.length - 1].t
+    if (lastR !== this.rate && Math.abs(this.rate - lastR) >= (V.sendQStep ?? 0) * lastR) {
+      // sendQDt (ms): an entry at most that often (the last one's rate is updated meanwhile)
+      if (V.sendQDt && q.length > 1 && t - lastT < V.sendQDt * 1000) q[q.length - 1].r = this.rate
+      else q.push({ t: Math.max(t, lastT), r: this.rate })
+    }
     while (q.length > 2 && q[1].t < now - 3 * SECOND) q.shift()
+    while (V.sendQMax && q.length > V.sendQMax) q.shift()
   }
 
   /**
@@ -103,9 +125,12 @@ class State {
   fit(S, f) {
     for (let i = this.cycles.length - 1; i >= 0; i--) {
       const c = this.cycles[i]
-      if (Math.abs(f - c.f) < (V.fitGap ?? 0.25) * Math.max(f, c.f)) continue
-      const r = ((S - c.S) / (f - c.f)) * SECOND
       const mean = ((S + c.S) / (f + c.f)) * SECOND
+      // fitGapN (calls): a pair whose lengths differ by less than fitGap may still fit when
+      // the difference is worth that many calls at the pair's mean rate (counts are whole)
+      const apart = Math.abs(f - c.f) >= (V.fitGap ?? 0.25) * Math.max(f, c.f)
+      if (!apart && !(V.fitGapN && (Math.abs(f - c.f) / SECOND) * mean >= V.fitGapN)) continue
+      const r = ((S - c.S) / (f - c.f)) * SECOND
       if (r < (V.fitWin ?? 0.2) * mean) return { window: true }
       const b = S - (r * f) / SECOND
       if (b < -0.1 * S) return null
@@ -199,6 +224,12 @@ class State {
     ;(this.cuts ??= []).push({ at: now, a, k })
     if (this.cuts.length > (V.respaceKeep ?? 8)) this.cuts.shift()
     if (this.tail > a) this.tail = a + (this.tail - a) * k
+    // respaceQ: the slots from a on are spaced at the rate now (for hiSend's sendRate)
+    if (V.respaceQ) {
+      const q = this.sendQ
+      while (q.length > 1 && q[q.length - 1].t >= a) q.pop()
+      q.push({ t: a, r: this.rate })
+    }
   }
 
   give(p, weight, startIn, now) {
@@ -243,7 +274,10 @@ class State {
           const lower = (S / Math.max(1, blockT + Math.max(f, 0))) * SECOND
           let corrected = f > 0 ? ((S - this.be) / f) * SECOND : 0
           let window = false
-          if (V.fit && f > 0) {
+          // fitNoClimb: a cycle in which the rate climbed by a tenth or more went slower than
+          // the limit for a while (it served less than b + r f): it takes no part in the fit
+          const climbing = V.fitNoClimb && this.rate >= 1.1 * this.r0
+          if (V.fit && f > 0 && !climbing) {
             const fitted = this.fit(S, f)
             this.fitted = fitted !== null
             if (fitted !== null) this.bucketFit = !fitted.window
@@ -292,7 +326,11 @@ class State {
           // hiSend: the rate it came at is the rate the refused call's slot was handed out at
           const at = V.hiSend ? this.sendRate(sendT) : this.rate
           const hi = climbed && !window ? Math.min(at, 1.2 * served) * (1 - V.climbHi) : 0
-          const est = short ? this.rate : Math.max(lower, corrected, last, hi)
+          // ratchet: refused again at or under the rate the last mark settled at (no climb
+          // since): that mark was too high, and so is the last second's count it came from
+          // (a bucket's burst on top of its rate): the cycle's own bounds only
+          const again = V.ratchet && this.mark > 0 && this.rate <= this.mark * (1 - p.dec) * 1.001
+          const est = short ? this.rate : again ? Math.max(lower, corrected, hi) : Math.max(lower, corrected, last, hi)
           if (V.trace)
             console.log('cycle', {
               t: (now - this.cr) / 1e6,
@@ -315,7 +353,14 @@ class State {
           // provis (a count): a cycle of under a second of calls and fewer successes than
           // that measures little: a provisional mark (negative: a fast climb) and no plateau
           // (provis: true, any cycle under a second: tried, far worse)
-          if (
+          // provLower: an estimate that only the cycle's whole length (block included) or the
+          // last second's count gives is a lower bound (a bucket refills at most its burst
+          // during the block, and the last second held the block): a
+          // provisional mark, climbing fast after a short hold (`provLower` seconds)
+          if (V.provLower !== undefined && !short && !window && est > Math.max(corrected, hi)) {
+            this.mark = -this.mark
+            plateau = V.provLower * SECOND
+          } else if (
             V.provis &&
             !short &&
             f < SECOND &&
@@ -457,7 +502,8 @@ function patchRespace() {
             Math.max(1, Math.round((askedMs - takenMs) * 1000)),
           ])
           if (blockUs > 0) this.heardBlock(blockUs, askedMs)
-          nextAt = askedMs + dUs / 1000
+          // (without respace the record answers the queue's tail: not this slot's start)
+          if (V.respace) nextAt = askedMs + dUs / 1000
           takenMs = askedMs
         } catch {
           this.ok += told
