@@ -21,10 +21,52 @@
 //     climbed by a tenth or more over a second of calls or more settles no lower than the rate
 //     it came at (at most 1.2 times the last second's count) less that share: a climb is
 //     refused just past the limit (small bursts: the limit itself);
+//   climbSend (a share): the climb goes on only while the rate is under (1 + share) times the
+//     rate at which the slots now being sent were handed out (the queue's send rate: a deep
+//     pacing queue sends at an older rate); worse over the grid (see BENCHMARKS.md);
+//   hiSend: with climbHi, the rate a refusal came at is the rate the refused call's slot was
+//     handed out at, not the record's rate now (best with climbHi 0: that rate is exact);
+//   fit (1 or 2): the upstream's burst b and rate r from two cycles of different lengths (a
+//     bucket serves b + r f in a cycle of f seconds of calls, a window the same whatever f,
+//     read as a window: no (S - b) / f term); 1 takes the fitted r and b, 2 only lowers the
+//     burst estimate with the fitted b (1 reads r low after a cycle that climbed from below the
+//     limit);
+//   corrAdd (calls): the refused call bounds r within [(S - b) / f, (S + 1 - b) / f]: add that
+//     many calls to S - b (1: the upper end; the rate is cut by `decrease` below it anyway);
+//   fitFirst (false: the first cycle takes no part in the fit), suffix (seconds), provis (a
+//     count, true, or 'nofit'): tried, no better (see the comments where they act, and
+//     BENCHMARKS.md);
 //   retake: every slot handed out before a cut is void (the record's queue restarts at the
 //     block's end, and a gate's caller that took its slot before its process saw the rate come
 //     down takes a new one); it patches Gate.prototype for the run. Tried, worse (see
 //     BENCHMARKS.md).
+//   respace: a cut re-spaces the queue: the slots handed out before it that start after the
+//     block's end `a` move to `a + (s - a) k` (k: the rate before over the rate after; the
+//     record keeps its last cuts), the tail with them; a caller's probe when it wakes for its
+//     slot (gate.js's recheck, for waits of RECHECK_MS or more) sends the slot's start and when
+//     it was taken (nums[4], nums[5]; the native core ignores them) and sleeps on to the start
+//     answered (patches Gate.prototype.wait);
+//   horizon (ms): a process's callers ask for slots in order, one ask under way counting one
+//     slot at the rate, and only while the latest slot the process holds starts within
+//     `horizon` of now (a slot spent inside a block is taken again in that order too): the
+//     record's queue is a horizon (and a slot per process) deep instead of every caller's
+//     slot, so a changed rate reaches the sends within it (patches Gate.prototype.admit and
+//     _send);
+//   respaceKeep (1-8): the cuts the record keeps for respace (1 gives the same cells as 8);
+//     respaceQ: a cut also records the re-spaced queue's rate for hiSend (no better);
+//   lastLessB (a share of the burst): the last second's count less that share of the burst
+//     estimate (a bucket serves its burst on top of a second's rate); lastLessBFit: only once a
+//     fit read a bucket (without it a window's first cycle, read as a burst, is taken off);
+//   fitGapN (calls): a pair of cycles also fits when their lengths differ by that many calls'
+//     worth at the pair's mean rate (not only by fitGap, 25 %);
+//   tried, not adopted (see BENCHMARKS.md): hiCut (a share: with climbHi, a refusal whose
+//     estimate is the rate it came at cuts by that share), climbF (the climbed reading after
+//     that share of a second), provLower (seconds: a mark only lower bounds give is
+//     provisional, held that long), fitNoClimb (a cycle whose rate climbed a tenth is left out
+//     of the fit), ratchet (refused again at or under the settled rate: no last-second count),
+//     lead (ms: a waking caller probes that much before its slot), sendQStep / sendQMax /
+//     sendQDt (the send-rate history bounded: an entry per share moved, at most N entries, at
+//     most one per ms span);
 // `SIM_MODEL={}` is the rule itself (the same numbers as the native core, per second, on the
 // issue's cell: L 100, burst 20, 50 ms, 4 x 16). Not the rule: the rule is the Rust core and its
 // Lua mirror; a change found here is made there.
@@ -47,6 +89,54 @@ class State {
     if (this.rate > 0) return
     Object.assign(this, { rate: p.start, tail: 0, bu: 0, hu: 0, li: now, ws: now, cur: 0, prev: 0, cr: now })
     Object.assign(this, { lq: 0, lu: 0, mark: 0, cs: now, cok: 0, be: -1, r0: p.start })
+    // sendQ: the rate each part of the queue was handed out at ({ t: first slot's start, r });
+    // cycles: the cycles' calls and lengths ({ S, f }, µs), for the fit
+    Object.assign(this, { sendQ: [{ t: now, r: p.start }], cycles: [] })
+  }
+
+  /** The rate at which the slot sent at `t` was handed out (the queue's send rate then). */
+  sendRate(t) {
+    const q = this.sendQ
+    for (let i = q.length - 1; i >= 0; i--) if (q[i].t <= t) return q[i].r
+    return q[0].r
+  }
+
+  /** Records that slots from `t` on are spaced at the rate now (keeps 3 s of history). */
+  handOut(t, now) {
+    const q = this.sendQ
+    // sendQStep (a share): a new entry only when the rate moved by that much since the last
+    // one; sendQMax: at most that many entries (a bounded ring, for the native core)
+    const lastR = q[q.length - 1].r
+    const lastT = q[q.length - 1].t
+    if (lastR !== this.rate && Math.abs(this.rate - lastR) >= (V.sendQStep ?? 0) * lastR) {
+      // sendQDt (ms): an entry at most that often (the last one's rate is updated meanwhile)
+      if (V.sendQDt && q.length > 1 && t - lastT < V.sendQDt * 1000) q[q.length - 1].r = this.rate
+      else q.push({ t: Math.max(t, lastT), r: this.rate })
+    }
+    while (q.length > 2 && q[1].t < now - 3 * SECOND) q.shift()
+    while (V.sendQMax && q.length > V.sendQMax) q.shift()
+  }
+
+  /**
+   * fit: the upstream's rate and burst from two cycles of different lengths: a bucket serves
+   * `b + r f` in a cycle of `f` seconds of calls (its successes grow with f), a window about the
+   * same whatever f. Answers { r, b } (per second, calls), { window: true }, or null.
+   */
+  fit(S, f) {
+    for (let i = this.cycles.length - 1; i >= 0; i--) {
+      const c = this.cycles[i]
+      const mean = ((S + c.S) / (f + c.f)) * SECOND
+      // fitGapN (calls): a pair whose lengths differ by less than fitGap may still fit when
+      // the difference is worth that many calls at the pair's mean rate (counts are whole)
+      const apart = Math.abs(f - c.f) >= (V.fitGap ?? 0.25) * Math.max(f, c.f)
+      if (!apart && !(V.fitGapN && (Math.abs(f - c.f) / SECOND) * mean >= V.fitGapN)) continue
+      const r = ((S - c.S) / (f - c.f)) * SECOND
+      if (r < (V.fitWin ?? 0.2) * mean) return { window: true }
+      const b = S - (r * f) / SECOND
+      if (b < -0.1 * S) return null
+      return { r, b: Math.max(0, b) }
+    }
+    return null
   }
 
   ceiling(p, now) {
@@ -81,7 +171,10 @@ class State {
 
   countOk(p, ok, ago, now) {
     if (ok <= 0) return
-    if (V.cycle && now - ago >= this.cs) this.cok += ok
+    if (V.cycle && now - ago >= this.cs) {
+      this.cok += ok
+      if (V.suffix) (this.sends ??= []).push({ t: now - ago, ok })
+    }
     const late = V.latePos ? this.mark > 0 : this.mark !== 0
     if (!V.cycle && late && now < this.bu && now < this.hu && now < this.ws + WINDOW && now - ago < this.ws) {
       const k = this.rate / Math.abs(this.mark)
@@ -90,23 +183,53 @@ class State {
       return
     }
     this.cur += ok
-    if (now >= this.hu && now >= this.li && this.rate < INC_CAP * this.flowServed(now)) {
+    // climbSend: the climb is bounded by the rate the slots now being sent were handed out at
+    const sendOk = !V.climbSend || this.rate < (1 + V.climbSend) * this.sendRate(now)
+    if (now >= this.hu && now >= this.li && sendOk && this.rate < INC_CAP * this.flowServed(now)) {
       const rel = this.mark <= 0 || this.rate < 0.9 * this.mark ? FAST : p.incRel
       this.rate += (p.incAbs + this.rate * rel) * Math.min(ok / this.rate, 1)
     }
   }
 
-  pace(p, weight, ok, ago, maxWait, now) {
+  pace(p, weight, ok, ago, maxWait, now, probe) {
     this.init(p, now)
     this.roll(now)
     this.countOk(p, ok, ago, now)
     this.clamp(p, now)
+    if (V.respace && weight === 0 && probe && probe.takenAgo > 0) {
+      // respace: a slot taken before a cut, re-spaced as the cuts since moved the queue
+      const s = this.remap(now + probe.startIn, now - probe.takenAgo)
+      return [Math.max(0, s - now), this.rate, 1]
+    }
     const burst = V.cycle && this.be >= 0 ? Math.min(p.burst, Math.max(0, this.be - 1)) : p.burst
     const start = Math.max(this.tail, now - (burst * SECOND) / this.rate, this.bu)
     const delay = Math.max(0, start - now)
     if (maxWait >= 0 && delay > maxWait) return [delay, this.rate, 0]
     this.tail = start + (weight * SECOND) / this.rate
+    this.handOut(start, now)
     return [delay, this.rate, 1]
+  }
+
+  /** respace: the start `s` of a slot taken at `taken`, moved by every cut since. */
+  remap(s, taken) {
+    for (const c of this.cuts ?? []) if (c.at > taken && s > c.a) s = c.a + (s - c.a) * c.k
+    return s
+  }
+
+  /** respace: a cut from `before` to the rate now re-spaces the queue from the block's end. */
+  respace(before, now) {
+    if (!(this.rate < before)) return
+    const a = Math.max(now, this.bu)
+    const k = before / this.rate
+    ;(this.cuts ??= []).push({ at: now, a, k })
+    if (this.cuts.length > (V.respaceKeep ?? 8)) this.cuts.shift()
+    if (this.tail > a) this.tail = a + (this.tail - a) * k
+    // respaceQ: the slots from a on are spaced at the rate now (for hiSend's sendRate)
+    if (V.respaceQ) {
+      const q = this.sendQ
+      while (q.length > 1 && q[q.length - 1].t >= a) q.pop()
+      q.push({ t: a, r: this.rate })
+    }
   }
 
   give(p, weight, startIn, now) {
@@ -130,6 +253,7 @@ class State {
       this.bu = now + a.block
     }
     let decreased = false
+    const before = this.rate
     if (a.throttled && now >= this.hu) {
       const served = this.served(now)
       let plateau = 0
@@ -140,22 +264,73 @@ class State {
         if (this.be < 0) {
           // the first refusal of a fresh record: what was served before it is the burst, about
           this.be = S
+          // fitFirst false: the first cycle takes no part in the fit (a window entered part way)
+          if (V.fit && V.fitFirst !== false) this.cycles.push({ S, f: Math.max(0, sendT - this.cs) })
           this.mark = 0
           this.rate = Math.min(Math.max(Math.sqrt(served * this.rate), this.rate / BLIND), this.rate * 0.5)
         } else {
           const blockT = Math.max(0, this.hu - this.cs)
           const f = sendT - Math.max(this.hu, this.cs)
           const lower = (S / Math.max(1, blockT + Math.max(f, 0))) * SECOND
-          const corrected = f > 0 ? ((S - this.be) / f) * SECOND : 0
+          let corrected = f > 0 ? ((S - this.be) / f) * SECOND : 0
+          let window = false
+          // fitNoClimb: a cycle in which the rate climbed by a tenth or more went slower than
+          // the limit for a while (it served less than b + r f): it takes no part in the fit
+          const climbing = V.fitNoClimb && this.rate >= 1.1 * this.r0
+          if (V.fit && f > 0 && !climbing) {
+            const fitted = this.fit(S, f)
+            this.fitted = fitted !== null
+            if (fitted !== null) this.bucketFit = !fitted.window
+            if (fitted !== null && fitted.window) {
+              window = true
+              corrected = 0
+            } else if (fitted !== null && V.fit === 2) {
+              // fit 2: the fit only lowers the burst (a cycle whose calls went slower than
+              // the limit for a while served less than b + r f: its fit reads r low, b high)
+              this.be = Math.min(this.be, fitted.b)
+              corrected = ((S - this.be) / f) * SECOND
+            } else if (fitted !== null) {
+              corrected = Math.min(fitted.r, (S / f) * SECOND)
+              this.be = fitted.b
+            }
+            this.cycles.push({ S, f })
+            if (this.cycles.length > 4) this.cycles.shift()
+          }
+          // suffix (seconds): a bucket that ran out at the refused call served b + r (end - t)
+          // since the last time t it was full; in a cycle whose calls went slower than the
+          // limit for a while (a climb) that time is not the cycle's start: the largest
+          // (successes since t - b) / (end - t) over the cycle's suffixes of `suffix` s or more
+          if (V.suffix && f > 0 && !window && this.sends) {
+            const xs = this.sends.filter((x) => x.t <= sendT).sort((a, b) => b.t - a.t)
+            let n = 0
+            for (const x of xs) {
+              n += x.ok
+              const len = sendT - x.t
+              if (len >= V.suffix * SECOND) corrected = Math.max(corrected, ((n - this.be) / len) * SECOND)
+            }
+          }
+          // corrAdd (calls): the refusal shows the bucket ran out at the refused call, so the
+          // cycle's calls bound r within [(S - b) / f, (S + 1 - b) / f]: add a part of that call
+          if (V.corrAdd && f > 0 && !window && corrected > 0) corrected += (V.corrAdd / f) * SECOND
           const short = f < Math.max(0.2 * SECOND, (4 * SECOND) / this.rate)
-          const last =
+          let last =
             V.last === 'short' ? (f < SECOND ? served : 0) : V.last === 'both' ? served : f >= SECOND ? served : 0
+          // lastLessB: a bucket serves its burst on top of a second's rate: the last second's
+          // count less the burst estimate (not when the fit reads a window)
+          if (V.lastLessB && !window && (V.lastLessBFit === undefined || this.bucketFit))
+            last = Math.max(0, last - V.lastLessB * this.be)
           // climbHi: a refusal that ends a cycle in which the rate climbed (by a tenth or more,
           // over a second of calls or more) comes just past the limit: the rate it came at, less
           // `climbHi` of it, is a floor of the estimate (a small burst: the limit itself)
-          const climbed = V.climbHi !== undefined && f >= SECOND && this.rate >= 1.1 * this.r0
-          const hi = climbed ? Math.min(this.rate, 1.2 * served) * (1 - V.climbHi) : 0
-          const est = short ? this.rate : Math.max(lower, corrected, last, hi)
+          const climbed = V.climbHi !== undefined && f >= (V.climbF ?? 1) * SECOND && this.rate >= 1.1 * this.r0
+          // hiSend: the rate it came at is the rate the refused call's slot was handed out at
+          const at = V.hiSend ? this.sendRate(sendT) : this.rate
+          const hi = climbed && !window ? Math.min(at, 1.2 * served) * (1 - V.climbHi) : 0
+          // ratchet: refused again at or under the rate the last mark settled at (no climb
+          // since): that mark was too high, and so is the last second's count it came from
+          // (a bucket's burst on top of its rate): the cycle's own bounds only
+          const again = V.ratchet && this.mark > 0 && this.rate <= this.mark * (1 - p.dec) * 1.001
+          const est = short ? this.rate : again ? Math.max(lower, corrected, hi) : Math.max(lower, corrected, last, hi)
           if (V.trace)
             console.log('cycle', {
               t: (now - this.cr) / 1e6,
@@ -166,13 +341,38 @@ class State {
               corrected,
               rate: this.rate,
               be: this.be,
+              window,
+              at,
             })
           this.mark = Math.min(this.rate, est)
-          this.rate = this.mark * (1 - p.dec)
+          // hiCut (a share): a refusal read as the rate it came at after a climb (hi decides)
+          // overshot the limit by up to a climb's step: cut by this share instead of decrease
+          const fromHi = V.hiCut !== undefined && !short && hi > 0 && hi >= Math.max(lower, corrected, last)
+          this.rate = this.mark * (1 - (fromHi ? V.hiCut : p.dec))
           plateau = PLATEAU
+          // provis (a count): a cycle of under a second of calls and fewer successes than
+          // that measures little: a provisional mark (negative: a fast climb) and no plateau
+          // (provis: true, any cycle under a second: tried, far worse)
+          // provLower: an estimate that only the cycle's whole length (block included) or the
+          // last second's count gives is a lower bound (a bucket refills at most its burst
+          // during the block, and the last second held the block): a
+          // provisional mark, climbing fast after a short hold (`provLower` seconds)
+          if (V.provLower !== undefined && !short && !window && est > Math.max(corrected, hi)) {
+            this.mark = -this.mark
+            plateau = V.provLower * SECOND
+          } else if (
+            V.provis &&
+            !short &&
+            f < SECOND &&
+            (V.provis === true || (V.provis === 'nofit' ? !this.fitted : S < V.provis))
+          ) {
+            this.mark = -this.mark
+            plateau = 0
+          }
         }
         this.cs = now
         this.cok = 0
+        this.sends = []
         this.r0 = this.rate
       } else if (learned > 0) {
         this.mark = Math.min(this.rate, learned)
@@ -218,6 +418,7 @@ class State {
       decreased = true
     }
     this.clamp(p, now)
+    if (decreased && V.respace) this.respace(before, now)
     return [Math.max(0, this.bu - now), this.rate, decreased ? 1 : 0]
   }
 }
@@ -252,10 +453,158 @@ function patchGate() {
   Gate.prototype.wait.patched = true
 }
 
+/**
+ * respace: a caller's probe when it wakes for its slot (lib/doors/fetch/gate.js's wait(), for
+ * a wait of RECHECK_MS or more) also sends its slot's start and when it was taken (nums[4],
+ * nums[5], µs; the native core ignores them), and the record answers the slot re-spaced by the
+ * cuts since (State.remap): the caller sleeps on to it and asks again. Patches
+ * Gate.prototype.wait for the run (the rest of wait() as in gate.js).
+ */
+function patchRespace() {
+  const { Gate } = require('../lib/doors/fetch/gate.js')
+  if (Gate.prototype.wait.respaced) return
+  const { nowMs, aborted } = require('../lib/classes/base')
+  const { sleepUntil } = require('../lib/doors/fetch/slots')
+  const PACE = require('../lib/kinds/adaptive.js').OP.pace
+  const RECHECK_MS = 25
+  const wait = Gate.prototype.wait
+  Gate.prototype.wait = async function (delayMs, slot, reservedMs, round, signal) {
+    if (!V.respace && !V.horizon) return wait.call(this, delayMs, slot, reservedMs, round, signal)
+    const { store } = this.door
+    if (V.horizon) {
+      // horizon: the slot is known: the next caller of this process may ask
+      this.lastHeld = Math.max(this.lastHeld ?? 0, slot.atMs)
+    }
+    if (delayMs > 0) {
+      this.counts.waited++
+      this.counts.waitTimeMs += delayMs
+      const lead = V.lead ?? 0
+      let long = delayMs >= RECHECK_MS
+      let takenMs = reservedMs // as of when the slot's start is known (re-spaced: the last probe)
+      for (let k = 0; ; k++) {
+        const probing = long && k < 6
+        const at = slot.atMs
+        if (probing && lead > 0) slot.atMs = at - lead
+        await sleepUntil(store, slot, signal, this.waiters)
+        slot.atMs = at
+        if (!probing) break
+        const told = this.ok
+        this.ok = 0
+        const askedMs = nowMs(store)
+        let nextAt = at
+        try {
+          const [dUs, , , blockUs] = await this._send([
+            PACE,
+            0,
+            told,
+            -1,
+            Math.round((at - askedMs) * 1000),
+            Math.max(1, Math.round((askedMs - takenMs) * 1000)),
+          ])
+          if (blockUs > 0) this.heardBlock(blockUs, askedMs)
+          // (without respace the record answers the queue's tail: not this slot's start)
+          if (V.respace) nextAt = askedMs + dUs / 1000
+          takenMs = askedMs
+        } catch {
+          this.ok += told
+          this.counts.errors++
+        }
+        if (nextAt <= at + 0.5) {
+          // not moved: wait out the lead, if any
+          if (at > nowMs(store) + 0.5) await sleepUntil(store, slot, signal, this.waiters)
+          break
+        }
+        slot.atMs = nextAt
+        long = nextAt - nowMs(store) >= RECHECK_MS
+        if (!long && nextAt > nowMs(store) + 0.5) {
+          await sleepUntil(store, slot, signal, this.waiters)
+          break
+        }
+      }
+    }
+    if (this.blockSetMs >= reservedMs && this.blockedUntilMs > nowMs(store) && round < 8) {
+      // horizon: a slot spent inside a block is taken again in the process's turn
+      if (V.horizon) await this.turn()
+      return true
+    }
+    if (this.paced) {
+      const now = nowMs(store)
+      const at = Math.max(now, this.nextSendMs)
+      this.nextSendMs = at + 1000 / this.rate
+      if (at > now + 1) {
+        const turn = { atMs: at, rearm: null }
+        try {
+          await sleepUntil(store, turn, signal, this.turns)
+        } catch (err) {
+          this.freeTurn(turn.atMs)
+          throw err
+        }
+      }
+    }
+    if (signal && signal.aborted) throw aborted(signal)
+    return false
+  }
+  Gate.prototype.wait.respaced = true
+  // horizon (ms): a process's callers ask for slots in order, and only while the latest slot
+  // it holds (each ask under way counting a slot at the rate) starts within `horizon` of now;
+  // the others wait their turn in the process (the record's queue is a horizon deep, not
+  // every caller's slot). (Spares and aborts are not handled: the simulation has none.)
+  const admit = Gate.prototype.admit
+  Gate.prototype.admit = async function (signal) {
+    if (!V.horizon) return admit.call(this, signal)
+    await this.turn()
+    return admit.call(this, signal)
+  }
+  /** horizon: resolves when this caller may ask for a slot (in order, within the horizon). */
+  Gate.prototype.turn = function () {
+    return new Promise((resolve) => {
+      ;(this.lane ??= []).push(resolve)
+      pump(this)
+    })
+  }
+  const send = Gate.prototype._send
+  Gate.prototype._send = function (head) {
+    if (!V.horizon || head[0] !== PACE || head[1] !== 1) return send.call(this, head)
+    const askedMs = nowMs(this.door.store)
+    if (this.released > 0) this.released--
+    this.asking = (this.asking ?? 0) + 1
+    const out = send.call(this, head)
+    const settle = (r) => {
+      this.asking--
+      if (r) this.lastHeld = Math.max(this.lastHeld ?? 0, askedMs + r[0] / 1000)
+      pump(this)
+    }
+    out.then(settle, () => settle(null))
+    return out
+  }
+  /** Lets the next callers of `gate` ask while its slots reach less than a horizon ahead. */
+  function pump(gate) {
+    const store = gate.door.store
+    while (gate.lane && gate.lane.length > 0) {
+      const now = nowMs(store)
+      const inFlight = (gate.asking ?? 0) + (gate.released ?? 0)
+      const ahead = Math.max(gate.lastHeld ?? 0, now) + inFlight * (1000 / gate.rate) - now
+      if (ahead > V.horizon) {
+        if (!gate.pumpTimer) {
+          gate.pumpTimer = true
+          sleepUntil(store, { atMs: now + Math.max(1, ahead - V.horizon), rearm: null }, null, []).then(() => {
+            gate.pumpTimer = false
+            pump(gate)
+          })
+        }
+        return
+      }
+      gate.released = (gate.released ?? 0) + 1
+      gate.lane.shift()()
+    }
+  }
+}
+
 /** Makes the MemoryStore's adaptive kind decide with this model, with `variant`'s switches. */
 function install(variant = {}) {
   V = variant
   if (V.retake) patchGate()
+  if (V.respace || V.horizon) patchRespace()
   const kind = require('../lib/kinds/adaptive.js')
   kind.memory = (store, c, degraded) => {
     const now = store._begin()
@@ -265,7 +614,7 @@ function install(variant = {}) {
     if (s === undefined) states.set(key, (s = new State()))
     const p = { max: n[8], min: n[9], start: n[10], incAbs: n[11], incRel: n[12], dec: n[13], burst: n[14] }
     let r
-    if (n[0] === kind.OP.pace) r = s.pace(p, n[1], n[2], n[15], n[3], now)
+    if (n[0] === kind.OP.pace) r = s.pace(p, n[1], n[2], n[15], n[3], now, { startIn: n[4], takenAgo: n[5] })
     else if (n[0] === kind.OP.report) {
       r = s.report(
         p,

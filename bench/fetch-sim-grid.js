@@ -12,7 +12,7 @@
 //   node bench/fetch-sim-grid.js   SIM_L (10,150,2000), SIM_BURSTS (1,L/20,L: a number, L/k
 //                                  or L), SIM_LATENCY_MS (2,50,200), SIM_PROCS (1,4,8),
 //                                  SIM_SECONDS (20), SIM_RTT_MS (2), SIM_SHAPE (bucket, or
-//                                  window: 1 s fixed windows), SIM_MODEL (a JSON of
+//                                  window: 1 s fixed windows, window60: 60 s), SIM_MODEL (a JSON of
 //                                  bench/adaptive-model.js's switches: the rule in JS)
 const { simulate } = require('../__tests__/helpers/adaptive-sim.js')
 const model = require('./adaptive-model.js')
@@ -21,8 +21,12 @@ if (process.env.SIM_MODEL) model.install(JSON.parse(process.env.SIM_MODEL))
 const list = (name, def) => (process.env[name] || def).split(',')
 const SECONDS = Number(process.env.SIM_SECONDS || 20)
 const RTT_MS = Number(process.env.SIM_RTT_MS || 2)
-// 'bucket' (the grid's), or 'window': a fixed window of L per second entered 300 ms into it
-// (bursts do not apply: one burst value runs)
+// the steady state: the last SIM_STEADY seconds (10; for window60, a whole window: 60, with
+// SIM_SECONDS 180: the windows start 300 ms before each minute of the run)
+const STEADY = Number(process.env.SIM_STEADY || 10)
+// 'bucket' (the grid's), or 'window': a fixed window of L per second entered 300 ms into it,
+// or 'window60': a fixed window of 60 L per 60 s entered 300 ms into it (bursts do not apply:
+// one burst value runs; give it SIM_SECONDS of 120 or more to see a steady state)
 const SHAPE = process.env.SIM_SHAPE || 'bucket'
 
 /** The burst `spec` ('1', 'L/20', 'L') for a limit of `L`, rounded up. */
@@ -36,7 +40,9 @@ async function main() {
   const sum = (a) => a.reduce((x, y) => x + y, 0)
   const missed = []
   for (const L of list('SIM_L', '10,150,2000').map(Number)) {
-    const bursts = SHAPE === 'window' ? [L] : [...new Set(list('SIM_BURSTS', '1,L/20,L').map((b) => burstOf(b, L)))]
+    const bursts = SHAPE.startsWith('window')
+      ? [L]
+      : [...new Set(list('SIM_BURSTS', '1,L/20,L').map((b) => burstOf(b, L)))]
     for (const burst of bursts) {
       for (const latencyMs of list('SIM_LATENCY_MS', '2,50,200').map(Number)) {
         for (const processes of list('SIM_PROCS', '1,4,8').map(Number)) {
@@ -63,11 +69,11 @@ async function main() {
             processes,
             callers,
             from5: +(served / (SECONDS - 5) / L).toFixed(3),
-            steady: +(sum(r.served.slice(-10)) / 10 / L).toFixed(3),
+            steady: +(sum(r.served.slice(-STEADY)) / STEADY / L).toFixed(3),
             share429: +(refused / Math.max(1, served + refused)).toFixed(4),
-            // at steady state (the issue's target): the last 10 s
+            // at steady state (the issue's target): the last STEADY s
             steady429: +(
-              sum(r.refused.slice(-10)) / Math.max(1, sum(r.served.slice(-10)) + sum(r.refused.slice(-10)))
+              sum(r.refused.slice(-STEADY)) / Math.max(1, sum(r.served.slice(-STEADY)) + sum(r.refused.slice(-STEADY)))
             ).toFixed(4),
           }
           console.log(JSON.stringify(cell))

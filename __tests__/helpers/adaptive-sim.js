@@ -4,7 +4,8 @@
 // 3) on a MemoryStore driven by a ManualClock, `callers` callers in one process, and an
 // upstream modelled in the process that answers after `latencyMs`: a token bucket of `limit`
 // per second with a burst of limit/20 ('bucket') or of a whole second ('bucket-burst'), or a
-// fixed one-second window of `limit` that the run enters `phaseMs` into ('window'). Over it:
+// fixed one-second window of `limit` that the run enters `phaseMs` into ('window'), or a fixed
+// 60 s window of 60 x `limit` ('window60'). Over it:
 // 429 with Retry-After in whole seconds, at least 1. Time moves 1 ms per step, so the same
 // settings give the same numbers every time. Used by __tests__/fetch-adaptive.test.ts and
 // bench/fetch-sim.js. It is not the benchmark (bench/fetch.js): one process, no Redis, no HTTP.
@@ -23,12 +24,15 @@ function upstream(shape, limit, phaseMs, burstGiven) {
   let windowStart = T0 - phaseMs
   let used = 0
   return (t) => {
-    if (shape === 'window') {
-      const ws = T0 - phaseMs + Math.floor((t - T0 + phaseMs) / 1000) * 1000
+    if (shape === 'window' || shape === 'window60') {
+      // a fixed window of `limit` per second: 1 s long, or 60 s long with 60 x limit
+      const span = shape === 'window' ? 1000 : 60_000
+      const quota = (limit * span) / 1000
+      const ws = T0 - phaseMs + Math.floor((t - T0 + phaseMs) / span) * span
       if (ws !== windowStart) [windowStart, used] = [ws, 0]
-      const ok = used < limit
+      const ok = used < quota
       if (ok) used++
-      return { ok, retryMs: windowStart + 1000 - t }
+      return { ok, retryMs: windowStart + span - t }
     }
     tokens = Math.min(burst, tokens + ((t - last) * limit) / 1000)
     last = t
@@ -89,6 +93,7 @@ async function simulate(o) {
       const d = decide(clock.now())
       const s = second()
       if (s < seconds) (d.ok ? served : refused)[s]++
+      if (o.onSend) o.onSend(clock.now() - T0, d.ok)
       const headers = d.ok ? {} : { 'retry-after': String(Math.max(1, Math.ceil(d.retryMs / 1000))) }
       clock._schedule(latencyMs, () =>
         resolve(new Response(d.ok ? 'ok' : 'slow down', { status: d.ok ? 200 : 429, headers })),
