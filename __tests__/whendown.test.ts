@@ -486,8 +486,13 @@ describe('whenDown on a Redis Cluster (a private one)', () => {
         const outcomes = await Promise.all(
           limiters.map((l) =>
             l.check().then(
-              (d) => ({ allowed: d.allowed, remaining: d.remaining, code: null as string | null }),
-              (e) => ({ allowed: false, remaining: -1, code: (e as SluiceError).code as string | null }),
+              (d) => ({ allowed: d.allowed, remaining: d.remaining, code: null as string | null, message: '' }),
+              (e) => ({
+                allowed: false,
+                remaining: -1,
+                code: (e as SluiceError).code as string | null,
+                message: (e as Error).message,
+              }),
             ),
           ),
         )
@@ -507,8 +512,13 @@ describe('whenDown on a Redis Cluster (a private one)', () => {
       for (const r of rounds) {
         expect(r.batches).toBe(1)
         for (const i of failing(r)) expect(victims).toContain(i)
-        for (const o of r.outcomes)
-          if (o.code !== null) expect(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT']).toContain(o.code)
+        for (const o of r.outcomes) {
+          if (o.code === null) continue
+          expect(['ERR_STORE_UNAVAILABLE', 'ERR_TIMEOUT']).toContain(o.code)
+          // issue-38-errors-cluster-node: the error names the master that failed, not the seeds
+          expect(o.message).toContain(`(Redis at cluster node ${new URL(cluster.urls[0]).host})`)
+          expect(o.message).not.toMatch(/\(Redis at cluster (?!node)/)
+        }
       }
       // the live masters' names: every call decided and counted, once each
       for (let i = 0; i < 30; i++) {

@@ -25,12 +25,13 @@ const statsWrongTypeError = (what) =>
 /**
  * `error` naming the server when it says Redis is unreachable or too slow (a STORE_FAILURES
  * code): ` (Redis at 127.0.0.1:6379)` added to its message, once. `server` comes from
- * lib/store/options.js serverOf: host:port, never a user name or password. Returns `error`.
+ * lib/store/options.js serverOf: host:port, never a user name or password. An error that
+ * names its server already (a cluster call's: `(Redis at cluster node host:port)`, the master
+ * of its slot, src/store/redis/script.rs) keeps that name rather than the seeds. Returns `error`.
  */
 function atServer(error, server) {
   if (server && error instanceof Error && STORE_FAILURES.has(/** @type {any} */ (error).code)) {
-    const named = `(Redis at ${server})`
-    if (!error.message.includes(named)) error.message = `${error.message} ${named}`
+    if (!error.message.includes('(Redis at ')) error.message = `${error.message} (Redis at ${server})`
   }
   return error
 }

@@ -112,8 +112,47 @@ impl RedisStore {
           tokio::time::sleep(pause).await;
           pause = (pause * 2).min(Duration::from_millis(50));
         }
-        other => return other.map_err(store_error),
+        other => return other.map_err(|e| self.at_node(store_error(e), &client, keys)),
       }
     }
+  }
+
+  /// On a cluster, a store failure (unreachable, timed out) names the node that owns the
+  /// call's slot, as the client last knew the slot map (`(Redis at cluster node host:port)`):
+  /// the seeds the store was given (which the JS layer names otherwise) may all be up. Never
+  /// a key: only the slot's owner.
+  fn at_node(&self, mut e: Error, client: &Client, keys: &[Key]) -> Error {
+    if !self.cluster || !matches!(e.kind, ErrorKind::StoreUnavailable | ErrorKind::Timeout) {
+      return e;
+    }
+    let Some(key) = keys.first() else { return e };
+    let slot = fred::util::redis_keyslot(key.as_bytes());
+    let owner =
+      client.cached_cluster_state().and_then(|s| s.get_server(slot).map(|s| format!("{}:{}", s.host, s.port)));
+    if let Some(owner) = owner {
+      e.message = format!("{} (Redis at cluster node {})", e.message, node_address(&owner));
+    }
+    e
+  }
+}
+
+/// `host:port` as shown in an error: an IPv6 host in brackets, as a URL writes it.
+fn node_address(host_port: &str) -> String {
+  match host_port.rsplit_once(':') {
+    Some((host, port)) if host.contains(':') && !host.starts_with('[') => format!("[{host}]:{port}"),
+    _ => host_port.to_owned(),
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::node_address;
+
+  #[test]
+  fn a_node_is_shown_as_a_url_writes_it() {
+    assert_eq!(node_address("127.0.0.1:7001"), "127.0.0.1:7001");
+    assert_eq!(node_address("::1:7001"), "[::1]:7001");
+    assert_eq!(node_address("[::1]:7001"), "[::1]:7001");
+    assert_eq!(node_address("cache.internal:6379"), "cache.internal:6379");
   }
 }
