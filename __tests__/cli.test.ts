@@ -90,13 +90,13 @@ describe('npx sluice', () => {
     expect(list.code).toBe(0)
     // on stderr: stdout stays one line per limiter
     expect(list.err.trimEnd()).toMatch(
-      /^LAST USE: up to a minute late: written at statistics flushes, once a minute at most$/m,
+      /^LAST USE: as of the last statistics flush: up to statsFlushMs \(5 s by default\) late$/m,
     )
     expect(list.out).not.toMatch(/minute late/)
     const inspect = sluice(['inspect', 'partner', ...at])
     expect(inspect.code).toBe(0)
     expect(inspect.out.split('\n')[0]).toMatch(
-      /^pacer partner {2}\(last use \d+s ago, up to a minute late: written at statistics flushes, once a minute at most\)$/,
+      /^pacer partner {2}\(last use \d+s ago, as of the last statistics flush: up to statsFlushMs \(5 s by default\) late\)$/,
     )
     // --json keeps its fields (lastUse, lastUseAgo) and no prose
     expect(JSON.parse(sluice(['list', ...at, '--json']).out)[0]).toHaveProperty('lastUse')

@@ -441,14 +441,14 @@ describe.skipIf(process.env.SLUICE_TEST_NO_BROWSER === '1')('the page in a real 
       await p.goto(`${srv.base}/`)
       await loaded(p, 1)
       expect(await p.$eval('#last-use-note', (e) => e.textContent)).toMatch(
-        /at most once a minute .* up to a minute late/,
+        /every statistics flush that finds the limiter used .* up to one flush period late/,
       )
       await p.goto(`${srv.base}/#/limiter/budget/llm`)
       await p.waitForSelector('#budget-note')
       const note = await p.$eval('#budget-note', (e) => e.textContent)
       expect(note).toMatch(/^Used vs refused: the fill is the share of its fullest limit in use now/)
       expect(note).toMatch(/paces from its first call/)
-      expect(await p.$eval('#last-use-note', (e) => e.textContent)).toMatch(/up to a minute late/)
+      expect(await p.$eval('#last-use-note', (e) => e.textContent)).toMatch(/up to one flush period late/)
       const cards = await p.$$eval('.card', (cs) => cs.map((c) => (c as HTMLElement).innerText.replace(/\s+/g, ' ')))
       expect(cards.some((c) => /ago last use \(≤ 1 min late\)$/.test(c))).toBe(true)
       // a limiter of another kind has no budget note

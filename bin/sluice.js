@@ -200,9 +200,9 @@ async function find(store, o) {
   return matches[0]
 }
 
-// A limiter's last use, as the registry holds it: each process writes it at a statistics flush
-// (every statsFlushMs, 5 s by default), at most once a minute per limiter (lib/store/stats-writer.js)
-const LAST_USE_LAG = 'up to a minute late: written at statistics flushes, once a minute at most'
+// A limiter's last use, as the registry holds it: each process writes it at every statistics
+// flush that finds the limiter used (every statsFlushMs, 5 s by default; lib/store/stats-writer.js)
+const LAST_USE_LAG = 'as of the last statistics flush: up to statsFlushMs (5 s by default) late'
 
 function ago(ms) {
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000))

@@ -23,8 +23,6 @@ const {
 const { closedError, statsOffError, isWrongTypeReply, statsWrongTypeError } = require('./errors')
 const { taggedKey } = require('./keys')
 
-/** How often a limiter's registry record (last use, options) is refreshed, at most. */
-const STATS_REFRESH_MS = 60_000
 /** The pool lane of statistics (the kinds' queues use the lanes before it). */
 const STATS_LANE = 5
 
@@ -92,10 +90,11 @@ class StatsWriter {
     const minute = Math.floor(now / MINUTE_MS)
     const refreshed = []
     for (const t of taken) {
-      // the registry record (last use) and the TTL: with the first two writes (a name used in
-      // two flush periods is protected in the registry: it must hear of both), then once a minute
+      // the registry record (last use, the periods of use) at every flush that found the name
+      // used, so a last use read anywhere is within one flush period (statsFlushMs) of the
+      // truth; the options with the first two writes only (a name used in two flush periods is
+      // protected in the registry: it must hear of both)
       const e = t.entry
-      const due = e.registered < 2 || now - e.refreshedAt >= STATS_REFRESH_MS
       // one packed argument (see lua/stats.lua): TTL, the ring slot and minute of the
       // per-minute counts for charts (counted at the flush: within statsFlushMs of the
       // decisions), then the counts, empty for 0
@@ -119,14 +118,12 @@ class StatsWriter {
         incrs.push(t)
         ops.push('incr', '1', this.statsKey(t.kind, t.name), '1', packed)
       }
-      if (due) {
-        registry.push(
-          `${t.kind}:${t.name}`,
-          String(Math.round(t.lastUse)),
-          e.registered < 2 ? optionsJson(t.options) : '',
-        )
-        refreshed.push(e)
-      }
+      registry.push(
+        `${t.kind}:${t.name}`,
+        String(Math.round(t.lastUse)),
+        e.registered < 2 ? optionsJson(t.options) : '',
+      )
+      refreshed.push(e)
     }
     const keys = this.registryKeys()
     const zset = keys[0]
@@ -142,10 +139,7 @@ class StatsWriter {
     this._flushing = sent
       .then(
         (reply) => {
-          for (const e of refreshed) {
-            e.refreshedAt = now
-            e.registered++
-          }
+          for (const e of refreshed) e.registered++
           // a hash of another type under our name (another writer): its counts cannot be
           // written, now or later; counted as dropped, never sent again
           for (let i = 0; i < incrs.length; i++) if (isWrongTypeReply(reply[i])) book.drop([incrs[i]])

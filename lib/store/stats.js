@@ -105,8 +105,6 @@ class Entry {
     /** this process's counts since the book began, never reset (for metrics) */
     this.totals = cumulative ? this.counts : new Float64Array(ALL_FIELDS.length)
     this.dirty = false
-    /** when this process last wrote the entry's registry record (0: never) */
-    this.refreshedAt = 0
     /** the TTL of the entry's statistics hash on a RedisStore, ms (0: not computed yet) */
     this.ttlMs = 0
     /** per-minute counts (a MemoryStore's book only): SERIES slots of [minute, admitted, refused] */

@@ -28,7 +28,7 @@ export const groupHash = (kind, group) => view('group', { kind, group })
 /** An API path with its query parameters. */
 export const apiUrl = (what, values) => `api/${what}?${new URLSearchParams(values)}`
 
-/** How fresh a last use is (lib/store/stats-writer.js: written at a flush, once a minute at most). */
+/** How fresh a last use is (lib/store/stats-writer.js: written at every flush that finds it used). */
 export const LAST_USE_NOTE =
-  'Last use is written by each process at a statistics flush (every statsFlushMs, 5 s by default), ' +
-  'at most once a minute per limiter: it can be up to a minute late.'
+  'Last use is written by each process at every statistics flush that finds the limiter used ' +
+  '(every statsFlushMs, 5 s by default): it is up to one flush period late.'
