@@ -16,8 +16,8 @@
 // prefixes), with no cluster: no file is left out for that. The tests on the suite's cluster
 // are skipped inside their files (HAS_CLUSTER, REDIS_KINDS and STORE_KINDS in
 // __tests__/helpers/stores.ts; __tests__/test-plan.test.ts checks every file that uses the
-// cluster goes through them), so a file's standalone tests still run and its cluster-only
-// tests show as skipped in vitest's count. Without a redis-server on PATH, the files that start
+// cluster goes through them), so a file's standalone tests still run, the cluster case of its
+// matrices is not made and its cluster-only tests show as skipped in vitest's count. Without a redis-server on PATH, the files that start
 // servers of their own (TLS, ACL, Sentinel, failover, faults, the clusters some files start
 // themselves) are left out.
 const fs = require('node:fs')

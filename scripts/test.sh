@@ -4,9 +4,9 @@
 # (a redis-server on PATH), runs the lint, the Rust suite (unit, property, conformance against
 # the Lua) and the JS suite, stops the servers.
 # SLUICE_TEST_REDIS_URL=redis://host:port: the standalone suites against that server instead,
-# no servers started; the tests on the suite's cluster are skipped inside their files (vitest
-# counts them as skipped) and, without redis-server, the files that start servers of their own
-# are left out and listed. scripts/test-plan.js decides both. Bash 3.2 (macOS) runs it too.
+# no servers started; the tests on the suite's cluster are skipped inside their files (the
+# cluster-only ones counted as skipped by vitest) and, without redis-server, the files that
+# start servers of their own are left out and listed. scripts/test-plan.js decides both. Bash 3.2 (macOS) runs it too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

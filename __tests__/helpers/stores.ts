@@ -9,10 +9,11 @@ export type StoreKind = 'memory' | 'redis' | 'cluster'
 /**
  * Whether the suite has its Redis Cluster (SLUICE_REDIS_CLUSTER). Not when it runs against a
  * server it was given (SLUICE_TEST_REDIS_URL: scripts/test.sh unsets SLUICE_REDIS_CLUSTER):
- * then every test on the cluster is skipped (`describe.skipIf(!HAS_CLUSTER)`, or left out of
- * REDIS_KINDS / STORE_KINDS) and shows as skipped in vitest's count, and the standalone tests
- * of the same files run. Without a given server the cluster is expected: a missing
- * SLUICE_REDIS_CLUSTER fails (clusterNodes()) rather than skipping.
+ * then the tests on the cluster are skipped inside their files, and their standalone tests run:
+ * a cluster-only test by `describe.skipIf(!HAS_CLUSTER)` / `it.skipIf(!HAS_CLUSTER)` (vitest
+ * counts it as skipped), the cluster case of a matrix by REDIS_KINDS / STORE_KINDS (not made).
+ * Without a given server the cluster is expected: a missing SLUICE_REDIS_CLUSTER fails
+ * (clusterNodes()) rather than skipping.
  */
 export const HAS_CLUSTER = !process.env.SLUICE_TEST_REDIS_URL || Boolean(process.env.SLUICE_REDIS_CLUSTER)
 /** The Redis topologies a test runs on: the standalone server, and the cluster when there is one. */
