@@ -21,7 +21,7 @@ import {
   WindowLimiter,
   type Store,
 } from '../lib/entries/index.js'
-import { clusterNodes } from './helpers/stores.js'
+import { HAS_CLUSTER, clusterNodes } from './helpers/stores.js'
 import { freePort, startRedis, stop, timed } from './helpers/servers.js'
 
 const PASSWORD = 'acl-test-pw'
@@ -178,7 +178,7 @@ describe('an ACL user with exactly the documented line (docs/deployment.md)', ()
   }, 60_000)
 })
 
-describe('the documented line on the cluster', () => {
+describe.skipIf(!HAS_CLUSTER)('the documented line on the cluster', () => {
   const nodes = () => clusterNodes().map((u) => new URL(u))
   let admins: Redis[] = []
 

@@ -19,7 +19,7 @@ import {
   WindowLimiter,
 } from '../lib/entries/index.js'
 import { frame, parseUrl } from '../lib/store/direct.js'
-import { clusterNodes, freshPrefix } from './helpers/stores.js'
+import { HAS_CLUSTER, clusterNodes, freshPrefix } from './helpers/stores.js'
 import { eventually, freePort, startRedis, stop } from './helpers/servers.js'
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
@@ -172,7 +172,7 @@ for (const direct of [true, false]) {
   })
 }
 
-describe('batching on a Redis Cluster', () => {
+describe.skipIf(!HAS_CLUSTER)('batching on a Redis Cluster', () => {
   it('calls made one per turn while a batch is under way leave together, with one-by-one decisions', async () => {
     const clock = new ManualClock(1_800_000_000_000)
     // a generous deadline: the shared cluster is busy with the other files' multi-process runs,

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
 import { Budget, ManualClock, MemoryStore, OverLimitError, RedisStore, SluiceError } from '../lib/entries/index.js'
-import { STORE_KINDS, clusterNodes, freshPrefix, makeStore, redisUrl, useStore } from './helpers/stores.js'
+import { STORE_KINDS, clusterNodes, freshPrefix, makeStore, redisUrl, useStore, REDIS_KINDS } from './helpers/stores.js'
 import { freePort } from './helpers/servers.js'
 import { timerArmed, flush, eventually, tracked } from './helpers/clock.js'
 import { codeOf } from './helpers/errors.js'
@@ -426,7 +426,7 @@ function run<T>(cfg: object): { child: ReturnType<typeof fork>; result: Promise<
   return { child, result }
 }
 
-describe.each(['redis', 'cluster'] as const)('Budget with a process killed mid-reservation on %s', (kind) => {
+describe.each(REDIS_KINDS)('Budget with a process killed mid-reservation on %s', (kind) => {
   it('counts its reservation as spent until the ttl, then as expired, never given back', async () => {
     const prefix = freshPrefix()
     const dimensions = { requests: { limit: 10, intervalMs: 1000 }, tokens: { limit: 1000, intervalMs: 1000 } }
@@ -468,7 +468,7 @@ interface Settled {
   diff: number
 }
 
-describe.each(['redis', 'cluster'] as const)('Budget across 4 processes on %s', (kind) => {
+describe.each(REDIS_KINDS)('Budget across 4 processes on %s', (kind) => {
   it('never charges a dimension past limit x T / interval + maxBurst + one reservation; FIFO across processes', async () => {
     const dimensions = {
       requests: { limit: 100, intervalMs: 1000, maxBurst: 5 },
@@ -576,7 +576,7 @@ describe('Budget tenant ids on a memory store', () => {
   }, 120_000)
 })
 
-describe.each(['redis', 'cluster'] as const)('Budget tenants across 4 processes on %s', (kind) => {
+describe.each(REDIS_KINDS)('Budget tenants across 4 processes on %s', (kind) => {
   it('lends idle capacity up to maxShare, and a greedy tenant cannot push another below its share', async () => {
     // 100 requests per second; greedy (share 0.5, may borrow it all) runs in 3 processes x 12
     // loops from the start; small (share 0.5, maxShare 0.5) in the 4th x 4 loops from 1.5 s
@@ -655,7 +655,7 @@ async function runTogether<T>(cfgs: object[]): Promise<T[]> {
   return (await Promise.all(results)) as T[]
 }
 
-describe.each(['redis', 'cluster'] as const)('Budget tenants across 3 processes on %s', (kind) => {
+describe.each(REDIS_KINDS)('Budget tenants across 3 processes on %s', (kind) => {
   type Start = { startUs: number; tenant: string; tokens: number; delayMs: number }
   type Out = { reserved: Start[]; startAt: number }
   const L = 6000

@@ -8,7 +8,7 @@ import { Queue, type Job } from 'bullmq'
 import { afterAll, describe, expect, it } from 'vitest'
 import { BucketLimiter, FairTenant, RedisStore, SluiceError } from '../lib/entries/index.js'
 import { FairQueues, limitProcessor, weightedWorkers } from '../lib/entries/bullmq.js'
-import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
+import { clusterNodes, freshPrefix, redisUrl, REDIS_KINDS } from './helpers/stores.js'
 
 const closers: (() => Promise<unknown>)[] = []
 afterAll(async () => {
@@ -143,7 +143,7 @@ async function fairness(kind: Kind, mode: 'exact' | 'approximate' | null) {
   return { p50: percentile(smallWaits, 50), p95: percentile(smallWaits, 95), elapsedMs, counts }
 }
 
-describe.each(['redis', 'cluster'] as const)('FairQueues on %s', (kind) => {
+describe.each(REDIS_KINDS)('FairQueues on %s', (kind) => {
   it('routes each tenant by its rules, makes job ids, and a re-added job id counts once', async () => {
     const store = await storeFor(kind)
     const { queues } = queuesFor(kind, ['fast', 'slow'])

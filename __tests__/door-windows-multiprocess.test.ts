@@ -6,7 +6,7 @@
 import { fork } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
+import { clusterNodes, freshPrefix, redisUrl, REDIS_KINDS } from './helpers/stores.js'
 
 interface Result {
   admitted: number[]
@@ -14,7 +14,7 @@ interface Result {
   used: number[]
 }
 
-describe.each(['redis', 'cluster'] as const)('a door of several windows across 4 processes on %s', (kind) => {
+describe.each(REDIS_KINDS)('a door of several windows across 4 processes on %s', (kind) => {
   it('admits exactly the tightest window, and every window holds exactly what was admitted', async () => {
     // window 2 binds (30 per 2 minutes), window 1 would allow more (40 per minute): the
     // test runs for 2 s, inside both windows

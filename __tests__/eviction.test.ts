@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RedisStore, SluiceError, WindowLimiter } from '../lib/entries/index.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
-import { freshPrefix } from './helpers/stores.js'
+import { REDIS_KINDS, clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 
 describe('evicting servers', () => {
   let port: number
@@ -75,11 +75,8 @@ describe('evicting servers', () => {
   })
 
   it('the suite servers (noeviction, standalone and cluster): no warning', async () => {
-    for (const options of [
-      { url: process.env.SLUICE_REDIS_URL },
-      { cluster: process.env.SLUICE_REDIS_CLUSTER!.split(',') },
-    ]) {
-      const store = await RedisStore.connect(options)
+    for (const kind of REDIS_KINDS) {
+      const store = await RedisStore.connect(kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() })
       expect(store.warnings).toEqual([])
       await store.close()
     }

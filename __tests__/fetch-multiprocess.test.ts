@@ -6,7 +6,7 @@
 import { fork } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
+import { REDIS_KINDS, clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { startUpstream } = require('./helpers/upstream.js')
 
@@ -41,7 +41,6 @@ async function fleet(cfg: object): Promise<Report[]> {
   return Promise.all(reports)
 }
 
-const TOPOLOGIES = ['redis', 'cluster'] as const
 const DIALECTS = [
   ['none', 'sluice-qps'],
   ['none', 'sluice-adaptive'],
@@ -49,7 +48,7 @@ const DIALECTS = [
   ['xrl', 'sluice-learn'],
 ] as const
 
-describe.each(TOPOLOGIES)('sluice/fetch, 4 processes x 16 callers on %s', (topology) => {
+describe.each(REDIS_KINDS)('sluice/fetch, 4 processes x 16 callers on %s', (topology) => {
   it.each(DIALECTS)(
     'dialect %s (%s): every call served, few 429s',
     async (dialect, mode) => {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { DistributedPacer, ManualClock, type Store } from '../lib/entries/index.js'
 import { pacedFetch } from '../lib/entries/fetch.js'
-import { STORE_KINDS, type StoreKind, makeStores } from './helpers/stores.js'
+import { REDIS_KINDS, STORE_KINDS, type StoreKind, makeStores } from './helpers/stores.js'
 
 const T0 = 1_800_000_000_000
 const URL_ = 'https://api.example.test/v1/items'
@@ -207,7 +207,7 @@ describe('issue-36-abort-gives-back: qps 1-1000 x timeout 0.1-10 s x offered 1.1
       }
     }
   }
-  for (const kind of ['redis', 'cluster'] as const) {
+  for (const kind of REDIS_KINDS) {
     for (const [qps, timeoutMs, offered, processes] of [
       [5, 1000, 2, 4],
       [5, 1000, 10, 1],

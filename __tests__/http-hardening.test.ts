@@ -26,7 +26,7 @@ import {
 } from '../lib/entries/index.js'
 import { rateLimit } from '../lib/entries/express.js'
 import sluiceFastify from '../lib/entries/fastify.js'
-import { freshPrefix, keysUnder, makeStore, rawClient } from './helpers/stores.js'
+import { freshPrefix, keysUnder, makeStore, rawClient, REDIS_KINDS } from './helpers/stores.js'
 
 const internal = createRequire(__filename)
 const { Door, DOOR } = internal('../lib/doors/http/door.js') as { Door: any; DOOR: symbol }
@@ -307,7 +307,7 @@ for (const framework of FRAMEWORKS) {
   })
 }
 
-describe.each(['redis', 'cluster'] as const)('the doors with long keys on %s', (kind) => {
+describe.each(REDIS_KINDS)('the doors with long keys on %s', (kind) => {
   let store: Store
   const prefix = freshPrefix()
   const raw = rawClient(kind)

@@ -23,7 +23,7 @@ import {
 } from '../lib/entries/index.js'
 import { decodeParts, encodeParts } from '../lib/base/codec.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
-import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
+import { HAS_CLUSTER, clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
 
 /** The store's internals these tests look at. */
 interface Internals {
@@ -275,7 +275,7 @@ describe('issue-24-injection: every control byte and separator in every name fie
   })
 })
 
-describe('issue-24-injection: on the cluster', () => {
+describe.skipIf(!HAS_CLUSTER)('issue-24-injection: on the cluster', () => {
   let admin: Cluster
   beforeAll(() => {
     admin = new Cluster(clusterNodes().map((u) => ({ host: new URL(u).hostname, port: Number(new URL(u).port) })))

@@ -4,7 +4,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ConcurrentLimiter, RedisStore } from '../lib/entries/index.js'
-import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
+import { clusterNodes, freshPrefix, redisUrl, REDIS_KINDS } from './helpers/stores.js'
 import { eventually } from './helpers/clock.js'
 
 const PROCESSES = 4
@@ -37,7 +37,7 @@ function next(child: ChildProcess): Promise<Record<string, number>> {
   return new Promise((resolve) => child.once('message', (m) => resolve(m as Record<string, number>)))
 }
 
-describe.each(['redis', 'cluster'] as const)(`limiters across ${PROCESSES} processes on %s`, (kind) => {
+describe.each(REDIS_KINDS)(`limiters across ${PROCESSES} processes on %s`, (kind) => {
   const target = kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
   const connect = (prefix: string) =>
     kind === 'redis'

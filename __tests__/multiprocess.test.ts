@@ -3,7 +3,7 @@
 import { fork } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { clusterNodes, freshPrefix, redisUrl } from './helpers/stores.js'
+import { clusterNodes, freshPrefix, redisUrl, REDIS_KINDS } from './helpers/stores.js'
 
 interface WorkerResult {
   firstSend: number
@@ -33,7 +33,7 @@ function runWorkers(config: Record<string, unknown>): Promise<WorkerResult[]> {
   )
 }
 
-describe.each(['redis', 'cluster'] as const)(`${PROCESSES} processes on %s`, (kind) => {
+describe.each(REDIS_KINDS)(`${PROCESSES} processes on %s`, (kind) => {
   const target = kind === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
 
   it('rateLimit never admits more than maxBurst + qps*T + one call, counted', async () => {

@@ -9,7 +9,7 @@ import {
   type Quota,
   type RequestedQuota,
 } from '../lib/entries/index.js'
-import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient, useStore } from './helpers/stores.js'
+import { STORE_KINDS, freshPrefix, keysUnder, makeStore, rawClient, useStore, REDIS_KINDS } from './helpers/stores.js'
 import { codeOf } from './helpers/errors.js'
 
 const T0 = 1_800_000_000_000
@@ -256,7 +256,7 @@ describe.each(STORE_KINDS)('QuotaLimiter input validation on %s', (kind) => {
   })
 })
 
-describe.each(['redis', 'cluster'] as const)("on Redis' own clock (%s)", (kind) => {
+describe.each(REDIS_KINDS)("on Redis' own clock (%s)", (kind) => {
   it('every sliding log and quota counter written has a TTL, no longer than its window allows', async () => {
     const prefix = freshPrefix()
     const store = await makeStore(kind, { keyPrefix: prefix })

@@ -5,7 +5,7 @@ import { fork } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ManualClock, MemoryStore, OverLimitError, RedisStore, SlidingCounterLimiter } from '../lib/entries/index.js'
-import { STORE_KINDS, clusterNodes, freshPrefix, redisUrl, useStore } from './helpers/stores.js'
+import { STORE_KINDS, clusterNodes, freshPrefix, redisUrl, useStore, REDIS_KINDS } from './helpers/stores.js'
 import { freePort } from './helpers/servers.js'
 import { FRAMEWORKS, get, serve } from './helpers/http.js'
 import { codeOf } from './helpers/errors.js'
@@ -229,7 +229,7 @@ interface Admission {
   resetAfterMs: number
 }
 
-describe.each(['redis', 'cluster'] as const)('SlidingCounterLimiter across 4 processes on %s', (kind) => {
+describe.each(REDIS_KINDS)('SlidingCounterLimiter across 4 processes on %s', (kind) => {
   it('never admits more than the limit in a calendar window; the worst sliding window is reported', async () => {
     const limit = 40
     const intervalMs = 500

@@ -5,7 +5,7 @@
 // limiters it drops.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DistributedPacer, RedisStore, WindowLimiter, ConcurrentLimiter } from '../lib/entries/index.js'
-import { clusterNodes, freshPrefix, keysUnder, rawClient, redisUrl } from './helpers/stores.js'
+import { clusterNodes, freshPrefix, keysUnder, rawClient, redisUrl, REDIS_KINDS } from './helpers/stores.js'
 import type { Cluster, Redis } from 'ioredis'
 
 /** The store's internals these tests look at. */
@@ -34,7 +34,7 @@ function onServer(kind: 'redis' | 'cluster') {
   return ctx
 }
 
-describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) => {
+describe.each(REDIS_KINDS)('issue-24-stats-ttl on %s', (kind) => {
   const server = onServer(kind)
   const { connect } = server
 
@@ -120,7 +120,7 @@ describe.each(['redis', 'cluster'] as const)('issue-24-stats-ttl on %s', (kind) 
 
 // Issue 24, item 6 (statistics): a key of another type under our names fails only its own
 // operation; a flush never re-sends counts it wrote (one decision used to be counted 8 times).
-describe.each(['redis', 'cluster'] as const)('issue-24-stats-wrongtype on %s', (kind) => {
+describe.each(REDIS_KINDS)('issue-24-stats-wrongtype on %s', (kind) => {
   const server = onServer(kind)
   const { connect } = server
 

@@ -20,6 +20,7 @@ import {
   WindowLimiter,
 } from '../lib/entries/index.js'
 import {
+  REDIS_KINDS,
   STORE_KINDS,
   clusterNodes,
   freshPrefix,
@@ -188,40 +189,37 @@ describe('statistics across stores and processes', () => {
     expect(() => new MemoryStore({ stats: 1 } as any)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_CONFIG' }))
   })
 
-  it.each(['redis', 'cluster'] as const)(
-    'counted exactly under 4 processes on %s: admitted + refused = calls made',
-    async (target) => {
-      const prefix = freshPrefix()
-      const cfg = {
-        prefix,
-        name: 'fleet',
-        limit: 1000,
-        count: 600,
-        ...(target === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
-      }
-      const worker = join(__dirname, 'helpers', 'stats-worker.js')
-      const results = await Promise.all(
-        Array.from(
-          { length: 4 },
-          () =>
-            new Promise<{ admitted: number; refused: number; dropped: number }>((resolve, reject) => {
-              const child = fork(worker, [JSON.stringify(cfg)])
-              child.once('message', resolve)
-              child.once('exit', (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)))
-            }),
-        ),
-      )
-      const admitted = results.reduce((a, r) => a + r.admitted, 0)
-      const refused = results.reduce((a, r) => a + r.refused, 0)
-      expect(admitted).toBe(1000)
-      expect(admitted + refused).toBe(2400)
-      for (const r of results) expect(r.dropped).toBe(0)
-      const store = await makeStore(target, { keyPrefix: prefix })
-      const stats = await new BucketLimiter(store, { name: 'fleet', limit: 1000, interval: 'hour' }).stats()
-      expect(stats).toMatchObject({ admitted: 1000, refused: 1400, admittedWeight: 1000, refusedWeight: 1400 })
-      await store.close()
-    },
-  )
+  it.each(REDIS_KINDS)('counted exactly under 4 processes on %s: admitted + refused = calls made', async (target) => {
+    const prefix = freshPrefix()
+    const cfg = {
+      prefix,
+      name: 'fleet',
+      limit: 1000,
+      count: 600,
+      ...(target === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }),
+    }
+    const worker = join(__dirname, 'helpers', 'stats-worker.js')
+    const results = await Promise.all(
+      Array.from(
+        { length: 4 },
+        () =>
+          new Promise<{ admitted: number; refused: number; dropped: number }>((resolve, reject) => {
+            const child = fork(worker, [JSON.stringify(cfg)])
+            child.once('message', resolve)
+            child.once('exit', (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)))
+          }),
+      ),
+    )
+    const admitted = results.reduce((a, r) => a + r.admitted, 0)
+    const refused = results.reduce((a, r) => a + r.refused, 0)
+    expect(admitted).toBe(1000)
+    expect(admitted + refused).toBe(2400)
+    for (const r of results) expect(r.dropped).toBe(0)
+    const store = await makeStore(target, { keyPrefix: prefix })
+    const stats = await new BucketLimiter(store, { name: 'fleet', limit: 1000, interval: 'hour' }).stats()
+    expect(stats).toMatchObject({ admitted: 1000, refused: 1400, admittedWeight: 1000, refusedWeight: 1400 })
+    await store.close()
+  })
 
   it('Redis blinks: counts made meanwhile are written once it is back; a store closed while down counts them as dropped', async () => {
     const port = await freePort()

@@ -19,7 +19,7 @@ import {
   type RedisStore,
   type SlidingDecision,
 } from '../lib/entries/index.js'
-import { useStore } from './helpers/stores.js'
+import { useStore, REDIS_KINDS } from './helpers/stores.js'
 
 const HEALTHY = 20
 const PLANTED_TTL_MS = 600_000
@@ -67,7 +67,7 @@ function values<T>(results: Settled<T>[]): T[] {
   return results.map((r) => (r as PromiseFulfilledResult<T>).value)
 }
 
-describe.each(['redis', 'cluster'] as const)('issue-24 keys of another type on %s', (kind) => {
+describe.each(REDIS_KINDS)('issue-24 keys of another type on %s', (kind) => {
   const ctx = useStore(kind)
   const redis = () => ctx.raw!
   const store = () => ctx.store as RedisStore

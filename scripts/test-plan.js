@@ -13,8 +13,13 @@
 // Modes: by default the suite starts its own standalone Redis and 3-master Redis Cluster on
 // loopback ports (a `redis-server` on PATH). With SLUICE_TEST_REDIS_URL set, it runs against
 // that server instead (never an app's REDIS_URL: the suites write keys, under random
-// prefixes) and leaves out what needs a cluster, and, without a redis-server on PATH, the
-// files that start servers of their own (TLS, ACL, Sentinel, failover, faults).
+// prefixes), with no cluster: no file is left out for that. The tests on the suite's cluster
+// are skipped inside their files (HAS_CLUSTER, REDIS_KINDS and STORE_KINDS in
+// __tests__/helpers/stores.ts; __tests__/test-plan.test.ts checks every file that uses the
+// cluster goes through them), so a file's standalone tests still run, the cluster case of its
+// matrices is not made and its cluster-only tests show as skipped in vitest's count. Without a redis-server on PATH, the files that start
+// servers of their own (TLS, ACL, Sentinel, failover, faults, the clusters some files start
+// themselves) are left out.
 const fs = require('node:fs')
 const path = require('node:path')
 
@@ -70,29 +75,27 @@ function prerequisites(m) {
   return { apt, install, missing, fatal }
 }
 
-// What a test file needs, read from its text: a Redis Cluster (the suite's, or one it starts),
-// servers of its own (redis-server), openssl (the TLS suite's CA), a browser.
+// What a test file needs, read from its text: servers of its own (redis-server: standalone
+// ones, Sentinels, and the clusters startCluster makes), openssl (the TLS suite's CA). Not the
+// suite's cluster: without one, its tests are skipped inside the files (see above).
 const NEEDS = [
-  ['cluster', /clusterNodes\(|SLUICE_REDIS_CLUSTER|rawClient\('cluster'\)|'redis', 'cluster'|startCluster/],
   ['redis-server', /helpers\/servers|helpers\/sentinel|'redis-server'/],
   ['openssl', /execFileSync\('openssl'/],
 ]
 const WHY = {
-  cluster: 'needs a Redis Cluster (SLUICE_TEST_REDIS_URL gives a standalone server only)',
   'redis-server': 'starts redis-server itself (none on PATH)',
   openssl: 'makes its certificates with openssl (none on PATH)',
 }
 
 /**
- * The files to leave out, `[{ file, why }]`, given the test files' texts (`{ file: text }`),
- * whether a cluster is started (not with a given server) and what is missing.
+ * The files to leave out, `[{ file, why }]`, given the test files' texts (`{ file: text }`)
+ * and what is missing.
  */
-function skips(files, { cluster, missing }) {
+function skips(files, { missing }) {
   const out = []
   for (const [file, text] of Object.entries(files)) {
     for (const [need, pattern] of NEEDS) {
-      const lacking = need === 'cluster' ? !cluster : missing.includes(need)
-      if (lacking && pattern.test(text)) {
+      if (missing.includes(need) && pattern.test(text)) {
         out.push({ file, why: WHY[need] })
         break
       }
@@ -129,7 +132,7 @@ function main(argv) {
   }
   if (argv[0] === 'skips') {
     const root = path.join(__dirname, '..', '__tests__')
-    for (const { file, why } of skips(testFiles(root), { cluster: !m.givenUrl, missing: p.missing })) {
+    for (const { file, why } of skips(testFiles(root), { missing: p.missing })) {
       console.log(file)
       console.error(`  skipped ${file}: ${why}`)
     }

@@ -4,8 +4,9 @@
 # (a redis-server on PATH), runs the lint, the Rust suite (unit, property, conformance against
 # the Lua) and the JS suite, stops the servers.
 # SLUICE_TEST_REDIS_URL=redis://host:port: the standalone suites against that server instead,
-# no servers started; what needs a cluster (or servers of its own, without redis-server) is
-# skipped and listed. scripts/test-plan.js decides both. Bash 3.2 (macOS) runs it too.
+# no servers started; the tests on the suite's cluster are skipped inside their files (the
+# cluster-only ones counted as skipped by vitest) and, without redis-server, the files that
+# start servers of their own are left out and listed. scripts/test-plan.js decides both. Bash 3.2 (macOS) runs it too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,10 +73,12 @@ node scripts/ttl-scan.js
 
 rust=$(grep -oE 'test result: ok\. [0-9]+ passed' "$logs/rust" | awk '{ s += $4 } END { print s + 0 }')
 js=$(sed 's/\x1b\[[0-9;]*m//g' "$logs/js" | grep -E '^ +Tests +[0-9]+ passed' | grep -oE '[0-9]+ passed' | head -1 | grep -oE '[0-9]+')
+js_skipped=$(sed 's/\x1b\[[0-9;]*m//g' "$logs/js" | grep -E '^ +Tests +' | grep -oE '[0-9]+ skipped' | head -1 | grep -oE '[0-9]+' || true)
 echo "== summary: Rust $rust, JS ${js:-0}"
 if [ ${#rust_skip[@]} -gt 0 ] || [ -s "$logs/skips" ] || [ -n "${SLUICE_TEST_NO_BROWSER:-}" ]; then
   echo "== skipped on this machine (the rest ran):"
   [ ${#rust_skip[@]} -eq 0 ] || echo "  the Rust conformance tests on a cluster (*_on_cluster): no cluster"
+  [ ${#rust_skip[@]} -eq 0 ] || echo "  the JS tests on the suite's cluster, inside their files: no cluster (vitest: ${js_skipped:-0} skipped in all)"
   cat "$logs/skips"
   [ -z "${SLUICE_TEST_NO_BROWSER:-}" ] || echo "  the dashboard's browser test: no chromium (set SLUICE_CHROMIUM to a Chrome or Chromium)"
 fi
