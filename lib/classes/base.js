@@ -17,21 +17,7 @@ const { isStore } = require('../store/options')
 const { longTimeout } = require('../base/timers')
 const { retryAfterMs } = require('../base/retryafter')
 
-/** The longest name of a limiter, a sliding window, a fair tenant or a budget (and a budget's dimension), UTF-8 bytes. */
-const MAX_NAME_BYTES = 256
-
-/**
- * Whether `name` can name a limiter: any non-empty string of at most MAX_NAME_BYTES UTF-8
- * bytes with no lone surrogate (it would reach the store as U+FFFD, so two names could share a
- * key). Store keys escape it (lib/store/keys.js), so `.`, `:`, `@`, spaces, `/`, `%`, braces or
- * any script are names like others, and a name of `[A-Za-z0-9_-]` keeps the key it always had.
- */
-function isName(name) {
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_BYTES || !name.isWellFormed())
-    return false
-  // a UTF-16 code unit is at most 3 UTF-8 bytes: a short name needs no count (the common case)
-  return name.length * 3 <= MAX_NAME_BYTES || Buffer.byteLength(name) <= MAX_NAME_BYTES
-}
+const { MAX_NAME_BYTES, isName } = require('../base/names')
 
 /** `name` checked as a name (`what` says whose), else ERR_INVALID_CONFIG. */
 function checkName(name, what = 'name') {
