@@ -179,11 +179,12 @@ function sleep(store, ms, signal) {
   })
 }
 
-function overLimit(limiter, retryAfterMs) {
-  return new OverLimitError(`over the limit of ${limiter.name}; retry after ${retryAfterMs} ms`, {
-    limiter: limiter.name,
-    retryAfterMs,
-  })
+function overLimit(limiter, retryAfterMs, reason = 'limit') {
+  const message =
+    reason === 'denied'
+      ? `${limiter.name} denies this call (a rule of store.rules)`
+      : `over the limit of ${limiter.name}; retry after ${retryAfterMs} ms`
+  return new OverLimitError(message, { limiter: limiter.name, retryAfterMs, reason })
 }
 
 /** The options of a call (`what`: its name), of `names` only (ERR_INVALID_ARGUMENT). */
@@ -346,10 +347,11 @@ class Limiter {
         if (waited && store._stats !== null) store._stats.waited(this, nowMs(store) - start)
         return true
       }
-      if (this._reserves || d.retryAfterMs > deadline - nowMs(store)) {
-        this._count(d, weight)
+      if (this._reserves || d.retryAfterMs > deadline - nowMs(store) || d.reason === 'denied') {
+        // a denied call was counted where the rule answered it
+        if (d.reason !== 'denied') this._count(d, weight)
         if (this._policy === 'skip') return false
-        throw overLimit(this, d.retryAfterMs)
+        throw overLimit(this, d.retryAfterMs, d.reason)
       }
       await sleep(store, d.retryAfterMs, signal)
       waited = true
