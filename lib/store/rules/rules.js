@@ -61,7 +61,9 @@ function entryOf(target, json) {
 
 class Rules {
   constructor(store) {
+    /** @type {any} the store (not enumerable: a MemoryStore stays a tree for JSON.stringify) */
     this._store = store
+    Object.defineProperty(this, '_store', { enumerable: false })
     this._table = new RuleTable()
   }
 
