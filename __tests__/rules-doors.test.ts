@@ -46,6 +46,13 @@ describe.each(STORE_KINDS.filter((k) => k !== 'cluster'))('issue-39-rules-doors 
     const calls = batching?.calls
     expect(await hit('mallory@example.com', 3)).toEqual([403, 403, 403])
     expect(batching?.calls).toBe(calls)
+    // denied, not rate limited: no limit described
+    const denied = await get(`${served.url}/`, { 'x-user': 'mallory@example.com' })
+    expect([denied.status, denied.header('ratelimit-limit'), denied.header('retry-after')]).toEqual([
+      403,
+      undefined,
+      undefined,
+    ])
     // allowed by prefix: never limited, nothing charged
     await rulesOf(store).set({ door: identifier, keyPrefix: 'ops:' }, { access: 'allow' })
     expect(await hit('ops:deploy-bot', 6)).toEqual([200, 200, 200, 200, 200, 200])

@@ -477,6 +477,8 @@ class Door {
    * may add to). `Retry-After` on every refusal, never before the reset it reports.
    */
   headers(o) {
+    // a client a rule denies is not rate limited: no limit to describe (a 403 and no headers)
+    if (o.reason === 'denied') return []
     const out = headers(o, this.config.legacyHeaders, this.config.standardHeaders, this.config.headerForm)
     return /** @type {[string, string, boolean][]} */ (out)
   }

@@ -204,8 +204,11 @@ class RedisRules extends Rules {
   /** @internal at connect: the table loaded (when Redis is up), then the channel and the poll. */
   async _start() {
     const store = this._store
-    if (store.status === 'up') await this._read().catch(() => undefined)
-    store._waiters.listen(this._channel, this).catch(() => undefined)
+    if (store.status === 'up') {
+      // subscribed first, then read: a change made in between arrives as a message
+      await store._waiters.listen(this._channel, this).catch(() => undefined)
+      await this._read().catch(() => undefined)
+    }
     this._poll = setInterval(() => this._due(), POLL_MS)
     this._poll.unref()
     this._renew = setInterval(() => {
