@@ -208,6 +208,12 @@ export declare function redisDirectStep(task: ExternalObject<'DirectTask'>, repl
 export declare function redisNextWakes(store: NativeRedisStore): Promise<string[]>
 
 /**
+ * One operation on the store's rules (see `lua/rules.lua`) on a pool lane: `call` = its five
+ * keys, then its arguments, encoded by lib/base/codec.js; resolves with its reply.
+ */
+export declare function redisRules(store: NativeRedisStore, call: string, lane: number): Promise<string[] | NativeError>
+
+/**
  * Statistics operations on a pool lane (see `lua/stats.lua`): `ops` = per operation `<op>
  * <key count> <key>... <arg count> <arg>...`, every part encoded by lib/base/codec.js (one string
  * to convert, not one per part: a flush of 10,000 limiters has about 150,000 parts; no byte

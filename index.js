@@ -851,6 +851,7 @@ module.exports.redisCall = nativeBinding.redisCall
 module.exports.redisDirect = nativeBinding.redisDirect
 module.exports.redisDirectStep = nativeBinding.redisDirectStep
 module.exports.redisNextWakes = nativeBinding.redisNextWakes
+module.exports.redisRules = nativeBinding.redisRules
 module.exports.redisStats = nativeBinding.redisStats
 module.exports.redisStopWakes = nativeBinding.redisStopWakes
 module.exports.redisSubscribe = nativeBinding.redisSubscribe

@@ -60,6 +60,9 @@ describe.each(STORE_KINDS)('statistics on %s', (kind) => {
     await b.peek() // not a decision
     expect(await b.stats()).toEqual({
       ...ZERO,
+      // the rate limiters honour store.rules: what shadow mode admitted, what a rule denied
+      shadowRefused: 0,
+      denied: 0,
       admitted: 2,
       refused: 1,
       admittedWeight: 8,

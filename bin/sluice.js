@@ -5,6 +5,7 @@
 //   sluice list | inspect <name> | stats <name> | reset <name> [--key K] [--yes]
 //     --redis URL | --cluster URL [--cluster URL...]  [--prefix P] [--kind K] [--json]
 //   sluice dashboard --redis URL [--port N] [--host H] [--allowed-host H...] [--allow-reset]
+//   sluice rules list | set | delete | bans | history (bin/rules.js)
 // Exit codes: 0 done, 1 Redis unreachable or a store error, 2 bad usage or nothing to do.
 //
 // Nothing from the store reaches the terminal raw: every name goes through termText (control
@@ -16,6 +17,7 @@ const readline = require('node:readline')
 const sluice = require('../lib/entries/index.js')
 const { checkAllowedHosts } = require('../lib/doors/dashboard/hosts.js')
 const { closestName } = require('../lib/base/errors.js')
+const { parseRulesArgs, runRules } = require('./rules.js')
 
 /** Whether `h` is an entry `dashboard({ allowedHosts })` takes. */
 function isHostName(h) {
@@ -49,6 +51,7 @@ commands:
   reset <name>         forget what a limiter counted (asks first unless --yes); an HTTP
                        door (kind door): one client's counts, named by --key
   dashboard            serve the dashboard page (until Ctrl-C)
+  rules ...            the store's rules: list, set, delete, bans, history (sluice rules --help)
 
 options:
   --redis URL          a standalone Redis (default: $SLUICE_REDIS_URL, then $REDIS_URL,
@@ -66,6 +69,17 @@ options:
                        subdomains; "all" turns the check off: open to DNS rebinding)
   --allow-reset        dashboard: allow resets from the page
   --version, -V        print sluice's version`
+
+const RULES_USAGE = `usage: sluice rules list | bans | history [--json]
+       sluice rules set <target> <what> [--ttl 7d] [--note TEXT]
+       sluice rules delete <target>
+
+<target>: --kind K --name N | --kind K --prefix P | --door D [--key K | --key-prefix P]
+          | --budget B --tenant T
+<what>:   --limit N [--interval-ms N] | --window LIMIT/MS (repeat) | --qps N [--max-burst N]
+          | --dimension NAME=LIMIT (repeat) | --shadow | --deny | --allow
+Redis:    --redis URL | --cluster URL (repeat); --store-prefix P (the stores' key prefix,
+          default sluice: in this command --prefix is a target's name prefix)`
 
 class UsageError extends Error {}
 
@@ -166,13 +180,7 @@ function parseArgs(argv) {
   }
   if (o.key !== null && o.command !== 'reset') throw new UsageError('--key is for the reset command')
   if (o.kind !== null && !KINDS.includes(o.kind)) throw new UsageError(`--kind must be one of ${KINDS.join(', ')}`)
-  if (o.redis) o.redisFrom = '--redis'
-  else if (o.cluster.length === 0) {
-    const env = process.env
-    if (env.SLUICE_REDIS_URL) [o.redis, o.redisFrom] = [env.SLUICE_REDIS_URL, '$SLUICE_REDIS_URL']
-    else if (env.REDIS_URL) [o.redis, o.redisFrom] = [env.REDIS_URL, '$REDIS_URL']
-    else [o.redis, o.redisFrom] = [DEFAULT_REDIS, 'the default']
-  }
+  redisFromEnv(o)
   return o
 }
 
@@ -236,7 +244,19 @@ function ask(question) {
   })
 }
 
-async function run(o, out, warn) {
+/** Where the commands' Redis is when neither --redis nor --cluster says (see parseArgs). */
+function redisFromEnv(o) {
+  if (o.redis) o.redisFrom = '--redis'
+  else if (o.cluster.length === 0) {
+    const env = process.env
+    if (env.SLUICE_REDIS_URL) [o.redis, o.redisFrom] = [env.SLUICE_REDIS_URL, '$SLUICE_REDIS_URL']
+    else if (env.REDIS_URL) [o.redis, o.redisFrom] = [env.REDIS_URL, '$REDIS_URL']
+    else [o.redis, o.redisFrom] = [DEFAULT_REDIS, 'the default']
+  }
+}
+
+/** The store the commands use, and where it is (for messages); exit 1 when unreachable. */
+async function connect(o, warn) {
   const where = o.cluster.length ? o.cluster.map(shown).join(', ') : shown(o.redis)
   // a URL the user did not type: say which one, on stderr (stdout stays the command's, --json too)
   if (o.redisFrom !== null && o.redisFrom !== '--redis') warn(`sluice: Redis at ${where} (from ${o.redisFrom})`)
@@ -257,6 +277,28 @@ async function run(o, out, warn) {
     e.escaped = true
     throw e
   }
+  return { store, where }
+}
+
+/** `sluice rules ...` (bin/rules.js): a store error of bad input (ERR_INVALID_ARGUMENT) is a usage error. */
+async function rulesCommand(argv, out, warn) {
+  if (argv.includes('--help') || argv.includes('-h')) return out(RULES_USAGE)
+  const o = parseRulesArgs(argv, UsageError)
+  o.redisFrom = null
+  redisFromEnv(o)
+  const { store } = await connect(o, warn)
+  try {
+    await runRules(o, store, out)
+  } catch (err) {
+    if (err && err.code === 'ERR_INVALID_ARGUMENT') throw new UsageError(termText(err.message))
+    throw err
+  } finally {
+    await store.close().catch(() => undefined)
+  }
+}
+
+async function run(o, out, warn) {
+  const { store, where } = await connect(o, warn)
   if (o.command === 'dashboard') return serveDashboard(o, store, where, out, warn)
   try {
     if (o.command === 'list') {
@@ -377,6 +419,19 @@ async function serveDashboard(o, store, where, out, warn) {
 }
 
 async function main(argv, out = (s) => process.stdout.write(`${s}\n`), err = (s) => process.stderr.write(`${s}\n`)) {
+  if (argv[0] === 'rules') {
+    try {
+      await rulesCommand(argv.slice(1), out, err)
+      return 0
+    } catch (e) {
+      if (e instanceof UsageError) {
+        err(`sluice: ${e.message}\n\n${RULES_USAGE}`)
+        return 2
+      }
+      err(`sluice: ${e.escaped === true ? e.message : termText(e.message)}`)
+      return e.exitCode || 1
+    }
+  }
   let o
   try {
     o = parseArgs(argv)

@@ -37,7 +37,7 @@
 -- the counters, in lib/store/stats.js' ALL_FIELDS order (FIELDS, then the EXTRA_FIELDS some kinds count)
 local FIELDS = {
   'admitted', 'refused', 'admittedWeight', 'refusedWeight', 'nearLimit', 'waited', 'waitTimeMs',
-  'degraded', 'rescheduled', 'throttled', 'blocks',
+  'degraded', 'rescheduled', 'throttled', 'blocks', 'shadowRefused', 'denied',
 }
 
 -- the type each operation's keys must have (or none: not there yet), checked by a read of that

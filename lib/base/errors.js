@@ -35,11 +35,13 @@ class SluiceError extends Error {
 
 /** Thrown by the waiting calls (`withinLimit`, `ensure`, `acquire`) when over a limit. */
 class OverLimitError extends SluiceError {
-  constructor(message, { limiter, retryAfterMs }) {
+  constructor(message, { limiter, retryAfterMs, reason = 'limit' }) {
     super('ERR_OVER_LIMIT', message)
     this.name = 'OverLimitError'
     this.limiter = limiter
     this.retryAfterMs = retryAfterMs
+    /** 'limit' (over it), or 'denied' (a rule of store.rules denies the caller) */
+    this.reason = reason
   }
 }
 

@@ -17,21 +17,7 @@ const { isStore } = require('../store/options')
 const { longTimeout } = require('../base/timers')
 const { retryAfterMs } = require('../base/retryafter')
 
-/** The longest name of a limiter, a sliding window, a fair tenant or a budget (and a budget's dimension), UTF-8 bytes. */
-const MAX_NAME_BYTES = 256
-
-/**
- * Whether `name` can name a limiter: any non-empty string of at most MAX_NAME_BYTES UTF-8
- * bytes with no lone surrogate (it would reach the store as U+FFFD, so two names could share a
- * key). Store keys escape it (lib/store/keys.js), so `.`, `:`, `@`, spaces, `/`, `%`, braces or
- * any script are names like others, and a name of `[A-Za-z0-9_-]` keeps the key it always had.
- */
-function isName(name) {
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_BYTES || !name.isWellFormed())
-    return false
-  // a UTF-16 code unit is at most 3 UTF-8 bytes: a short name needs no count (the common case)
-  return name.length * 3 <= MAX_NAME_BYTES || Buffer.byteLength(name) <= MAX_NAME_BYTES
-}
+const { MAX_NAME_BYTES, isName } = require('../base/names')
 
 /** `name` checked as a name (`what` says whose), else ERR_INVALID_CONFIG. */
 function checkName(name, what = 'name') {
@@ -193,11 +179,12 @@ function sleep(store, ms, signal) {
   })
 }
 
-function overLimit(limiter, retryAfterMs) {
-  return new OverLimitError(`over the limit of ${limiter.name}; retry after ${retryAfterMs} ms`, {
-    limiter: limiter.name,
-    retryAfterMs,
-  })
+function overLimit(limiter, retryAfterMs, reason = 'limit') {
+  const message =
+    reason === 'denied'
+      ? `${limiter.name} denies this call (a rule of store.rules)`
+      : `over the limit of ${limiter.name}; retry after ${retryAfterMs} ms`
+  return new OverLimitError(message, { limiter: limiter.name, retryAfterMs, reason })
 }
 
 /** The options of a call (`what`: its name), of `names` only (ERR_INVALID_ARGUMENT). */
@@ -360,10 +347,11 @@ class Limiter {
         if (waited && store._stats !== null) store._stats.waited(this, nowMs(store) - start)
         return true
       }
-      if (this._reserves || d.retryAfterMs > deadline - nowMs(store)) {
-        this._count(d, weight)
+      if (this._reserves || d.retryAfterMs > deadline - nowMs(store) || d.reason === 'denied') {
+        // a denied call was counted where the rule answered it
+        if (d.reason !== 'denied') this._count(d, weight)
         if (this._policy === 'skip') return false
-        throw overLimit(this, d.retryAfterMs)
+        throw overLimit(this, d.retryAfterMs, d.reason)
       }
       await sleep(store, d.retryAfterMs, signal)
       waited = true

@@ -15,6 +15,7 @@ const {
   REFUND_MARGIN_MS,
 } = require('./base')
 const { invalidArgument } = require('../base/errors')
+const { modeOption, ruledCall, unruled } = require('./ruled')
 const LIMIT = require('../kinds/limit')
 const { allowed: ALLOWED, remaining: REMAINING, retry_after_us: RETRY_US, reset_after_us: RESET_US } = LIMIT.RESULT
 
@@ -32,7 +33,7 @@ class RateLimiter extends Limiter {
 
   constructor(store, options) {
     const { _segment: segment, _limitName: limitName } = new.target
-    const common = limiterOptions(store, options, [limitName, 'interval'])
+    const common = limiterOptions(store, options, [limitName, 'interval', 'mode'])
     super(store, common, segment)
     this._limit = checkInteger(limitName, common.options[limitName], 1, MAX_LIMIT)
     this._intervalMs = intervalMs(common.options.interval)
@@ -40,6 +41,8 @@ class RateLimiter extends Limiter {
     this._kind = KIND[segment]
     this._sig = `${this._kind}|${this._limit}|${this._intervalUs}` // the options, for the local deny cache
     this._limitName = limitName
+    /** 'enforce', or 'shadow': decided and counted, a refusal admitted (a rule's mode wins) */
+    this._mode = modeOption(common.options.mode)
   }
 
   /**
@@ -74,7 +77,27 @@ class RateLimiter extends Limiter {
 
   /** @internal one call: resolves with a Decision (plus `_waitUs` for reservations) */
   _call(weight, maxWaitUs, count = false) {
-    return this._store._call(LIMIT, new LIMIT.Call(this, weight, maxWaitUs, count))
+    if (unruled(this)) return this._store._call(LIMIT, new LIMIT.Call(this, weight, maxWaitUs, count))
+    const take = maxWaitUs >= 0
+    if (!take && maxWaitUs !== OP.peek) {
+      // adjust, reset, block: on the limit and interval the takes are decided against
+      const e = this._store.rules._forName(this._statsKind, this._name)
+      const r = e === undefined ? undefined : e.rule
+      const call = new LIMIT.Call(
+        this,
+        weight,
+        maxWaitUs,
+        count,
+        r?.limit ?? this._limit,
+        r?.intervalMs !== undefined ? r.intervalMs * 1000 : this._intervalUs,
+      )
+      return this._store._call(LIMIT, call)
+    }
+    return ruledCall(this, take, weight, maxWaitUs, count, (limit, intervalUs, wait, counted) => {
+      const c = new LIMIT.Call(this, weight, wait, counted, limit, intervalUs)
+      if (limit !== this._limit) c.ruled = limit
+      return this._store._call(LIMIT, c)
+    })
   }
 
   /**

@@ -27,6 +27,7 @@ function limitText(o, per) {
 const door = {
   name: 'door',
   statsKinds: ['door'],
+  statsFields: ['shadowRefused', 'denied'],
   /** the longest window (a client's counter lives that long); 0 when a function gives it */
   lifetimeMs: (o) => longest(o.windows, (w) => w.windowMs),
   inspect: {

@@ -44,12 +44,16 @@ class LimitCall {
    * limit decided against (the owner's, or the doors' count of every request: a limit no count
    * reaches, never answered from nor kept in the deny cache).
    */
-  constructor(owner, weight, maxWaitUs, count, limit = owner._limit) {
+  constructor(owner, weight, maxWaitUs, count, limit = owner._limit, intervalUs = owner._intervalUs) {
     this.owner = owner
     this.weight = weight
     this.maxWaitUs = maxWaitUs
     this.count = count
     this.limit = limit
+    /** the interval decided over: the owner's, or a rule's (store.rules) */
+    this.intervalUs = intervalUs
+    /** a rule's limit, shown in the decision (0: the owner's) */
+    this.ruled = 0
     /** when the deny cache was asked (local µs) */
     this.atUs = 0
   }
@@ -58,6 +62,7 @@ class LimitCall {
 /** The decision of `c` at `out[o..]`, counted when `c.count`. */
 function decide(c, out, o, degraded) {
   const d = c.owner._decision(out, o, degraded)
+  if (c.ruled !== 0) d.limit = c.ruled
   if (c.count) c.owner._count(d, c.weight)
   return d
 }
@@ -302,6 +307,7 @@ const limit = {
   RESULT,
   Call: LimitCall,
   statsKinds: ['bucket', 'window', 'leaky', 'points'],
+  statsFields: ['shadowRefused', 'denied'],
   lifetimeMs: (o) => Number(o.intervalMs) || 0,
 
   memory(store, c, degraded) {
@@ -312,7 +318,7 @@ const limit = {
     io[0] = owner._kind
     io[1] = c.weight
     io[2] = c.limit
-    io[3] = owner._intervalUs
+    io[3] = c.intervalUs
     io[4] = c.maxWaitUs
     io[5] = nowUs
     native.memoryStep(store._handle, CODE, id)
@@ -322,7 +328,7 @@ const limit = {
   cached(cache, c, atUs) {
     c.atUs = atUs
     const key = c.owner._storeKey
-    if (c.maxWaitUs === 0 && c.limit === c.owner._limit) {
+    if (c.maxWaitUs === 0 && c.limit === c.owner._limit && c.intervalUs === c.owner._intervalUs) {
       const hit = cache.get(key, c.owner._sig, c.weight, atUs)
       if (hit === null) return undefined
       const v = hit.values
@@ -345,7 +351,7 @@ const limit = {
       nums[i] = owner._kind
       nums[i + 1] = c.weight
       nums[i + 2] = c.limit
-      nums[i + 3] = owner._intervalUs
+      nums[i + 3] = c.intervalUs
       nums[i + 4] = c.maxWaitUs
     }
     return { keys, nums: nums.subarray(0, n * WIDTH), nowUs }
@@ -361,7 +367,13 @@ const limit = {
         reject[e](wrongType(`${c.owner._statsKind} limiter`, store.keyPrefix))
         continue
       }
-      if (cache !== null && c.maxWaitUs === 0 && out[o + ALLOWED] === 0 && c.limit === c.owner._limit) {
+      if (
+        cache !== null &&
+        c.maxWaitUs === 0 &&
+        out[o + ALLOWED] === 0 &&
+        c.limit === c.owner._limit &&
+        c.intervalUs === c.owner._intervalUs
+      ) {
         cache.set(c.owner._storeKey, c.owner._sig, c.weight, c.atUs, out[o + RETRY_US], out.slice(o, o + SIZE))
       }
       resolve[e](decide(c, out, o, false))

@@ -25,6 +25,7 @@ const SEGMENTS = Object.freeze([
   'stats',
   'limiters',
   'probe',
+  'rules',
 ])
 
 /** A key of sluice's, whatever its prefix (a prefix holds no `:`, `{` or `}`). */

@@ -4,6 +4,7 @@
 // code (no thread hop), with the same semantics as Redis. For tests, single-process apps,
 // the demo, and a RedisStore's whenDown 'local'.
 
+const { MemoryRules } = require('./rules/rules')
 const native = require('../native')
 const { fromNative } = require('../base/errors')
 const { StatsBook, byLastUse } = require('./stats')
@@ -32,6 +33,8 @@ class MemoryStore {
     const { keyPrefix, clock, stats } = memoryOptions(options)
     this.keyPrefix = keyPrefix
     this.clock = clock
+    /** The operators' rules (DESIGN §9): this store is one process, its rules a table here. */
+    this.rules = new MemoryRules(this)
     // statistics: the process's counts are this store's counts
     this._stats = stats ? new StatsBook(() => (clock ? clock.now() : Date.now())) : null
     this._io = new Float64Array(6) // numbers in, decision out (see memoryStep)

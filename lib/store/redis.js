@@ -6,6 +6,7 @@
 // are in files of their own.
 
 const EventEmitter = require('node:events')
+const { RedisRules } = require('./rules/rules')
 const native = require('../native')
 const { SluiceError, fromNative, invalidConfig, orThrow } = require('../base/errors')
 const { StatsBook } = require('./stats')
@@ -72,6 +73,8 @@ class RedisStore extends EventEmitter {
     this._closed = false
     // concurrent limiters: this process's waiters and the grant channels they listen on
     this._waiters = new RedisWaiters(this)
+    /** The operators' rules (DESIGN §9): in Redis, cached in this process. */
+    this.rules = new RedisRules(this)
     this._spares = new Spares() // slots given back in this process (lib/store/spares.js)
     // the circuit breaker and the store-down policy
     const policy = new WhenDown(o.whenDown, o.probeIntervalMs, {
@@ -155,6 +158,8 @@ class RedisStore extends EventEmitter {
       const reason = `cannot connect to Redis within ${o.connectTimeoutMs} ms`
       store._circuit.trip(atServer(new SluiceError('ERR_STORE_UNAVAILABLE', reason), o.server), undefined)
     }
+    // the rules in force before the first decision (when Redis is up), kept fresh from now on
+    await store.rules._start()
     return store
   }
 
@@ -341,6 +346,7 @@ class RedisStore extends EventEmitter {
     if (this._closed) return
     await this._statsWriter.close()
     this._closed = true
+    this.rules._close()
     // batches already written settle with their real replies (Redis may have applied them: a
     // charge, a lease); calls not yet sent were refused with ERR_CLOSED above and never go.
     await this._lanes.drain(2 * this._commandTimeoutMs + 100)

@@ -32,10 +32,11 @@ const FIELDS = [
 ]
 /**
  * Counters only some kinds report (a kind lists them in `statsFields`, lib/kinds/): the
- * outgoing door's answers 429/503 and the blocks it recorded (sluice/fetch). Every entry
+ * outgoing door's answers 429/503 and the blocks it recorded (sluice/fetch); the refusals a
+ * shadow mode admitted and the calls a rule denied (store.rules, the kinds that honour them). Every entry
  * holds room for them after FIELDS; a kind without them never counts them nor shows them.
  */
-const EXTRA_FIELDS = ['throttled', 'blocks']
+const EXTRA_FIELDS = ['throttled', 'blocks', 'shadowRefused', 'denied']
 const ALL_FIELDS = [...FIELDS, ...EXTRA_FIELDS]
 const INDEX = Object.fromEntries(ALL_FIELDS.map((f, i) => [f, i]))
 /** The fields `kind`'s statistics show: FIELDS and the extra ones it names. */

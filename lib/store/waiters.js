@@ -85,6 +85,37 @@ class RedisWaiters extends Waiters {
     this._store = store
     this._channels = new Map() // channel -> { count, ready, local }
     this._looping = false
+    /** the store's other listener (its rules, lib/store/rules/rules.js): `rules <v>` and `*` messages */
+    this._listener = null
+  }
+
+  /**
+   * Subscribes `listener` (the store's rules) to `channel` for good: it gets the messages that
+   * start with `rules ` and every `*`, and the loop runs while it listens, waiters or not.
+   */
+  listen(channel, listener) {
+    this._listener = listener
+    const ready = this._listen(channel)
+    ready.then(
+      () => this._wakeLoop(),
+      () => undefined,
+    )
+    return ready
+  }
+
+  /** Whether `channel` is subscribed on Redis (not only queued while the store was down). */
+  subscribed(channel) {
+    const entry = this._channels.get(channel)
+    return entry !== undefined && !entry.local
+  }
+
+  wake(message) {
+    if (message.startsWith('rules ')) {
+      if (this._listener !== null) this._listener.message(message)
+      return
+    }
+    if (message === '*' && this._listener !== null) this._listener.message(message)
+    super.wake(message)
   }
 
   listening(channel) {
@@ -160,7 +191,7 @@ class RedisWaiters extends Waiters {
     this._looping = true
     const loop = async () => {
       try {
-        while (this.size > 0 && !store._closed) {
+        while ((this.size > 0 || this._listener !== null) && !store._closed) {
           const messages = await native.redisNextWakes(store._native)
           for (const m of messages) this.wake(m)
         }
@@ -175,7 +206,7 @@ class RedisWaiters extends Waiters {
 
   /** A waiter left; ends the pending wake call when none is left. */
   _waiterDone() {
-    if (this.size === 0 && this._looping) native.redisStopWakes(this._store._native)
+    if (this.size === 0 && this._listener === null && this._looping) native.redisStopWakes(this._store._native)
   }
 }
 

@@ -327,6 +327,20 @@ pub fn redis_stats<'env>(
 /// Each statistics operation's reply.
 type StatsReplies = Vec<Vec<String>>;
 
+/// One operation on the store's rules (see `lua/rules.lua`) on a pool lane: `call` = its five
+/// keys, then its arguments, encoded by lib/base/codec.js; resolves with its reply.
+#[napi(catch_unwind, ts_return_type = "Promise<string[] | NativeError>")]
+pub fn redis_rules<'env>(
+  env: &'env Env,
+  store: &NativeRedisStore,
+  call: String,
+  lane: u32,
+) -> Result<PromiseRaw<'env, Either<Vec<String>, NativeError>>, Code> {
+  let (keys, args) = js(crate::store::redis::decode_rules(&call))?;
+  let inner = store.inner.clone();
+  env.spawn_future(async move { resolved(inner.rules_op(keys, args, &Lane::Pool(lane)).await) }).map_err(napi_failure)
+}
+
 /// Subscribes the store's listener to a grant channel; resolves once Redis confirmed.
 #[napi(catch_unwind, ts_return_type = "Promise<void | NativeError>")]
 pub fn redis_subscribe<'env>(

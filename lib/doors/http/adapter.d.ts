@@ -106,6 +106,8 @@ export interface DoorConfig<Req = any, Res = any> {
   readonly refunds: boolean
   readonly passOnStoreError: boolean
   readonly cacheBytes: number
+  /** 'enforce' or 'shadow' (lib/doors/http/types.d.ts `mode`). */
+  readonly mode: 'enforce' | 'shadow'
   /** The key without keyGenerator: the adapter's `defaultKey`, or express-rate-limit's. */
   readonly defaultKey: KeyOf<Req, Res>
   readonly allowList: DoorAdapter<Req, Res>['allowList'] | null

@@ -145,16 +145,18 @@ class Door {
    * `limit(req)`, `<limit>:<id>`: the limit's digits end at the first `:`, so no key can be
    * read as another limit's.
    */
-  _limiterFor(id, limit, windowMs) {
+  _limiterFor(id, limit, windowMs, ruled = null) {
     const dynamic = limit !== null || windowMs !== null
-    // with a windowMs function: `<limit>:<windowMs>:<id>` (every entry of the door has that form)
-    const cacheOf = (id) => (!dynamic ? id : windowMs === null ? `${limit}:${id}` : `${limit}:${windowMs}:${id}`)
+    // with a windowMs function: `<limit>:<windowMs>:<id>` (every entry of the door has that form);
+    // windows a rule gives (store.rules): `r<limit>/<windowMs>,...:<id>` (no digit first)
+    const rkey = ruled === null ? '' : `r${ruled.map((w) => `${w.limit}/${w.windowMs}`).join(',')}:`
+    const cacheOf = (id) => rkey + (!dynamic ? id : windowMs === null ? `${limit}:${id}` : `${limit}:${windowMs}:${id}`)
     const cached = this._limiters.get(cacheOf(id))
     if (cached !== undefined) return cached.limiter
     // a copy: a key cut from a larger string (a body, a header) would keep all of it alive
     id = id.split('').join('')
     const cacheKey = cacheOf(id)
-    const limiter = this._make(id, limit, windowMs)
+    const limiter = this._make(id, limit, windowMs, ruled)
     const members = algorithmOf(this.config).members
     const made = members ? members(limiter) : Array.isArray(limiter) ? limiter : [limiter]
     const bytes = ENTRY_BYTES + 2 * cacheKey.length + made.length * (LIMITER_BYTES + 2 * nameLength(made[0]))
@@ -174,12 +176,14 @@ class Door {
    * @internal the limiter (or limiters, one per window) of a key known by `id`, a limit and a
    * window; out of statistics (the door counts each request as itself: see lib/doors/http/outcome.js)
    */
-  _make(id, limit, windowMs) {
+  _make(id, limit, windowMs, ruled = null) {
     const c = this.config
-    const windows = c.windows.map((w) => ({
-      limit: w.limit === null ? limit : w.limit,
-      windowMs: w.windowMs === null ? windowMs : w.windowMs,
-    }))
+    const windows =
+      ruled ??
+      c.windows.map((w) => ({
+        limit: w.limit === null ? limit : w.limit,
+        windowMs: w.windowMs === null ? windowMs : w.windowMs,
+      }))
     const algorithm = algorithmOf(c)
     const limiter = algorithm.make(classes, c.store, nameOf(c.counter, id), windows)
     uncounted(algorithm.members ? algorithm.members(limiter) : Array.isArray(limiter) ? limiter : [limiter])
@@ -199,8 +203,22 @@ class Door {
    */
   async decide(req, res, known = null, charge = true, every = false) {
     const o = await this._decide(req, res, known, charge, every)
-    if (charge && o !== null && this._owner !== null) countOutcome(this.config.store, this._owner, o)
+    if (charge && o !== null && this._owner !== null) {
+      countOutcome(this.config.store, this._owner, o)
+      if (o.reason !== undefined) ruledEvent(this.config.store, this._owner, o.reason)
+    }
     return o
+  }
+
+  /**
+   * @internal the rule of store.rules for client `key` of this door (by its counter
+   * identifier), or undefined: one property read when the store has no rule
+   */
+  _ruleOf(key) {
+    const c = this.config
+    const table = c.store.rules._table
+    if (c.counter === undefined || (table.size === 0 && table._banCount === 0)) return undefined
+    return c.store.rules._forDoorKey(c.counter, key)?.rule
   }
 
   /** @internal decide() but the count */
@@ -213,6 +231,37 @@ class Door {
       if (typeof key !== 'string') key = await key
       if (c.allowList !== null && (await this.allowListed(req, key))) return null
     }
+    const rule = this._ruleOf(key)
+    if (rule !== undefined && rule.access === 'allow') return null // let through, nothing charged
+    if (rule !== undefined && rule.access === 'deny') return this._denied(key)
+    const shadow = (rule !== undefined && rule.mode !== undefined ? rule.mode : c.mode) === 'shadow'
+    const o = await this._decideKey(req, res, key, charge && !shadow ? every : false, charge, rule, shadow)
+    if (!shadow || o === null || o.allowed) return o
+    // shadow: decided as if enforced, the refusal admitted (headers as usual, no 429)
+    o.allowed = true
+    o.retryAfterMs = 0
+    o.reason = 'shadow'
+    return o
+  }
+
+  /** @internal a request denied by a rule: refused with no store call (403) */
+  _denied(key) {
+    const c = this.config
+    const windows = (c.windows ?? [{ name: c.identifier ?? '', limit: 0, windowMs: 0 }]).map((w) => ({
+      name: w.name,
+      limit: w.limit ?? 0,
+      windowMs: w.windowMs ?? 0,
+      remaining: 0,
+      resetMs: 0,
+    }))
+    const o = outcome(key, 1, windows, false, false, 0, null, this.now())
+    o.reason = 'denied'
+    return o
+  }
+
+  /** @internal decide() of a request's key, under a rule's limits (`rule`) and mode (`shadow`) */
+  async _decideKey(req, res, key, every, charge, rule, shadow) {
+    const c = this.config
     const id = keyId(key)
     let weight = 1
     if (c.cost) {
@@ -242,11 +291,14 @@ class Door {
         )
       }
     }
-    const windows = c.windows.map((w) => ({
+    let windows = c.windows.map((w) => ({
       name: w.name,
       limit: w.limit === null ? limit : w.limit,
       windowMs: w.windowMs === null ? windowMs : w.windowMs,
     }))
+    // a rule's limits (store.rules) instead of the door's: its windows, or its limit and interval
+    const ruled = rule === undefined ? null : ruledWindows(windows, rule)
+    if (ruled !== null) windows = ruled.map((w, i) => ({ name: windows[i]?.name ?? `${windows[0].name}-${i}`, ...w }))
     const least = Math.min(...windows.map((w) => w.limit))
     if (weight > least || least === 0) {
       // never admitted (a limit of 0 refuses everything): refused without a store call
@@ -255,7 +307,11 @@ class Door {
       // ban counts these refusals too (max 0 with ban 0 bans at once, as the peer); nothing to block
       return c.exceeding !== null && c.exceeding.ban >= 0 ? c.exceeding.refused(this, null, id, o) : o
     }
-    const limiter = this._limiterFor(id, limit, windowMs)
+    const limiter =
+      ruled === null ? this._limiterFor(id, limit, windowMs) : this._limiterFor(id, null, null, ruled.map(copyWindow))
+    // shadow mode: no back-off nor ban (a would-be refusal is admitted)
+    if (shadow)
+      return charge ? this._check(limiter, key, weight, windows, at) : this._peek(limiter, key, weight, windows, at)
     if (charge && c.exceeding !== null && c.exceeding.backsOff && this.countsEvery()) {
       return this._backoff(limiter, key, windows, at)
     }
@@ -421,6 +477,8 @@ class Door {
    * may add to). `Retry-After` on every refusal, never before the reset it reports.
    */
   headers(o) {
+    // a client a rule denies is not rate limited: no limit to describe (a 403 and no headers)
+    if (o.reason === 'denied') return []
     const out = headers(o, this.config.legacyHeaders, this.config.standardHeaders, this.config.headerForm)
     return /** @type {[string, string, boolean][]} */ (out)
   }
@@ -447,6 +505,7 @@ class Door {
    * (whenDown 'deny'), else `statusCode` (429; whenDown 'local' refuses by a real count).
    */
   status(o) {
+    if (o.reason === 'denied') return 403
     return this.unavailable(o) ? this.config.downStatusCode : this.config.statusCode
   }
 
@@ -467,6 +526,24 @@ class Door {
   settleAfter(o, req, res) {
     settleAfter(this, o, req, res)
   }
+}
+
+/**
+ * The windows a rule gives a door key (`windows` as the door computed them), or null when the
+ * rule overrides no limit: its own `windows`, else the door's with its `limit` and `intervalMs`.
+ */
+function ruledWindows(windows, rule) {
+  if (rule.windows !== undefined) return rule.windows.map((w) => ({ limit: w.limit, windowMs: w.intervalMs }))
+  if (rule.limit === undefined && rule.intervalMs === undefined) return null
+  return windows.map((w) => ({ limit: rule.limit ?? w.limit, windowMs: rule.intervalMs ?? w.windowMs }))
+}
+
+const copyWindow = (w) => ({ limit: w.limit, windowMs: w.windowMs })
+
+/** Counts `reason` ('shadow', 'denied') of a door's request in its statistics. */
+function ruledEvent(store, owner, reason) {
+  const book = store._stats
+  if (book !== null) book.event(owner, reason === 'shadow' ? 'shadowRefused' : 'denied')
 }
 
 /** The characters of a made limiter's name (or a pacer's key): what its strings cost. */

@@ -54,8 +54,10 @@ const COMMON_OPTIONS = [
   'requestWasSuccessful',
   'passOnStoreError',
   'cacheBytes',
+  'mode',
 ]
 
+const { modeOption } = require('../../classes/ruled')
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 function checkLimit(name, value, min = 1) {
@@ -142,6 +144,8 @@ function doorConfig(options, adapter = {}) {
     ipv6Subnet: 56,
     identifier: null,
     cacheBytes: DEFAULT_CACHE_BYTES,
+    /** 'enforce', or 'shadow': decided and counted, a refusal let through (a rule's mode wins) */
+    mode: modeOption(o.mode),
   }
   if (typeof config.algorithm !== 'string' || !ALGORITHMS.has(config.algorithm)) {
     throw invalidConfig(`algorithm must be one of ${[...ALGORITHMS.keys()].map((a) => `'${a}'`).join(', ')}`)

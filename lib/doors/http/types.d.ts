@@ -102,6 +102,12 @@ export interface DoorOptions<Req, Res> {
    * one window; the oldest are dropped first and remade when needed; 0: none kept).
    */
   cacheBytes?: number
+  /**
+   * 'shadow': every request decided and counted as if enforced, but a would-be refusal goes
+   * through (its headers as usual, no 429; counted in the door's `shadowRefused`); default
+   * 'enforce'. A rule of `store.rules` for the door (`{ door: identifier }`) or a key wins.
+   */
+  mode?: 'enforce' | 'shadow'
   /** Give the charge back when the response fails (status >= 400 by default). fixed, window, leaky only. */
   skipFailedRequests?: boolean
   /** Give the charge back when the response succeeds. fixed, window, leaky only. */

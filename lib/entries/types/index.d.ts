@@ -4,6 +4,7 @@
 export * from './errors'
 export * from './clock'
 export * from './store'
+export * from './rules'
 export * from './pacer'
 export * from './limiters'
 export * from './quota-fair'

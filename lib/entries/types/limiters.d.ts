@@ -23,6 +23,11 @@ export interface Decision {
   resetAfterMs: number
   /** Answered without Redis (RedisStore `whenDown`); false when Redis answered. */
   degraded: boolean
+  /**
+   * Set when a rule of `store.rules` or the limiter's mode answered: 'denied' (refused by a
+   * deny, no round trip), 'shadow' (admitted, though enforcing would have refused).
+   */
+  reason?: 'denied' | 'shadow'
 }
 
 /** What withinLimit does over the limit after the wait: 'raise' an OverLimitError, or 'skip' `fn`. */
@@ -100,6 +105,12 @@ export interface RateLimiter<P extends LimiterPolicy = LimiterPolicy> {
 export type CountLimiterOptions<P extends LimiterPolicy = LimiterPolicy> = LimiterOptions<P> & {
   limit: number
   interval: Interval
+  /**
+   * 'shadow': every call decided and counted as if enforced, but a would-be refusal is admitted
+   * at once (`reason: 'shadow'`, counted in `stats().shadowRefused`); default 'enforce'. A rule
+   * of `store.rules` with a mode wins.
+   */
+  mode?: 'enforce' | 'shadow'
 }
 
 /** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
@@ -151,7 +162,7 @@ export interface PointsLimiter<P extends LimiterPolicy = LimiterPolicy> extends 
 export declare const PointsLimiter: {
   new <P extends LimiterPolicy = 'raise'>(
     store: Store,
-    options: LimiterOptions<P> & { points: number; interval: Interval },
+    options: LimiterOptions<P> & { points: number; interval: Interval; mode?: 'enforce' | 'shadow' },
   ): PointsLimiter<P>
   readonly prototype: PointsLimiter
 }

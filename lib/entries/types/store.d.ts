@@ -2,6 +2,7 @@
 
 import type { ManualClock } from './clock'
 import type { SluiceError } from './errors'
+import type { Rules } from './rules'
 
 export interface StoreOptions {
   /** Prefix of every key, default "sluice". No braces or newlines. */
@@ -33,6 +34,10 @@ export interface LimiterStats {
   throttled?: number
   /** sluice/fetch keys (kind 'adaptive') only: blocks recorded from answers (Retry-After, an exhausted quota). */
   blocks?: number
+  /** The kinds that honour store.rules: refusals that shadow mode admitted (`reason: 'shadow'`). */
+  shadowRefused?: number
+  /** The kinds that honour store.rules: calls a rule denied (`reason: 'denied'`). */
+  denied?: number
 }
 
 /** A limiter a store has seen (`store.limiters()`). */
@@ -67,6 +72,8 @@ export interface LimiterInfo {
 export declare class MemoryStore {
   constructor(options?: StoreOptions)
   readonly keyPrefix: string
+  /** The operators' rules (limit overrides, shadow mode, allow and deny): live control, DESIGN §9. */
+  readonly rules: Rules
   readonly clock: ManualClock | null
   /**
    * The limiters used through this store, most recently used first (at most 10,000; a full
@@ -190,6 +197,8 @@ export declare class RedisStore {
    */
   static connect(options?: RedisStoreOptions | string): Promise<RedisStore>
   readonly keyPrefix: string
+  /** The operators' rules (limit overrides, shadow mode, allow and deny): live control, DESIGN §9. */
+  readonly rules: Rules
   readonly clock: ManualClock | null
   readonly isCluster: boolean
   /** How the calls made so far were batched (calls per native call = calls / batches). */

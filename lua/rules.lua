@@ -1,0 +1,124 @@
+-- rules.lua: the store's rules (lib/store/rules, ../shared/DESIGN.md §9): operator rules that
+-- every process caches, their version, a log of recent changes, the operators' history.
+--
+-- KEYS      [1] the table (a hash: target id -> the rule as JSON), [2] its version (a counter),
+--           [3] the log (a list, newest first: '<version> <target id>'), [4] the history (a list,
+--           newest first: the writer's JSON of each change), [5] the rules' ends (a sorted set:
+--           target id by epoch ms). All in one hash slot (one tag).
+-- ARGV[1]   the operation; then its arguments:
+--   set     <now ms> <ttl ms> <log cap> <channel> <id> <rule json> <expires at ms or ''>
+--           <history json> <max rules>: HSET the rule (its end in KEYS[5]); replies { version },
+--           or { 'FULL' } (nothing written) when the table holds <max rules> others
+--   delete  <now ms> <ttl ms> <log cap> <channel> <id> <history json>: replies { version, 1 } or
+--           { version, 0 } (there was no such rule; nothing written)
+--   since   <version>: the changes after it: { version } when none, { version, 'changes', id,
+--           json or '' (deleted), ... } when the log holds them all, else { version, 'all', id,
+--           json, ... } (the whole table; also for <version> -1). Reads only.
+--   history <count>: the newest <count> history entries
+--   renew   <ttl ms>: PEXPIRE every key that exists (a daily renewal by any connected process)
+-- A write (set, delete) first drops the rules whose end is at or before <now ms>, each logged as
+-- a change; bumps the version once per change, logs each (keeping <log cap>), keeps the last
+-- 1,000 history entries and PEXPIREs every key by <ttl ms>; each change is PUBLISHed on
+-- <channel> with the rule it leaves (see `changed`), so a process that holds the version before
+-- it applies it with no read.
+
+-- @include wrong_type
+
+local HISTORY = 1000
+local tbl, ver, log, hist, ends = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local op = ARGV[1]
+
+-- one change: the version bumped, logged, and told on the channel with the target's rule now
+-- ('' when it has none): 'rules <version>\n<id>\n<rule json>' (an id and a rule are JSON: no
+-- raw newline in either)
+local function changed(channel, id, json)
+  local v = redis.call('INCR', ver)
+  redis.call('LPUSH', log, v .. ' ' .. id)
+  redis.call('PUBLISH', channel, 'rules ' .. v .. '\n' .. id .. '\n' .. json)
+  return v
+end
+
+local function written(ttl, cap)
+  redis.call('LTRIM', log, 0, cap - 1)
+  redis.call('LTRIM', hist, 0, HISTORY - 1)
+  for k = 1, 5 do redis.call('PEXPIRE', KEYS[k], ttl) end
+end
+
+-- drops the rules that ended by `now`, each a change; the version after them
+local function sweep(now, channel)
+  local gone = redis.call('ZRANGEBYSCORE', ends, '-inf', now)
+  for _, id in ipairs(gone) do
+    redis.call('HDEL', tbl, id)
+    redis.call('ZREM', ends, id)
+    changed(channel, id, '')
+  end
+  return tonumber(redis.call('GET', ver) or '0'), #gone
+end
+
+local function whole(v)
+  local out = { v, 'all' }
+  local all = redis.call('HGETALL', tbl)
+  for j = 1, #all do out[#out + 1] = all[j] end
+  return out
+end
+
+if op == 'set' or op == 'delete' then
+  -- a key of another type under the table's names: another writer uses sluice's prefix
+  if wrong_type(redis.pcall('HLEN', tbl)) or wrong_type(redis.pcall('LLEN', log))
+    or wrong_type(redis.pcall('LLEN', hist)) or wrong_type(redis.pcall('ZCARD', ends)) then
+    return { 'WRONGTYPE' }
+  end
+  local now, ttl, cap, channel, id = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+  local v, swept = sweep(now, channel)
+  if op == 'set' then
+    local json, ends_at, entry, max = ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10])
+    if redis.call('HEXISTS', tbl, id) == 0 and redis.call('HLEN', tbl) >= max then
+      if swept > 0 then written(ttl, cap) end
+      return { 'FULL' }
+    end
+    redis.call('HSET', tbl, id, json)
+    if ends_at == '' then redis.call('ZREM', ends, id) else redis.call('ZADD', ends, ends_at, id) end
+    v = changed(channel, id, json)
+    redis.call('LPUSH', hist, entry)
+    written(ttl, cap)
+    return { v }
+  end
+  local entry = ARGV[7]
+  if redis.call('HDEL', tbl, id) == 0 then
+    if swept > 0 then written(ttl, cap) end
+    return { v, 0 }
+  end
+  redis.call('ZREM', ends, id)
+  v = changed(channel, id, '')
+  redis.call('LPUSH', hist, entry)
+  written(ttl, cap)
+  return { v, 1 }
+elseif op == 'since' then
+  local mine = tonumber(ARGV[2])
+  local v = tonumber(redis.pcall('GET', ver)) or 0
+  if mine == v then return { v } end
+  if mine < 0 or mine > v then return whole(v) end
+  local entries = redis.call('LRANGE', log, 0, v - mine - 1)
+  -- the log must reach back to the change after `mine`
+  if #entries < v - mine or tonumber(string.match(entries[#entries], '^(%d+) ')) ~= mine + 1 then
+    return whole(v)
+  end
+  local out, seen = { v, 'changes' }, {}
+  for j = #entries, 1, -1 do
+    local id = string.match(entries[j], '^%d+ (.*)$')
+    if not seen[id] then
+      seen[id] = true
+      out[#out + 1] = id
+      out[#out + 1] = redis.call('HGET', tbl, id) or ''
+    end
+  end
+  return out
+elseif op == 'history' then
+  return redis.call('LRANGE', hist, 0, tonumber(ARGV[2]) - 1)
+elseif op == 'renew' then
+  for k = 1, 5 do
+    if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ARGV[2]) end
+  end
+  return {}
+end
+error('rules: unknown operation')
