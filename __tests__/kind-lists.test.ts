@@ -17,8 +17,8 @@ const registry = req('../lib/kinds/index.js') as {
 const keys = req('../lib/store/keys.js') as { SEGMENTS: readonly string[] }
 const everyKind = req('./helpers/every-kind.js') as { KINDS: Record<string, unknown> }
 
-/** The segments a store key has that are no statistics kind's: the store's own, and fair's approximate mode. */
-const OWN_SEGMENTS = ['stats', 'limiters', 'probe', 'fair-approx']
+/** The segments a store key has that are no statistics kind's: the store's own (statistics, registry, probes, rules), and fair's approximate mode. */
+const OWN_SEGMENTS = ['stats', 'limiters', 'probe', 'rules', 'fair-approx']
 /** Statistics kinds with no key of their own: an HTTP door counts under its algorithm's kind. */
 const KEYLESS = ['door']
 

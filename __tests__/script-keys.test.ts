@@ -255,6 +255,11 @@ async function everything(store: RedisStore) {
   expect((await paced.stats('/a'))[0]).toMatchObject({ throttled: 1, blocks: 1, decreases: 1 })
   await store.limiters()
   await pacer.stats()
+  // the store's rules (lua/rules.lua): a set, a list (a read of the changes), the history, a delete
+  await store.rules.set({ kind: 'bucket', name: 'lBucketLimiter' }, { limit: 3 }, { ttlMs: 60_000 })
+  await store.rules.list()
+  await store.rules.history()
+  await store.rules.delete({ kind: 'bucket', name: 'lBucketLimiter' })
 }
 
 describe('the MONITOR line reader', () => {
