@@ -35,10 +35,12 @@ export declare class SluiceError extends Error {
 
 /** Thrown by the waiting calls when over a limit. */
 export declare class OverLimitError extends SluiceError {
-  constructor(message: string, details: { limiter: string; retryAfterMs: number })
+  constructor(message: string, details: { limiter: string; retryAfterMs: number; reason?: 'limit' | 'denied' })
   readonly code: 'ERR_OVER_LIMIT'
   readonly limiter: string
   readonly retryAfterMs: number
+  /** 'limit' (over it), or 'denied' (a `deny` rule of `store.rules`: refused with no round trip). */
+  readonly reason: 'limit' | 'denied'
   /** From SlidingWindowLimiter.ensure: the window that refused (the one that frees up last). */
   window?: SlidingWindow
 }

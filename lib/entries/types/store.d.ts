@@ -33,6 +33,13 @@ export interface LimiterStats {
   throttled?: number
   /** sluice/fetch keys (kind 'adaptive') only: blocks recorded from answers (Retry-After, an exhausted quota). */
   blocks?: number
+  /**
+   * The kinds that honour `store.rules` (the rate limiters, sliding windows and counters, the
+   * semaphore, the pacers): decisions shadow mode admitted that enforcing would have refused.
+   */
+  shadowRefused?: number
+  /** Those kinds: calls a `deny` rule of `store.rules` refused (counted in `refused` too). */
+  denied?: number
 }
 
 /** A limiter a store has seen (`store.limiters()`). */
