@@ -6,6 +6,7 @@ import {
   ConcurrentLimiter,
   DistributedPacer,
   type Lease,
+  Budget,
   ManualClock,
   PacerComposite,
   SlidingCounterLimiter,
@@ -378,5 +379,77 @@ describe.each(STORE_KINDS)('issue-39-rules-kinds on %s', (kind) => {
     }
     expect(refused).toBe(4)
     expect(shadowed).toBe(refused)
+  })
+
+  it('Budget: dimensions overridden (the budget, a tenant), denied, allowed, shadowed, in two processes', async () => {
+    const clock = new ManualClock(T0)
+    const [a, b] = await stores(clock)
+    const name = 'llm@acme:gpt.4o'
+    const dimensions = { requests: { limit: 10, intervalMs: HOUR }, tokens: { limit: 10_000, intervalMs: HOUR } }
+    const ba = new Budget(a, { name, dimensions })
+    const bb = new Budget(b, { name, dimensions })
+    /** Reservations admitted over an hour: 3 tries every 3 minutes, alternating processes. */
+    const hour = async (views: Budget[]) => {
+      let ok = 0
+      for (let step = 0; step < 20; step++) {
+        clock.advance(HOUR / 20)
+        for (let i = 0; i < 3; i++) {
+          try {
+            await views[i % views.length].reserve({ requests: 1 }, { maxWaitMs: 0 })
+            ok++
+          } catch (err) {
+            expect(err).toMatchObject({ code: 'ERR_OVER_LIMIT', reason: 'limit' })
+          }
+        }
+      }
+      return ok
+    }
+    expect(await hour([ba, bb])).toBe(10)
+    await setRule(a, b, 'budget', name, { dimensions: { requests: { limit: 5 } } })
+    expect(await hour([ba, bb])).toBe(5)
+    await setRule(a, b, 'budget', name, { dimensions: { requests: { limit: 20 } } })
+    expect(await hour([ba, bb])).toBe(20)
+    // a tenant's rule caps the tenant (at 2 of the budget's 20 an hour); another tenant is not
+    const tenant = 'customer@42:eu.west'
+    await rulesOf(a).set({ budget: name, tenant }, { dimensions: { requests: { limit: 2 } } })
+    const start = Date.now()
+    while ((b as any).rules._forTenant(name, tenant) === undefined) {
+      if (Date.now() - start > 2000) throw new Error("the tenant's rule never arrived")
+      await new Promise((r) => setTimeout(r, 1))
+    }
+    expect(await hour([ba.tenant(tenant, { share: 0.5 }), bb.tenant(tenant, { share: 0.5 })])).toBe(2)
+    expect(await hour([ba.tenant('other', { share: 0.5 }), bb.tenant('other', { share: 0.5 })])).toBe(20)
+    // the tenant denied, the budget not: no round trip
+    await rulesOf(a).set({ budget: name, tenant }, { access: 'deny' })
+    const before = calls(a)
+    await expect(ba.tenant(tenant, { share: 0.5 }).reserve({ requests: 1 })).rejects.toMatchObject({
+      code: 'ERR_OVER_LIMIT',
+      reason: 'denied',
+    })
+    expect(calls(a)).toBe(before)
+    // the budget denied, the budget allowed (a reservation that holds nothing)
+    await setRule(a, b, 'budget', name, { access: 'deny' })
+    await expect(bb.reserve({ requests: 1 })).rejects.toMatchObject({ reason: 'denied' })
+    await setRule(a, b, 'budget', name, { access: 'allow' })
+    const before2 = calls(a)
+    for (let i = 0; i < 30; i++) await (await ba.reserve({ requests: 1, tokens: 9_000 })).settle({ tokens: 50_000 })
+    expect(calls(a)).toBe(before2)
+    // shadow on the budget's own 10 an hour: one fits every 6 minutes, the rest admitted at once
+    await setRule(a, b, 'budget', name, { mode: 'shadow' })
+    clock.advance(HOUR) // what the hours before queued has drained
+    let shadowed = 0
+    for (let step = 0; step < 20; step++) {
+      clock.advance(HOUR / 20)
+      for (let i = 0; i < 3; i++) {
+        const r = await (i % 2 ? ba : bb).reserve({ requests: 1 }, { maxWaitMs: 60_000 })
+        expect(r.delayMs).toBe(0)
+        if (r.reason === 'shadow') shadowed++
+      }
+    }
+    expect(shadowed).toBe(60 - 10)
+    await flush(a, b)
+    const stats = await ba.stats()
+    expect(stats.denied).toBe(2)
+    expect(stats.shadowRefused).toBe(50)
   })
 })
