@@ -1,4 +1,4 @@
-// store.rules applied to the pacers, the sliding windows, the sliding counters and the
+// store.rules applied to the pacers, the sliding windows, the sliding counters, budgets and the
 // concurrency limiter (DESIGN §9): an override is the call's, a deny or an allow answers with no
 // round trip, shadow mode decides at once and admits. Two stores stand for two processes.
 import { afterEach, describe, expect, it } from 'vitest'
