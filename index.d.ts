@@ -227,6 +227,9 @@ export declare function redisStopWakes(store: NativeRedisStore): void
 /** Subscribes the store's listener to a grant channel; resolves once Redis confirmed. */
 export declare function redisSubscribe(store: NativeRedisStore, channel: string): Promise<void | NativeError>
 
+/** The grant and rules messages received since the last call, at once, without waiting. */
+export declare function redisTakeWakes(store: NativeRedisStore): Array<string>
+
 export declare function redisUnsubscribe(store: NativeRedisStore, channel: string): Promise<void | NativeError>
 
 /** A call's result as JS settles it when it does not travel inline in the buffer. */

@@ -855,5 +855,6 @@ module.exports.redisRules = nativeBinding.redisRules
 module.exports.redisStats = nativeBinding.redisStats
 module.exports.redisStopWakes = nativeBinding.redisStopWakes
 module.exports.redisSubscribe = nativeBinding.redisSubscribe
+module.exports.redisTakeWakes = nativeBinding.redisTakeWakes
 module.exports.redisUnsubscribe = nativeBinding.redisUnsubscribe
 module.exports.WRONG_TYPE = nativeBinding.WRONG_TYPE

@@ -2,7 +2,9 @@
 // prefix of keys; deny answers 403 with no store call, allow lets through uncharged, an override
 // is the key's limit, shadow mode sends the headers as usual and no 429. Each framework for real.
 import { afterEach, describe, expect, it } from 'vitest'
+import { Registry } from 'prom-client'
 import { ManualClock, type Store } from '../lib/entries/index.js'
+import { collectMetrics } from '../lib/entries/metrics.js'
 import { STORE_KINDS, makeStore } from './helpers/stores.js'
 import { FRAMEWORKS, get, serve, type Served } from './helpers/http.js'
 
@@ -93,5 +95,15 @@ describe.each(STORE_KINDS.filter((k) => k !== 'cluster'))('issue-39-rules-doors 
     await (store as any)._flushStats?.()
     const info = await (store as any)._statsOf('door', 'shadow-door')
     expect(info).toMatchObject({ admitted: 5, refused: 0, shadowRefused: 3 })
+    // and in the metrics: sluice_shadow_refused_total of the door
+    const registry = new Registry()
+    const m = collectMetrics(store, { registry })
+    try {
+      const text = await registry.metrics()
+      expect(text).toContain('sluice_shadow_refused_total{limiter="shadow-door",kind="door"} 3')
+      expect(text).toContain('sluice_denied_total{limiter="shadow-door",kind="door"} 0')
+    } finally {
+      m.close()
+    }
   })
 })

@@ -16,6 +16,7 @@ const {
   overLimit,
 } = require('./base')
 const { checkName, MAX_LIMIT, MAX_MS } = require('./base')
+const { modeOption, unruled, modeOf, event } = require('./ruled')
 const budget = require('../kinds/budget')
 const { Holds } = require('./budget-hold')
 const { storeKey } = require('../store/keys')
@@ -81,7 +82,7 @@ function dimensionsOption(dimensions) {
  */
 class Budget {
   constructor(store, options) {
-    const o = classOptions(store, options, ['name', 'dimensions'], 'budget', ' { name, dimensions }')
+    const o = classOptions(store, options, ['name', 'dimensions', 'mode'], 'budget', ' { name, dimensions }')
     this._store = store
     this._name = o.name
     this._dimensions = dimensionsOption(o.dimensions)
@@ -99,6 +100,8 @@ class Budget {
     this._tenant = null
     /** @internal the tenants' callers held in this process (shared by the views made from this budget) */
     this._holds = new Holds(store)
+    /** 'enforce', or 'shadow': reserve() decides at once, a refusal admitted holding nothing (a rule's mode wins) */
+    this._mode = modeOption(o.mode)
   }
 
   /**
@@ -181,14 +184,86 @@ class Budget {
     return out
   }
 
-  /** @internal one call of this budget */
+  /** @internal one call of this budget (on the limits the rules in force give it) */
   async _call(op, id, amounts, ttlUs = 1000, maxWaitUs = 0) {
-    const t = this._tenant
+    let t = this._tenant
     if (t !== null && (op === OP.reserve || op === OP.stats)) {
       op = op === OP.reserve ? OP.reserveAs : OP.statsOf
     }
+    let owner = this
+    if (this._store.rules._table.size !== 0) [owner, t] = this._ruledLimits(t)
     const tenant = op === OP.reserveAs || op === OP.statsOf ? t : null
-    return this._store._call(budget, new budget.Call(this, op, id, amounts, ttlUs, maxWaitUs, tenant))
+    return this._store._call(budget, new budget.Call(owner, op, id, amounts, ttlUs, maxWaitUs, tenant))
+  }
+
+  /**
+   * @internal this budget and tenant `t` as the rules of store.rules make them: a budget rule's
+   * `dimensions` override those dimensions' limits; a tenant rule's cap the tenant's maxShare
+   * at the smallest of `limit / the budget's limit` over the dimensions it names
+   */
+  _ruledLimits(t) {
+    const rules = this._store.rules
+    const e = rules._forName('budget', this._name)
+    let owner = this
+    const dims = e === undefined ? undefined : e.rule.dimensions
+    if (dims !== undefined) {
+      const spec = this._spec.slice()
+      for (const [name, d] of Object.entries(dims)) {
+        const at = this._index.get(name)
+        if (at !== undefined) spec[4 * at] = d.limit
+      }
+      owner = Object.create(this, { _spec: { value: spec } })
+    }
+    const te = t === null ? undefined : rules._forTenant(this._name, t.id)
+    if (te === undefined || te.rule.dimensions === undefined) return [owner, t]
+    let capPpm = PPM
+    for (const [name, d] of Object.entries(te.rule.dimensions)) {
+      const at = this._index.get(name)
+      if (at !== undefined) capPpm = Math.min(capPpm, Math.floor((d.limit / owner._spec[4 * at]) * PPM))
+    }
+    const maxPpm = Math.max(1, Math.min(t.maxPpm, capPpm))
+    return [owner, { ...t, maxPpm, sharePpm: Math.min(t.sharePpm, maxPpm) }]
+  }
+
+  /**
+   * @internal a reservation of `charged` answered under the access and mode of the rules in
+   * force (a tenant's rule, else the budget's; a deny of the budget wins), counted here; or
+   * undefined when it goes on as enforced. A deny rejects (OverLimitError, reason 'denied'), an
+   * allow resolves a reservation that holds nothing; in shadow mode a reservation decided at
+   * once: one that fits now, else one that holds nothing (`reason: 'shadow'`, `shadowRefused`)
+   */
+  async _ruledReserve(charged, ttlMs) {
+    const rules = this._store.rules
+    const e = rules._forName('budget', this._name)
+    let rule = e === undefined ? undefined : e.rule
+    if (this._tenant !== null && (rule === undefined || rule.access !== 'deny')) {
+      const te = rules._forTenant(this._name, this._tenant.id)
+      if (te !== undefined) rule = te.rule
+    }
+    const book = this._store._stats
+    if (rule !== undefined && rule.access === 'deny') {
+      if (book) book.decision(this, false, 1, false, false)
+      event(this, 'denied')
+      throw overLimit(this, 0, 'denied')
+    }
+    const held = () => {
+      const r = new Reservation(this, nextId(), charged, { delayUs: 0, nowUs: nowMs(this._store) * 1000 })
+      r._free = true
+      return r
+    }
+    if (rule !== undefined && rule.access === 'allow') {
+      if (book) book.decision(this, true, 0, false, false)
+      return held()
+    }
+    if (modeOf(this, rule) !== 'shadow') return undefined
+    const id = nextId()
+    const r = await this._call(OP.reserve, id, charged, ttlMs * 1000, 0)
+    if (book) book.decision(this, true, 1, false, r.degraded)
+    if (r.status === STATUS.ok) return new Reservation(this, id, charged, r)
+    event(this, 'shadowRefused')
+    const got = held()
+    got.reason = 'shadow'
+    return got
   }
 
   /**
@@ -233,6 +308,10 @@ class Budget {
       (d) => d.limit + d.maxBurst,
     )
     checkSignal(signal)
+    if (!unruled(this)) {
+      const got = await this._ruledReserve(charged, ttlMs)
+      if (got !== undefined) return got
+    }
     const store = this._store
     const book = store._stats
     const id = nextId()
@@ -351,7 +430,7 @@ class Reservation {
     /** @internal the store's time of the decision, µs */
     this._nowUs = r.nowUs
     /** Whether it was answered without Redis (whenDown): settling and cancelling it change nothing. */
-    this.degraded = r.degraded
+    this.degraded = r.degraded === true
   }
 
   _closed() {
@@ -361,7 +440,7 @@ class Reservation {
   async _end(op, amounts, state) {
     if (this._state !== 'open') throw this._closed()
     this._state = state
-    if (this._degraded) return
+    if (this._degraded || this._free === true) return
     let r
     try {
       r = await this._owner._call(op, this.id, amounts)

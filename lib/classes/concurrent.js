@@ -15,6 +15,7 @@ const {
   MAX_LIMIT,
   MAX_MS,
 } = require('./base')
+const { modeOption, unruled, ruleOf, modeOf, event } = require('./ruled')
 const CONCURRENT = require('../kinds/concurrent')
 const { status: STATUS, token: TOKEN, earliest_expiry_us: EARLIEST_US, now_us: NOW_US } = CONCURRENT.RESULT.lease
 const { ok: OK } = CONCURRENT.RESULT.done
@@ -39,9 +40,12 @@ class Lease {
     this.degraded = degraded
   }
 
-  /** @internal a lease granted under whenDown 'allow' exists nowhere: nothing to ask */
+  /**
+   * @internal a lease granted under whenDown 'allow', or by a rule (an allow, a shadow admission),
+   * exists nowhere: nothing to ask
+   */
   get _free() {
-    return this.degraded && this._limiter._store.whenDown === 'allow'
+    return this._unheld === true || (this.degraded && this._limiter._store.whenDown === 'allow')
   }
 
   /** Gives the slot back; true if the lease was still valid (not expired and reclaimed). */
@@ -71,7 +75,7 @@ class Lease {
  */
 class ConcurrentLimiter {
   constructor(store, options) {
-    const common = limiterOptions(store, options, ['limit', 'lockTimeoutMs', 'maxWaiters'])
+    const common = limiterOptions(store, options, ['limit', 'lockTimeoutMs', 'maxWaiters', 'mode'])
     this._store = store
     this._name = common.name
     this._waitTimeoutMs = common.waitTimeoutMs
@@ -95,6 +99,8 @@ class ConcurrentLimiter {
     this._channel = `${this._storeKey}:wake`
     this._statsKind = 'concurrent'
     this._statsName = common.name
+    /** 'enforce', or 'shadow': a lease when one is free, else admitted at once holding none */
+    this._mode = modeOption(common.options.mode)
   }
 
   /** @internal the options shown by `store.limiters()` */
@@ -102,11 +108,53 @@ class ConcurrentLimiter {
     return { limit: this._limit, lockTimeoutMs: this._lockTimeoutMs }
   }
 
-  /** @internal counts an acquisition: a lease (admitted) or none (refused) */
+  /** @internal counts an acquisition: a lease (admitted) or none (refused); a rule's answer is counted already */
   _count(got) {
     const book = this._store._stats
+    if (got === DENIED || (got instanceof Lease && got._byRule === true)) return
     if (book !== null)
       book.decision(this, got instanceof Lease, 1, false, got instanceof Lease && got.degraded === true)
+  }
+
+  /**
+   * @internal an acquisition answered under the rule of store.rules that applies to this limiter
+   * (counted here), or undefined when it goes on as enforced (its limit the rule's): DENIED; an
+   * allow's lease, which holds no slot; in shadow mode a lease when one is free now, else one
+   * that holds none (`reason: 'shadow'`, counted in `shadowRefused`), never a wait
+   */
+  async _ruledAcquire() {
+    const rule = ruleOf(this)
+    const book = this._store._stats
+    if (rule !== undefined && rule.access === 'deny') {
+      if (book !== null) book.decision(this, false, 1, false, false)
+      event(this, 'denied')
+      return DENIED
+    }
+    if (rule !== undefined && rule.access === 'allow') {
+      if (book !== null) book.decision(this, true, 0, false, false)
+      return unheld(this)
+    }
+    if (modeOf(this, rule) !== 'shadow') return undefined
+    const id = nextId()
+    const values = await this._op(ACQUIRE, id, 0)
+    const degraded = values.degraded === true
+    if (book !== null) book.decision(this, true, 1, false, degraded)
+    if (values[STATUS] === 1) {
+      const got = lease(this, id, values)
+      got._byRule = true
+      return got
+    }
+    event(this, 'shadowRefused')
+    const got = unheld(this)
+    got.reason = 'shadow'
+    return got
+  }
+
+  /** @internal the limit in force: a rule's (store.rules), or this limiter's */
+  get _limitNow() {
+    if (unruled(this)) return this._limit
+    const rule = ruleOf(this)
+    return rule !== undefined && rule.limit !== undefined ? rule.limit : this._limit
   }
 
   get name() {
@@ -118,12 +166,16 @@ class ConcurrentLimiter {
 
   /** @internal one operation: `[limit, lockUs, waitUs, ttlMs]` */
   _op(op, id, waitMs, lockMs = this._lockTimeoutMs) {
-    const nums = new Float64Array([this._limit, lockMs * 1000, waitMs * 1000, this._ttlMs])
+    const nums = new Float64Array([this._limitNow, lockMs * 1000, waitMs * 1000, this._ttlMs])
     return this._store._call(CONCURRENT, new CONCURRENT.Call(this._storeKey, op, id, nums))
   }
 
   /** A lease if a slot is free now and nobody is queued; otherwise null. Never waits. */
   async tryAcquire() {
+    if (!unruled(this)) {
+      const got = await this._ruledAcquire()
+      if (got !== undefined) return got === DENIED ? null : got
+    }
     const id = nextId()
     const values = await this._op(ACQUIRE, id, 0)
     const got = values[STATUS] === 1 ? lease(this, id, values) : null
@@ -142,11 +194,15 @@ class ConcurrentLimiter {
     const got = await this._acquire(signal)
     this._count(got)
     if (got instanceof Lease) return got
-    throw overLimit(this, got)
+    throw refusal(this, got)
   }
 
-  /** @internal a Lease, or the retry hint (ms) when the wait timed out */
+  /** @internal a Lease, DENIED (a rule), or the retry hint (ms) when the wait timed out */
   async _acquire(signal) {
+    if (!unruled(this)) {
+      const got = await this._ruledAcquire()
+      if (got !== undefined) return got
+    }
     const store = this._store
     const full = store._waiters.count(this._channel) >= this._maxWaiters
     if (full || store.status === 'down' || !store._waiters.listening(this._channel)) {
@@ -256,7 +312,7 @@ class ConcurrentLimiter {
     this._count(lease)
     if (!(lease instanceof Lease)) {
       if (this._policy === 'skip') return undefined
-      throw overLimit(this, lease)
+      throw refusal(this, lease)
     }
     let failed = false
     try {
@@ -294,6 +350,20 @@ class ConcurrentLimiter {
       waiting: v[S.waiters],
     }
   }
+}
+
+/** What a denied acquisition answers (a rule of store.rules), counted where the rule answered. */
+const DENIED = Object.freeze({ denied: true })
+
+/** The OverLimitError of a refused acquisition: DENIED, or the retry hint (ms). */
+const refusal = (limiter, got) => (got === DENIED ? overLimit(limiter, 0, 'denied') : overLimit(limiter, got))
+
+/** A lease a rule granted, holding no slot (an allow, a shadow admission): its token fences nothing. */
+function unheld(limiter) {
+  const got = new Lease(limiter, '', 0)
+  got._unheld = true
+  got._byRule = true
+  return got
 }
 
 /** The lease of an ACQUIRE reply that granted it at once */

@@ -7,12 +7,15 @@ const { invalidConfig, invalidArgument, ownProps, describeValue, knownOptions } 
 const { blockMs, nowMs } = require('./base')
 const { escapeKey, storeKey } = require('../store/keys')
 const PACER = require('../kinds/pacer')
-const { delay_us: DELAY_US, watermark_before: WATERMARK, admitted: ADMITTED, size: MEMBER } = PACER.RESULT
+const { delay_us: DELAY_US, watermark_before: WATERMARK, size: MEMBER } = PACER.RESULT
+const { PacerOutcome, withMarks, fixed2, delayMsOf, admittedAt } = require('./pacer-outcome')
+const { modeOption, unruled } = require('./ruled')
+const { ruledPacer, ruledComposite } = require('./pacer-rules')
 
 const MAX_KEY_LENGTH = 512
 /** Largest qps or burst; latest start of a slot given back, µs from now (the store refuses more). */
 const { MAX_LIMIT: MAX_NUMBER, MAX_INTERVAL_US: MAX_START_US } = require('../store/bounds')
-const OPTIONS = ['key', 'qps', 'maxBurst', 'burstAllowanceFactor']
+const OPTIONS = ['key', 'qps', 'maxBurst', 'burstAllowanceFactor', 'mode']
 
 function checkStore(store) {
   if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
@@ -36,58 +39,6 @@ function checkNumber(name, value, { min, minExclusive = false, max }) {
 const badWeight = (weight) =>
   invalidArgument(`weight must be a finite number in [0, ${MAX_NUMBER}], got ${describeValue(weight)}`)
 
-/** `x.toFixed(2)` for the watermark (0 <= x <= 1e9), at a third of the cost. */
-function fixed2(x) {
-  const cents = Math.round(x * 100)
-  const whole = Math.trunc(cents / 100)
-  const frac = cents - whole * 100
-  return whole + (frac < 10 ? '.0' : '.') + frac
-}
-
-/** `delayMs` of a decision: whole ms, rounded up so nobody starts before their slot. */
-const delayMsOf = (delayUs) => (delayUs > 0 ? Math.ceil(delayUs / 1000) : 0)
-/** Whether the member's decision at `out[i..]` admitted: it was paced, or it starts now. */
-const admittedAt = (out, i) => out[i + ADMITTED] === 1 || out[i + DELAY_US] === 0
-
-/**
- * What `pace()` and `rateLimit()` resolve with: `{ delayMs, reason, watermark | pacer,
- * degraded }`, and `cancel()`, which gives back what the call took when it will not be made.
- */
-class PacerOutcome {
-  #owner // the pacer or composite charged (null: nothing to give back)
-  #weight
-  #pace
-  #atMs // when the slot starts, on the store's clock (a composite: per member)
-  constructor(delayMs, reason, name, value, degraded, owner, weight, pace, atMs) {
-    this.delayMs = delayMs
-    this.reason = reason
-    this[name] = value
-    this.degraded = degraded
-    this.#owner = owner
-    this.#weight = weight
-    this.#pace = pace
-    this.#atMs = atMs
-  }
-
-  /**
-   * Gives back what this call took, for a call that will not be made (its caller gave up, or
-   * decided otherwise): a paced slot that has not started goes to the next caller, of any
-   * process while it is the last one queued (the queue's tail moves back to its start), else
-   * of this process (its next pace() on the key takes it, at the slot's own time: starting
-   * with the last one queued would be a burst the pacer never allows); an admitted
-   * rateLimit() gives its weight back to the bucket. Resolves true when given back, false
-   * when there was nothing to give (refused, weight 0, answered without Redis, cancelled
-   * already, or a slot whose time has come: it is spent). A store failure rejects (the slot
-   * then stays spent: the error is on the side of admitting less).
-   */
-  async cancel() {
-    const owner = this.#owner
-    if (owner === null) return false
-    this.#owner = null
-    return owner._give(this.#weight, this.#pace, this.#atMs)
-  }
-}
-
 /**
  * Paces and rate-limits calls across every process that shares a store: a leaky bucket of
  * `maxBurst` in front of a queue spaced at `qps` (the algorithm and API of
@@ -98,7 +49,7 @@ class DistributedPacer {
     checkStore(store)
     if (options === null || typeof options !== 'object') throw invalidConfig('options must be an object')
     knownOptions(options, OPTIONS, 'pacer')
-    const { key, qps, maxBurst = 0, burstAllowanceFactor } = ownProps(options)
+    const { key, qps, maxBurst = 0, burstAllowanceFactor, mode } = ownProps(options)
     if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || !key.isWellFormed()) {
       // a lone surrogate cannot cross to the store as UTF-8: it would become U+FFFD and share
       // a pacer with every other key that holds one
@@ -121,6 +72,8 @@ class DistributedPacer {
     this._factor = burstAllowanceFactor
     // rateLimit()'s options, for the store's local deny cache
     this._sig = `${qps}|${maxBurst}|${burstAllowanceFactor === undefined ? 1 : burstAllowanceFactor}`
+    /** 'enforce', or 'shadow': decided at once and counted, a refusal or a delay admitted (a rule's mode wins) */
+    this._mode = modeOption(mode)
   }
 
   /**
@@ -144,6 +97,7 @@ class DistributedPacer {
    */
   pace(weight = 1) {
     const store = this._store
+    if (!unruled(this)) return this._call(weight, true)
     if (store._spares.size !== 0 && typeof weight === 'number' && weight > 0 && weight <= MAX_NUMBER) {
       // a slot a caller of this process gave back (outcome.cancel()), at its own time
       const now = nowMs(store)
@@ -206,6 +160,7 @@ class DistributedPacer {
 
   _call(weight, pace) {
     if (typeof weight !== 'number' || !(weight >= 0 && weight <= MAX_NUMBER)) return Promise.reject(badWeight(weight))
+    if (!unruled(this)) return ruledPacer(this, weight, pace)
     const factor = this._factor === undefined ? (pace ? 0.5 : 1) : this._factor
     return this._store._call(PACER, new PACER.Call(this, weight, pace, factor))
   }
@@ -293,6 +248,8 @@ class PacerComposite {
     const stores = new Set(this._leaves.map((p) => p._store))
     if (stores.size > 1) throw invalidConfig('all pacers of a composite must use the same store')
     this._store = this._leaves.length ? this._leaves[0]._store : null
+    /** no member in shadow mode of its own (then, with no rule in the store, calls go as always) */
+    this._enforced = this._leaves.every((p) => p._mode === 'enforce')
   }
 
   /** A composite has no key of its own. */
@@ -334,6 +291,7 @@ class PacerComposite {
     if (this._leaves.length === 0) {
       return Promise.resolve(withMarks({ delayMs: 0, reason: 'no pacers', pacer: null, degraded: false }, []))
     }
+    if (!this._enforced || this._store.rules._table.size !== 0) return ruledComposite(this, weight, pace)
     const keys = []
     const args = [this._leaves.length, pace ? PACER.OP.pace : PACER.OP.rateLimit]
     for (const leaf of this._leaves) {
@@ -410,15 +368,6 @@ class PacerComposite {
       composite = child
     }
   }
-}
-
-/**
- * A composite's outcome with each member's watermark as `watermarks`, for sluice's own readers
- * (the HTTP doors' headers): not enumerable, so the public result is `{ delayMs, reason,
- * pacer, degraded }` (JSON, spreads and deep equality do not show it).
- */
-function withMarks(outcome, watermarks) {
-  return Object.defineProperty(outcome, 'watermarks', { value: watermarks, enumerable: false })
 }
 
 module.exports = { DistributedPacer, PacerComposite, escapeKey }

@@ -33,33 +33,39 @@ function event(owner, field) {
  */
 const unruled = (owner) => owner._mode === 'enforce' && owner._store.rules._table.size === 0
 
-/**
- * A take (or a peek) of `owner` under the rule that applies to it now: `send(limit, intervalUs,
- * maxWaitUs, count)` makes the store call (`limit`, `intervalUs`: the rule's override or the
- * owner's), `take`: a take (else a peek). Resolves with the decision, its `reason` set when a
- * rule or the mode answered ('denied', 'shadow').
- */
-function ruledCall(owner, take, weight, maxWaitUs, count, send) {
+/** The rule of `owner` (its statistics kind and its name) in force now, or undefined. */
+function ruleOf(owner) {
   const e = owner._store.rules._forName(owner._statsKind, owner._name)
-  const rule = e === undefined ? undefined : e.rule
+  return e === undefined ? undefined : e.rule
+}
+
+/** The mode a call of `owner` is decided in under `rule` (a rule's mode wins). */
+const modeOf = (owner, rule) => (rule !== undefined && rule.mode !== undefined ? rule.mode : owner._mode)
+
+/**
+ * A take (or a peek) of `owner` under `rule` (undefined: none): `send(maxWaitUs, count)` makes
+ * the store call with the rule's override already in it, `answer(allowed, reason)` makes a
+ * decision with no round trip (a deny, an allow), `take`: a take (else a peek). A deny or an
+ * allow is counted on a take (an allow at weight 0: nothing charged); in shadow mode a take is
+ * decided at once (never a wait, never a reservation) and a refusal is admitted uncharged with
+ * reason 'shadow', counted in `shadowRefused`.
+ */
+function applyRule(owner, rule, take, weight, maxWaitUs, count, send, answer) {
   if (rule !== undefined && rule.access === 'deny') {
     if (take) {
       // counted here whoever asked (check() or a wait: withinLimit counts no denial itself)
-      owner._count(ruledDecision(false, owner._limit), weight)
+      owner._count(answer(false), weight)
       event(owner, 'denied')
     }
-    return Promise.resolve(ruledDecision(false, owner._limit, 'denied'))
+    return Promise.resolve(answer(false, 'denied'))
   }
   if (rule !== undefined && rule.access === 'allow') {
-    if (take && count) owner._count(ruledDecision(true, owner._limit), 0)
-    return Promise.resolve(ruledDecision(true, owner._limit))
+    if (take && count) owner._count(answer(true), 0)
+    return Promise.resolve(answer(true))
   }
-  const limit = rule !== undefined && rule.limit !== undefined ? rule.limit : owner._limit
-  const intervalUs = rule !== undefined && rule.intervalMs !== undefined ? rule.intervalMs * 1000 : owner._intervalUs
-  const mode = rule !== undefined && rule.mode !== undefined ? rule.mode : owner._mode
-  if (mode !== 'shadow' || !take) return send(limit, intervalUs, maxWaitUs, count)
+  if (modeOf(owner, rule) !== 'shadow' || !take) return send(maxWaitUs, count)
   // shadow: decided at once (never a wait, never a reservation), a refusal admitted uncharged
-  return send(limit, intervalUs, 0, false).then((d) => {
+  return send(0, false).then((d) => {
     if (d.allowed) {
       if (count) owner._count(d, weight)
       return d
@@ -71,4 +77,46 @@ function ruledCall(owner, take, weight, maxWaitUs, count, send) {
   })
 }
 
-module.exports = { modeOption, ruledCall, unruled }
+/**
+ * A take (or a peek) of a rate limiter `owner` under the rule that applies to it now: `send(limit,
+ * intervalUs, maxWaitUs, count)` makes the store call (`limit`, `intervalUs`: the rule's override
+ * or the owner's), `take`: a take (else a peek). Resolves with the decision, its `reason` set
+ * when a rule or the mode answered ('denied', 'shadow').
+ */
+function ruledCall(owner, take, weight, maxWaitUs, count, send) {
+  const rule = ruleOf(owner)
+  const limit = rule !== undefined && rule.limit !== undefined ? rule.limit : owner._limit
+  const intervalUs = rule !== undefined && rule.intervalMs !== undefined ? rule.intervalMs * 1000 : owner._intervalUs
+  return applyRule(
+    owner,
+    rule,
+    take,
+    weight,
+    maxWaitUs,
+    count,
+    (wait, counted) => send(limit, intervalUs, wait, counted),
+    (allowed, reason) => ruledDecision(allowed, owner._limit, reason),
+  )
+}
+
+/**
+ * The windows a limiter of several windows (sliding, sliding-counter) decides on under `rule`:
+ * the rule's `windows`, or one window of the rule's `limit` and `intervalMs` (what it leaves out:
+ * the first window's), or the owner's own.
+ */
+function windowsOf(owner, rule) {
+  if (rule === undefined) return owner._windows
+  if (rule.windows !== undefined) return rule.windows
+  if (rule.limit === undefined && rule.intervalMs === undefined) return owner._windows
+  const first = owner._windows[0]
+  return [{ limit: rule.limit ?? first.limit, intervalMs: rule.intervalMs ?? first.intervalMs }]
+}
+
+/** The spec numbers of `windows` (`[count, (limit, intervalUs) per window]`), as a call sends them. */
+function specOf(windows) {
+  const spec = [windows.length]
+  for (const w of windows) spec.push(w.limit, w.intervalMs * 1000)
+  return spec
+}
+
+module.exports = { modeOption, ruledCall, unruled, ruleOf, modeOf, applyRule, event, windowsOf, specOf }

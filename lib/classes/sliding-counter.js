@@ -3,6 +3,7 @@
 // the sliding-counter kind's (lib/kinds/sliding-counter.js), the rest `Limiter`'s (base.js).
 
 const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('./base')
+const { modeOption, unruled, ruleOf, applyRule, windowsOf, specOf } = require('./ruled')
 const SLIDING_COUNTER = require('../kinds/sliding-counter')
 const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING_COUNTER.RESULT.call
 const W = SLIDING_COUNTER.RESULT.window
@@ -24,12 +25,14 @@ const ms = (us) => (us > 0 ? Math.ceil(us / 1000) : 0)
  */
 class SlidingCounterLimiter extends Limiter {
   constructor(store, options) {
-    const common = limiterOptions(store, options, ['windows'])
+    const common = limiterOptions(store, options, ['windows', 'mode'])
     super(store, common, 'sliding-counter')
     this._windows = windowsOption(common.options.windows)
     this._limit = Math.min(...this._windows.map((w) => w.limit))
     this._spec = [this._windows.length]
     for (const w of this._windows) this._spec.push(w.limit, w.intervalMs * 1000)
+    /** 'enforce', or 'shadow': decided and counted, a refusal admitted (a rule's mode wins) */
+    this._mode = modeOption(common.options.mode)
   }
 
   /** @internal the options shown by `store.limiters()` */
@@ -42,23 +45,65 @@ class SlidingCounterLimiter extends Limiter {
     return this._windows
   }
 
-  /** @internal one call of this kind */
-  _call(op, weight) {
-    return this._store._call(SLIDING_COUNTER, new SLIDING_COUNTER.Call(this, op, weight))
-  }
-
-  /** @internal a take (see Limiter), counted in statistics when `count` */
-  _take(weight, _maxWaitUs, count) {
-    if (!count) return this._call(OP.take, weight)
-    return this._call(OP.take, weight).then((d) => {
+  /**
+   * @internal one call of this kind on `windows` (the owner's, or a rule's), a take counted in
+   * statistics when `count`
+   */
+  _call(op, weight, count = false, windows = this._windows) {
+    const spec = windows === this._windows ? this._spec : specOf(windows)
+    const sent = this._store._call(SLIDING_COUNTER, new SLIDING_COUNTER.Call(this, op, weight, windows, spec))
+    if (!count) return sent
+    return sent.then((d) => {
       this._count(d, weight)
       return d
     })
   }
 
-  /** @internal another operation (see Limiter) */
+  /**
+   * @internal a take or a peek under the rule of store.rules that applies to this limiter
+   * (windows, or a limit and interval; deny, allow, shadow)
+   */
+  _ruled(op, weight, count) {
+    const rule = ruleOf(this)
+    const take = op === OP.take
+    return applyRule(
+      this,
+      rule,
+      take,
+      weight,
+      0,
+      count,
+      (_wait, counted) => this._call(op, weight, counted, windowsOf(this, rule)),
+      (allowed, reason) => this._ruledDecision(allowed, reason),
+    )
+  }
+
+  /** @internal a decision answered by a rule with no round trip (deny, allow) */
+  _ruledDecision(allowed, reason) {
+    const windows = this._windows.map((w) => ({
+      limit: w.limit,
+      intervalMs: w.intervalMs,
+      remaining: allowed ? w.limit : 0,
+      retryAfterMs: 0,
+      resetAfterMs: 0,
+    }))
+    const d = { allowed, limit: this._limit, remaining: allowed ? this._limit : 0, retryAfterMs: 0 }
+    Object.assign(d, { resetAfterMs: 0, degraded: false, windows })
+    if (reason !== undefined) d.reason = reason
+    return d
+  }
+
+  /** @internal a take (see Limiter), counted in statistics when `count` */
+  _take(weight, _maxWaitUs, count) {
+    if (unruled(this)) return this._call(OP.take, weight, count)
+    return this._ruled(OP.take, weight, count)
+  }
+
+  /** @internal another operation (see Limiter): a peek, reset, block or adjust on the windows in force */
   _op(name, weight) {
-    return this._call(OP[name], weight)
+    if (unruled(this)) return this._call(OP[name], weight)
+    if (name === 'peek') return this._ruled(OP.peek, weight, false)
+    return this._call(OP[name], weight, false, windowsOf(this, ruleOf(this)))
   }
 
   /**
@@ -71,11 +116,14 @@ class SlidingCounterLimiter extends Limiter {
     return elapsedMs(this._store) < atMs + shortest
   }
 
-  /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
-  _decision(out, o, degraded = false) {
+  /**
+   * @internal the decision at `o` of a flat result on `windows` (the owner's, or a rule's);
+   * `degraded`: answered without Redis
+   */
+  _decision(out, o, degraded = false, decided = this._windows) {
     const allowed = out[o + ALLOWED] === 1
     let pick = 0
-    const windows = this._windows.map((w, i) => {
+    const windows = decided.map((w, i) => {
       const at = o + HEAD + EACH * i
       return {
         limit: w.limit,

@@ -3,7 +3,8 @@
 // Its calls are the sliding kind's (lib/kinds/sliding.js).
 
 const { OverLimitError, invalidArgument, unknownOption } = require('../base/errors')
-const { checkInteger, classOptions, plainObject, windowsOption, blockMs } = require('./base')
+const { checkInteger, classOptions, plainObject, windowsOption, blockMs, overLimit } = require('./base')
+const { modeOption, unruled, ruleOf, applyRule, windowsOf, specOf } = require('./ruled')
 const SLIDING = require('../kinds/sliding')
 const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING.RESULT.call
 const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, size: EACH } = SLIDING.RESULT.window
@@ -24,7 +25,7 @@ const OP = SLIDING.OP
  */
 class SlidingWindowLimiter {
   constructor(store, options) {
-    const { name, windows } = classOptions(store, options, ['name', 'windows'], 'limiter')
+    const { name, windows, mode } = classOptions(store, options, ['name', 'windows', 'mode'], 'limiter')
     this._windows = windowsOption(windows)
     this._store = store
     this._name = name
@@ -35,6 +36,8 @@ class SlidingWindowLimiter {
     this._sig = this._spec.join('|') // the options, for the store's local deny cache
     this._statsKind = 'sliding'
     this._statsName = name
+    /** 'enforce', or 'shadow': decided and counted, a refusal admitted (a rule's mode wins) */
+    this._mode = modeOption(mode)
   }
 
   /** @internal the options shown by `store.limiters()` */
@@ -74,19 +77,80 @@ class SlidingWindowLimiter {
     return weight
   }
 
-  /** @internal one call: op, weight; resolves with its decision */
+  /**
+   * @internal one call: op, weight; resolves with its decision (a take counted in statistics),
+   * under the rule of store.rules that applies to this limiter (windows, deny, allow, shadow)
+   */
   _call(op, weight) {
-    return this._store._call(SLIDING, new SLIDING.Call(this, op, weight))
+    if (unruled(this)) return this._send(op, weight, op === OP.take)
+    const rule = ruleOf(this)
+    if (op !== OP.take && op !== OP.peek) {
+      const windows = windowsOf(this, rule)
+      return this._send(op, weight, false, windows, windows === this._windows ? this._spec : specOf(windows))
+    }
+    const take = op === OP.take
+    return applyRule(
+      this,
+      rule,
+      take,
+      weight,
+      0,
+      take,
+      (_wait, count) => {
+        const windows = windowsOf(this, rule)
+        return this._send(op, weight, count, windows, windows === this._windows ? this._spec : specOf(windows))
+      },
+      (allowed, reason) => this._ruledDecision(allowed, reason),
+    )
   }
 
-  /** @internal the decision at `o` of a flat result; `degraded`: answered without Redis */
-  _decision(out, o, degraded = false) {
+  /** @internal the store call `op` of `weight` on `windows`, counted when `count` */
+  _send(op, weight, count, windows, spec) {
+    const sent = this._store._call(SLIDING, new SLIDING.Call(this, op, weight, windows, spec))
+    if (!count) return sent
+    return sent.then((d) => {
+      this._count(d, weight)
+      return d
+    })
+  }
+
+  /** @internal counts one decision of a take (near the limit: a window with at most 20 % left) */
+  _count(d, weight) {
+    const book = this._store._stats
+    if (book !== null) {
+      const near = d.windows.some((w) => w.remaining <= w.limit * 0.2)
+      book.decision(this, d.allowed, weight, near, d.degraded)
+    }
+  }
+
+  /** @internal a decision answered by a rule with no round trip (deny, allow) */
+  _ruledDecision(allowed, reason) {
+    const d = {
+      allowed,
+      retryAfterMs: 0,
+      degraded: false,
+      windows: this._windows.map((w) => ({
+        limit: w.limit,
+        intervalMs: w.intervalMs,
+        remaining: allowed ? w.limit : 0,
+        retryAfterMs: 0,
+      })),
+    }
+    if (reason !== undefined) d.reason = reason
+    return d
+  }
+
+  /**
+   * @internal the decision at `o` of a flat result on `windows` (the owner's, or a rule's);
+   * `degraded`: answered without Redis
+   */
+  _decision(out, o, degraded = false, windows = this._windows) {
     const ms = (us) => (us > 0 ? Math.ceil(us / 1000) : 0)
     return {
       allowed: out[o + ALLOWED] === 1,
       retryAfterMs: ms(out[o + RETRY_US]),
       degraded,
-      windows: this._windows.map((w, i) => ({
+      windows: windows.map((w, i) => ({
         limit: w.limit,
         intervalMs: w.intervalMs,
         remaining: out[o + HEAD + EACH * i + W_REMAINING],
@@ -101,13 +165,7 @@ class SlidingWindowLimiter {
    * not an integer in [0, smallest limit].
    */
   async check(weight = 1) {
-    const d = await this._call(OP.take, this._checkWeight(weight))
-    const book = this._store._stats
-    if (book !== null) {
-      const near = d.windows.some((w) => w.remaining <= w.limit * 0.2)
-      book.decision(this, d.allowed, weight, near, d.degraded)
-    }
-    return d
+    return this._call(OP.take, this._checkWeight(weight))
   }
 
   /** The decision `check(weight)` would get now, charging nothing. */
@@ -143,6 +201,7 @@ class SlidingWindowLimiter {
     const extra = Object.keys(rest)
     if (extra.length > 0) throw unknownOption(extra[0], ['weight'], 'ensure', { make: invalidArgument })
     const d = await this.check(weight)
+    if (d.reason === 'denied') throw overLimit(this, 0, 'denied')
     if (!d.allowed) {
       const w = d.windows.find((x) => x.retryAfterMs === d.retryAfterMs && x.retryAfterMs > 0) || d.windows[0]
       const window = { limit: w.limit, intervalMs: w.intervalMs }

@@ -172,6 +172,7 @@ const budget = {
   STATUS,
   Call: BudgetCall,
   statsKinds: ['budget'],
+  statsFields: ['shadowRefused', 'denied'],
   // a dimension drains in interval * (1 + (maxBurst + maxDebt) / limit); reservations live 10 minutes by default
   lifetimeMs: (o) =>
     600_000 +

@@ -72,6 +72,7 @@ const concurrent = {
   RESULT,
   Call: ConcurrentCall,
   statsKinds: ['concurrent'],
+  statsFields: ['shadowRefused', 'denied'],
   lifetimeMs: (o) => Number(o.lockTimeoutMs) || 0,
 
   /** Grants go to the waiters of this process (the store's, shared by a RedisStore's 'local'). */

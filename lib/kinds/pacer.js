@@ -232,6 +232,7 @@ const pacer = {
   BlockCall: PacerBlockCall,
   GiveCall: PacerGiveCall,
   statsKinds: ['pacer'],
+  statsFields: ['shadowRefused', 'denied'],
   lifetimeMs: (o) => (o.qps > 0 ? Math.ceil((((Number(o.maxBurst) || 0) + 1) / o.qps) * 1000) : 0),
 
   memory(store, c, degraded) {

@@ -16,10 +16,13 @@ const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
 const OP = OPS[NATIVE_NAME]
 
 class SlidingCounterCall {
-  constructor(owner, op, weight) {
+  /** `windows`, `spec`: the windows decided on, the owner's or a rule's (store.rules) */
+  constructor(owner, op, weight, windows = owner._windows, spec = owner._spec) {
     this.owner = owner
     this.op = op
     this.weight = weight
+    this.windows = windows
+    this.spec = spec
   }
 }
 
@@ -85,6 +88,7 @@ const slidingCounter = {
   RESULT,
   Call: SlidingCounterCall,
   statsKinds: ['sliding-counter'],
+  statsFields: ['shadowRefused', 'denied'],
   // the previous calendar window still counts for a whole interval after it ends
   lifetimeMs: (o) => 2 * longest(o.windows, (w) => w.intervalMs),
 

@@ -13,10 +13,13 @@ const { take, peek, reset, block } = OPS.sliding
 const OP = { take, peek, reset, block }
 
 class SlidingCall {
-  constructor(owner, op, weight) {
+  /** `windows`, `spec`: the windows decided on, the owner's or a rule's (store.rules) */
+  constructor(owner, op, weight, windows = owner._windows, spec = owner._spec) {
     this.owner = owner
     this.op = op
     this.weight = weight
+    this.windows = windows
+    this.spec = spec
     /** when the deny cache was asked (local µs) */
     this.atUs = 0
   }
@@ -84,6 +87,7 @@ const sliding = {
   RESULT,
   Call: SlidingCall,
   statsKinds: ['sliding'],
+  statsFields: ['shadowRefused', 'denied'],
   lifetimeMs: (o) => longest(o.windows, (w) => w.intervalMs),
 
   memory: (store, c, degraded) => windowed.memory(sliding.code, store, c, degraded),
@@ -91,7 +95,7 @@ const sliding = {
   cached(cache, c, atUs) {
     c.atUs = atUs
     const key = c.owner._storeKey
-    if (c.op === OP.take) {
+    if (c.op === OP.take && c.spec === c.owner._spec) {
       const hit = cache.get(key, c.owner._sig, c.weight, atUs)
       if (hit === null) return undefined
       const out = hit.values.slice()
@@ -110,14 +114,14 @@ const sliding = {
   settle(store, out, calls, resolve, reject) {
     const cache = store._denyCache
     const remember = (c, o) => {
-      if (c.op === OP.take && out[o + ALLOWED] === 0) {
+      if (c.op === OP.take && out[o + ALLOWED] === 0 && c.spec === c.owner._spec) {
         cache.set(
           c.owner._storeKey,
           c.owner._sig,
           c.weight,
           c.atUs,
           out[o + RETRY_US],
-          out.slice(o, o + resultLength(c.owner)),
+          out.slice(o, o + resultLength(c)),
         )
       }
     }

@@ -1,7 +1,8 @@
 // @ts-check
 'use strict'
 // What the two kinds of several windows share (sliding: exact logs; sliding-counter: two
-// counters per window): a call's numbers (`[op, weight, ...owner._spec]`), the result's
+// counters per window): a call's numbers (`[op, weight, ...c.spec]`: the owner's windows, or a
+// rule's, store.rules), the result's
 // layout (the kind's `call` fields, then its `window` fields per window, as Rust names them),
 // the store-down answers, and how the sites above the stores see such a limiter (inspect's
 // state and words, sluice/bullmq's rate).
@@ -27,14 +28,14 @@ function layout(nativeName) {
     EACH: each,
     W_REMAINING: remaining,
     W_RETRY_US: windowRetry,
-    /** Numbers of the result of a call of `owner`. */
-    resultLength: (owner) => head + each * owner._windows.length,
+    /** Numbers of the result of call `c` (of its `windows`). */
+    resultLength: (c) => head + each * c.windows.length,
   }
 }
 
 /** Appends the numbers of call `c` to `nums` from `at`; returns where they end. */
 function put(nums, at, c) {
-  const spec = c.owner._spec
+  const spec = c.spec
   nums[at] = c.op
   nums[at + 1] = c.weight
   for (let i = 0; i < spec.length; i++) nums[at + 2 + i] = spec[i]
@@ -44,7 +45,7 @@ function put(nums, at, c) {
 /** The calls' keys and numbers, as a store call of such a kind. */
 function encode(calls, nowUs) {
   let length = 0
-  for (const c of calls) length += 2 + c.owner._spec.length
+  for (const c of calls) length += 2 + c.spec.length
   const nums = new Float64Array(length)
   let at = 0
   for (const c of calls) at = put(nums, at, c)
@@ -54,7 +55,7 @@ function encode(calls, nowUs) {
 /** Call `c` run on the embedded `store` (kind `code`): its owner's decision. */
 function memory(code, store, c, degraded) {
   const b = encode([c], store._begin())
-  return c.owner._decision(native.memoryCall(store._handle, code, b.keys, b.nums, b.nowUs), 0, degraded)
+  return c.owner._decision(native.memoryCall(store._handle, code, b.keys, b.nums, b.nowUs), 0, degraded, c.windows)
 }
 
 /**
@@ -68,9 +69,9 @@ function settle(L, what, store, out, calls, resolve, reject, cached = null) {
     if (out[o + L.RETRY_US] === WRONG_TYPE) reject[e](wrongType(what, store.keyPrefix))
     else {
       if (cached !== null) cached(c, o)
-      resolve[e](c.owner._decision(out, o, false))
+      resolve[e](c.owner._decision(out, o, false, c.windows))
     }
-    o += L.resultLength(c.owner)
+    o += L.resultLength(c)
   }
 }
 
@@ -82,8 +83,8 @@ function settle(L, what, store, out, calls, resolve, reject, cached = null) {
  */
 function answerDown(L, policy, c, allow, charged, retryFields) {
   const owner = c.owner
-  const windows = owner._windows
-  const out = new Float64Array(L.resultLength(owner))
+  const windows = c.windows
+  const out = new Float64Array(L.resultLength(c))
   if (allow) {
     out[L.ALLOWED] = 1
     const charge = charged ? c.weight : 0
@@ -96,7 +97,7 @@ function answerDown(L, policy, c, allow, charged, retryFields) {
       for (const f of retryFields) out[L.HEAD + L.EACH * i + f] = policy.retryUs
     }
   }
-  return owner._decision(out, 0, true)
+  return owner._decision(out, 0, true, windows)
 }
 
 /**

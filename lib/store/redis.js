@@ -150,8 +150,6 @@ class RedisStore extends EventEmitter {
     }
     if (watcher !== null) watcher.start()
     store = new RedisStore(PRIVATE, nativeStore, direct, o, watcher, warnings)
-    // emitted from a later turn: a listener added just after `await connect()` still hears them
-    if (warnings.length > 0) setImmediate(() => warnings.forEach((w) => store.emit('warning', w)))
     if (!nativeStore.startedUp) {
       // Redis could not be reached: the store starts with its circuit open, answering by
       // whenDown, and its connections keep dialling until a probe gets through
@@ -160,6 +158,8 @@ class RedisStore extends EventEmitter {
     }
     // the rules in force before the first decision (when Redis is up), kept fresh from now on
     await store.rules._start()
+    // emitted from a later turn: a listener added just after `await connect()` still hears them
+    if (warnings.length > 0) setImmediate(() => warnings.forEach((w) => store.emit('warning', w)))
     return store
   }
 

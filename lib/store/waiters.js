@@ -91,16 +91,19 @@ class RedisWaiters extends Waiters {
 
   /**
    * Subscribes `listener` (the store's rules) to `channel` for good: it gets the messages that
-   * start with `rules ` and every `*`, and the loop runs while it listens, waiters or not.
+   * start with `rules ` and every `*`, from the loop while waiters wait, else from `drain()`
+   * (the listener's own timer, which keeps no process alive: a waiting native call would).
    */
   listen(channel, listener) {
     this._listener = listener
-    const ready = this._listen(channel)
-    ready.then(
-      () => this._wakeLoop(),
-      () => undefined,
-    )
-    return ready
+    return this._listen(channel)
+  }
+
+  /** Hands over the messages received meanwhile, without waiting (none while the loop runs). */
+  drain() {
+    const store = this._store
+    if (this._looping || store._closed) return
+    for (const m of native.redisTakeWakes(store._native)) this.wake(m)
   }
 
   /** Whether `channel` is subscribed on Redis (not only queued while the store was down). */
@@ -191,7 +194,7 @@ class RedisWaiters extends Waiters {
     this._looping = true
     const loop = async () => {
       try {
-        while ((this.size > 0 || this._listener !== null) && !store._closed) {
+        while (this.size > 0 && !store._closed) {
           const messages = await native.redisNextWakes(store._native)
           for (const m of messages) this.wake(m)
         }
@@ -206,7 +209,7 @@ class RedisWaiters extends Waiters {
 
   /** A waiter left; ends the pending wake call when none is left. */
   _waiterDone() {
-    if (this.size === 0 && this._listener === null && this._looping) native.redisStopWakes(this._store._native)
+    if (this.size === 0 && this._looping) native.redisStopWakes(this._store._native)
   }
 }
 

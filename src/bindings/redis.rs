@@ -370,6 +370,12 @@ pub fn redis_next_wakes<'env>(env: &'env Env, store: &NativeRedisStore) -> Resul
   env.spawn_future(async move { Ok(inner.next_wakes().await) }).map_err(napi_failure)
 }
 
+/// The grant and rules messages received since the last call, at once, without waiting.
+#[napi(catch_unwind)]
+pub fn redis_take_wakes(store: &NativeRedisStore) -> Vec<String> {
+  store.inner.take_wakes()
+}
+
 /// Ends a pending `redisNextWakes` with an empty list.
 #[napi(catch_unwind)]
 pub fn redis_stop_wakes(store: &NativeRedisStore) {

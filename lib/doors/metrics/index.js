@@ -186,7 +186,9 @@ async function tenantUse(store, limiterLabel) {
  * read at scrape time), `sluice_budget_tenant_used{limiter,tenant,dimension}`
  * (per active tenant, at most 20 per budget: its use, read at scrape time; OpenTelemetry:
  * `sluice.budget.used`, `sluice.budget.reserved`, `sluice.budget.excess`, `sluice.budget.tenant.used`), `sluice_throttled_total{limiter,kind}` and `sluice_blocks_total{limiter,kind}`
- * (sluice/fetch: answers 429/503 seen and blocks recorded, per key), `sluice_paced_rate{limiter}`
+ * (sluice/fetch: answers 429/503 seen and blocks recorded, per key), `sluice_shadow_refused_total{limiter,kind}`
+ * and `sluice_denied_total{limiter,kind}` (store.rules: refusals shadow mode admitted, calls a
+ * rule denied; OpenTelemetry `sluice.shadow_refused`, `sluice.denied`), `sluice_paced_rate{limiter}`
  * and `sluice_paced_learned_rate{limiter}` (sluice/fetch: the rate a key is paced at now and
  * the rate its upstream stated, per second, as this process last heard), `sluice_waiters` (this process's queued
  * waiters) and `sluice_store_up` (1 while the store reaches Redis). The `limiter` label is
@@ -258,6 +260,13 @@ function collectMetrics(store, options) {
     ['limiter', 'kind'],
     extra('blocks'),
   )
+  counter(
+    'shadow_refused_total',
+    'Refusals that shadow mode admitted (store.rules, a mode option).',
+    ['limiter', 'kind'],
+    extra('shadowRefused'),
+  )
+  counter('denied_total', 'Calls a rule of store.rules denied.', ['limiter', 'kind'], extra('denied'))
   for (const [name, help, at] of [
     ['paced_rate', 'Outgoing calls per second a key is paced at now, over the fleet (sluice/fetch).', 1],
     ['paced_learned_rate', 'Calls per second the upstream stated for a key, while remembered (sluice/fetch).', 2],
@@ -376,6 +385,8 @@ function openTelemetry(store, o) {
   const up = gauge('sluice.store.up', '1 while the store reaches Redis.')
   const throttled = counter('sluice.fetch.throttled', 'Outgoing calls answered 429 or 503 (sluice/fetch), per key.')
   const blocks = counter('sluice.fetch.blocks', 'Blocks recorded from answers (sluice/fetch), per key.')
+  const shadowRefused = counter('sluice.shadow_refused', 'Refusals that shadow mode admitted (store.rules, a mode option).')
+  const denied = counter('sluice.denied', 'Calls a rule of store.rules denied.')
   const rate = gauge('sluice.fetch.rate', 'Outgoing calls per second a key is paced at now (sluice/fetch).')
   const learnedRate = gauge(
     'sluice.fetch.learned_rate',
@@ -398,6 +409,8 @@ function openTelemetry(store, o) {
       result.observe(weight, f.totals[3], { ...attrs, result: 'refused' })
       if (counts(f.kind, 'throttled')) result.observe(throttled, f.totals[INDEX.throttled], attrs)
       if (counts(f.kind, 'blocks')) result.observe(blocks, f.totals[INDEX.blocks], attrs)
+      if (counts(f.kind, 'shadowRefused')) result.observe(shadowRefused, f.totals[INDEX.shadowRefused], attrs)
+      if (counts(f.kind, 'denied')) result.observe(denied, f.totals[INDEX.denied], attrs)
     }
     for (const [limiter, qps, learnedQps] of pacedRates(store, o.limiterLabel)) {
       if (qps !== null) result.observe(rate, qps, { limiter })
@@ -417,7 +430,7 @@ function openTelemetry(store, o) {
     for (const [limiter, tenant, dimension, used] of tenants)
       result.observe(tenantUsed, used, { limiter, tenant, dimension })
   }
-  const observables = [decisions, weight, waiters, up, throttled, blocks, rate, learnedRate]
+  const observables = [decisions, weight, waiters, up, throttled, blocks, shadowRefused, denied, rate, learnedRate]
   observables.push(budgetUsed, budgetReserved, budgetExcess, tenantUsed)
   meter.addBatchObservableCallback(callback, observables)
   return {

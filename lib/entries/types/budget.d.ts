@@ -24,6 +24,12 @@ export interface BudgetOptions<D extends string = string> {
   name: string
   /** 1..8 dimensions by name, e.g. `{ requests: {...}, inputTokens: {...}, outputTokens: {...} }`. */
   dimensions: Record<D, BudgetDimension>
+  /**
+   * 'enforce' (default) or 'shadow': `reserve()` decides at once (never waits); a reservation
+   * that does not fit now is admitted holding nothing, `reason: 'shadow'`, counted in
+   * `stats().shadowRefused`. A rule of `store.rules` with a mode wins.
+   */
+  mode?: 'enforce' | 'shadow'
 }
 
 export interface ReserveOptions {
@@ -47,6 +53,12 @@ export interface Reservation<D extends string = string> {
   readonly startMs: number
   /** Answered without Redis (RedisStore `whenDown`): settling and cancelling it change nothing. */
   readonly degraded: boolean
+  /**
+   * 'shadow': admitted by shadow mode though it did not fit (it holds nothing; settling and
+   * cancelling it change nothing). A reservation an `allow` rule of `store.rules` grants holds
+   * nothing either; under a `deny` rule `reserve()` rejects (OverLimitError, reason 'denied').
+   */
+  readonly reason?: 'shadow'
   /**
    * The true amounts (dimensions left out keep their reserved amount): less gives the
    * difference back at once, more is charged as debt later reservations wait for (at most the

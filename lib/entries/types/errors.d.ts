@@ -39,7 +39,7 @@ export declare class OverLimitError extends SluiceError {
   readonly code: 'ERR_OVER_LIMIT'
   readonly limiter: string
   readonly retryAfterMs: number
-  /** 'limit': over it; 'denied': a rule of store.rules denies the caller. */
+  /** 'limit' (over it), or 'denied' (a `deny` rule of `store.rules`: refused with no round trip). */
   readonly reason: 'limit' | 'denied'
   /** From SlidingWindowLimiter.ensure: the window that refused (the one that frees up last). */
   window?: SlidingWindow

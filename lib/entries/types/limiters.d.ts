@@ -9,6 +9,21 @@ import type { LimiterStats, Store } from './store'
 /** 'second' | 'minute' | 'hour' | 'day' (UTC-aligned for buckets), or whole ms. */
 export type Interval = 'second' | 'minute' | 'hour' | 'day' | number
 
+/**
+ * How a limiter decides (DESIGN §9): 'enforce' (the default), or 'shadow': every decision is
+ * made and counted as if enforced, and a call that would have been refused is admitted at once
+ * (never waits, never reserves a slot, charged nothing) with `reason: 'shadow'`, counted in
+ * `stats().shadowRefused`. A rule of `store.rules` with a mode wins over this option.
+ */
+export type LimiterMode = 'enforce' | 'shadow'
+
+/**
+ * Why a decision was answered as it was when a rule or shadow mode answered it: 'denied' (a
+ * `deny` rule of `store.rules`: refused with no round trip), 'shadow' (it would have been
+ * refused; `allowed` is true). Absent otherwise.
+ */
+export type DecisionReason = 'denied' | 'shadow'
+
 /** The answer to one limiter call. */
 export interface Decision {
   /** Whether the call was admitted (and charged). */
@@ -23,11 +38,8 @@ export interface Decision {
   resetAfterMs: number
   /** Answered without Redis (RedisStore `whenDown`); false when Redis answered. */
   degraded: boolean
-  /**
-   * Set when a rule of `store.rules` or the limiter's mode answered: 'denied' (refused by a
-   * deny, no round trip), 'shadow' (admitted, though enforcing would have refused).
-   */
-  reason?: 'denied' | 'shadow'
+  /** Set when a rule of `store.rules` or shadow mode answered (see DecisionReason). */
+  reason?: DecisionReason
 }
 
 /** What withinLimit does over the limit after the wait: 'raise' an OverLimitError, or 'skip' `fn`. */
@@ -58,6 +70,8 @@ export interface LimiterOptions<P extends LimiterPolicy = LimiterPolicy> {
    * can still change a decision (the rest of the bucket or window, or until drained).
    */
   ttlMs?: number
+  /** 'enforce' (default) or 'shadow' (see LimiterMode); a rule's mode wins. */
+  mode?: LimiterMode
 }
 
 export interface WithinLimitOptions {
@@ -105,12 +119,6 @@ export interface RateLimiter<P extends LimiterPolicy = LimiterPolicy> {
 export type CountLimiterOptions<P extends LimiterPolicy = LimiterPolicy> = LimiterOptions<P> & {
   limit: number
   interval: Interval
-  /**
-   * 'shadow': every call decided and counted as if enforced, but a would-be refusal is admitted
-   * at once (`reason: 'shadow'`, counted in `stats().shadowRefused`); default 'enforce'. A rule
-   * of `store.rules` with a mode wins.
-   */
-  mode?: 'enforce' | 'shadow'
 }
 
 /** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
@@ -162,7 +170,7 @@ export interface PointsLimiter<P extends LimiterPolicy = LimiterPolicy> extends 
 export declare const PointsLimiter: {
   new <P extends LimiterPolicy = 'raise'>(
     store: Store,
-    options: LimiterOptions<P> & { points: number; interval: Interval; mode?: 'enforce' | 'shadow' },
+    options: LimiterOptions<P> & { points: number; interval: Interval },
   ): PointsLimiter<P>
   readonly prototype: PointsLimiter
 }
@@ -178,6 +186,11 @@ export declare class Lease {
   extend(ms?: number): Promise<boolean>
   /** Granted without Redis (RedisStore `whenDown`); its token fences nothing. */
   readonly degraded: boolean
+  /**
+   * 'shadow': granted by shadow mode when no slot was free (it holds none, its token 0 fences
+   * nothing; release and extend answer true). A lease an `allow` rule grants holds none either.
+   */
+  readonly reason?: 'shadow'
 }
 
 export interface ConcurrentStats extends LimiterStats {
@@ -220,9 +233,12 @@ export type ConcurrentLimiterOptions<P extends LimiterPolicy = LimiterPolicy> = 
 export interface ConcurrentLimiter<P extends LimiterPolicy = LimiterPolicy> {
   readonly name: string
   readonly limit: number
-  /** A lease, waiting up to waitTimeoutMs; then OverLimitError (whatever the policy). */
+  /**
+   * A lease, waiting up to waitTimeoutMs; then OverLimitError (whatever the policy). A `deny`
+   * rule rejects at once (OverLimitError, reason 'denied'); in shadow mode it never waits.
+   */
   acquire(options?: { signal?: AbortSignal }): Promise<Lease>
-  /** A lease if a slot is free now and nobody waits; otherwise null. */
+  /** A lease if a slot is free now and nobody waits; otherwise null (and under a `deny` rule). */
   tryAcquire(): Promise<Lease | null>
   /**
    * Runs fn(lease) holding a slot; releases it in every outcome. Over the limit after
@@ -271,6 +287,8 @@ export interface SlidingDecision {
   /** Until every window has room for the weight, ms (0 when allowed). */
   retryAfterMs: number
   windows: { limit: number; intervalMs: number; remaining: number; retryAfterMs: number }[]
+  /** Set when a rule of `store.rules` or shadow mode answered (see DecisionReason). */
+  reason?: DecisionReason
 }
 
 /**
@@ -280,7 +298,7 @@ export interface SlidingDecision {
  * the longest window (at most its limit), trimmed on every call.
  */
 export declare class SlidingWindowLimiter {
-  constructor(store: Store, options: { name: string; windows: SlidingWindow[] })
+  constructor(store: Store, options: { name: string; windows: SlidingWindow[]; mode?: LimiterMode })
   readonly name: string
   readonly windows: readonly Readonly<SlidingWindow>[]
   /** Charges weight (default 1) to every window if all have room now; otherwise nothing. */
@@ -297,7 +315,10 @@ export declare class SlidingWindowLimiter {
   block(ms: number | BlockOptions): Promise<void>
   /** Statistics over every process (a RedisStore's other processes: as of their last flush). */
   stats(): Promise<LimiterStats>
-  /** Runs fn if admitted now; otherwise OverLimitError naming the window that refused. */
+  /**
+   * Runs fn if admitted now; otherwise OverLimitError naming the window that refused (a `deny`
+   * rule: reason 'denied', no window).
+   */
   ensure<T>(fn: () => T | Promise<T>, options?: { weight?: number }): Promise<T>
 }
 

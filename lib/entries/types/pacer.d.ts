@@ -11,13 +11,25 @@ export interface DistributedPacerOptions {
   maxBurst?: number
   /** Bucket leak rate as a fraction of qps, (0, 1]; default 0.5 for pace(), 1 for rateLimit(). */
   burstAllowanceFactor?: number
+  /**
+   * 'enforce' (default) or 'shadow': pace() and rateLimit() decide at once (never a delay,
+   * never a reserved slot) and admit what would have been refused or delayed, with reason
+   * 'shadow', counted in `stats().shadowRefused`. A rule of `store.rules` with a mode wins.
+   */
+  mode?: 'enforce' | 'shadow'
 }
 
 export interface PacerOutcome {
   /** pace(): ms to wait before the call. rateLimit(): 0 = admitted, > 0 = refused, retry after. */
   delayMs: number
-  /** `watermark=<W>/<maxBurst> + weight=<weight>, delayMs=<delayMs>` (for logs). */
-  reason: string
+  /**
+   * `watermark=<W>/<maxBurst> + weight=<weight>, delayMs=<delayMs>` (for logs); or, answered by
+   * `store.rules` or shadow mode: 'denied' (a `deny` rule: rateLimit() refused with a delay of
+   * at most 1 s, no round trip; pace() rejects with OverLimitError, reason 'denied'), 'allowed'
+   * (an `allow` rule: admitted, nothing charged), 'shadow' (admitted at once; enforcing would
+   * have refused or delayed it).
+   */
+  reason: 'denied' | 'allowed' | 'shadow' | (string & {})
   /** A single pacer: its bucket level before this call, in weight units (W of the reason). */
   watermark?: number
   /** Answered without Redis (RedisStore `whenDown`); false when Redis answered. */

@@ -34,9 +34,12 @@ export interface LimiterStats {
   throttled?: number
   /** sluice/fetch keys (kind 'adaptive') only: blocks recorded from answers (Retry-After, an exhausted quota). */
   blocks?: number
-  /** The kinds that honour store.rules: refusals that shadow mode admitted (`reason: 'shadow'`). */
+  /**
+   * The kinds that honour `store.rules` (the rate limiters, sliding windows and counters, the
+   * semaphore, the pacers): decisions shadow mode admitted that enforcing would have refused.
+   */
   shadowRefused?: number
-  /** The kinds that honour store.rules: calls a rule denied (`reason: 'denied'`). */
+  /** Those kinds: calls a `deny` rule of `store.rules` refused (counted in `refused` too). */
   denied?: number
 }
 

@@ -23,7 +23,7 @@ const FIELDS_OF_KIND = new Map([
   ['window', RATE],
   ['leaky', RATE],
   ['points', RATE],
-  ['sliding-counter', RATE],
+  ['sliding-counter', [...RATE, 'windows']],
   ['sliding', ['windows']],
   ['concurrent', ['limit']],
   ['pacer', ['qps', 'maxBurst']],

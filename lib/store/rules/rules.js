@@ -25,6 +25,8 @@ const HISTORY = 1000
 const LOG_CAP = 1024
 /** The longest gap between two reads of the version. */
 const POLL_MS = 500
+/** How often the messages received meanwhile are handed over when no waiter's loop does, ms. */
+const DRAIN_MS = 25
 /** The pool lane of the rules' reads and writes (statistics use 5). */
 const RULES_LANE = 6
 
@@ -185,6 +187,7 @@ class RedisRules extends Rules {
     this._lastReadAt = -Infinity
     this._soon = null
     this._poll = null
+    this._drain = null
     this._renew = null
     /** background reads made (messages and polls): at most 2 a second */
     this.reads = 0
@@ -211,6 +214,9 @@ class RedisRules extends Rules {
     }
     this._poll = setInterval(() => this._due(), POLL_MS)
     this._poll.unref()
+    // messages: taken every DRAIN_MS (a timer that keeps no process alive)
+    this._drain = setInterval(() => store._waiters.drain(), DRAIN_MS)
+    this._drain.unref()
     this._renew = setInterval(() => {
       if (this._version > 0) this._call(['renew', String(TTL_MS)]).catch(() => undefined)
     }, DAY_MS)
@@ -218,6 +224,7 @@ class RedisRules extends Rules {
   }
 
   _close() {
+    clearInterval(this._drain ?? undefined)
     clearInterval(this._poll ?? undefined)
     clearInterval(this._renew ?? undefined)
     clearTimeout(this._soon ?? undefined)
@@ -256,7 +263,6 @@ class RedisRules extends Rules {
     // the channel lost (subscribed while down, or the subscription failed): again; the loop
     // that hands messages over stops while Redis is down: again
     if (!store._waiters.subscribed(this._channel)) store._waiters.listen(this._channel, this).catch(() => undefined)
-    else store._waiters._wakeLoop()
     if (this._reading !== null || this._soon !== null) return
     const wait = this._lastReadAt + POLL_MS - Date.now()
     if (!urgent && wait > 0) return

@@ -15,9 +15,20 @@ pub(super) struct Wakes {
   notify: tokio::sync::Notify,
 }
 
+/// Messages held for JS at most: past it, the queue is one [`WAKE_RESYNC`] (every waiter
+/// re-polls, the rules re-read their version): a JS thread that stopped draining cannot grow it.
+const MAX_QUEUED: usize = 10_000;
+
 impl Wakes {
   pub(super) fn push(&self, message: String) {
-    self.queue.lock().push(message);
+    {
+      let mut queue = self.queue.lock();
+      if queue.len() >= MAX_QUEUED {
+        queue.clear();
+        queue.push(WAKE_RESYNC.into());
+      }
+      queue.push(message);
+    }
     self.notify.notify_one();
   }
 }
@@ -98,6 +109,15 @@ impl RedisStore {
       }
       notified.await;
     }
+  }
+
+  /// The messages received since the last call, at once (none: empty), without waiting: what
+  /// JS drains on a timer that keeps no process alive (the store's rules), while
+  /// [`next_wakes`](Self::next_wakes) waits only while a waiter does.
+  pub fn take_wakes(&self) -> Vec<String> {
+    let mut out = std::mem::take(&mut *self.wakes.queue.lock());
+    out.retain(|m| !m.is_empty());
+    out
   }
 
   /// Ends the pending [`next_wakes`](Self::next_wakes) call with an empty list.
