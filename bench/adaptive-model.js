@@ -350,6 +350,16 @@ class State {
           const fromHi = V.hiCut !== undefined && !short && hi > 0 && hi >= Math.max(lower, corrected, last)
           this.rate = this.mark * (1 - (fromHi ? V.hiCut : p.dec))
           plateau = PLATEAU
+          // shortBlind: a cycle too short to measure when the upstream served under 1 / BLIND
+          // of the rate over the last second (a burst, the rest refused: far over the limit)
+          // cuts to the geometric middle with no mark and no plateau, as a fresh record's
+          // first refusal does (a start 100 x over the limit otherwise comes down by
+          // `decrease` a block)
+          if (V.shortBlind && short && served * BLIND < this.mark) {
+            this.mark = 0
+            this.rate = Math.min(Math.max(Math.sqrt(served * est), est / BLIND), est * 0.5)
+            plateau = 0
+          }
           // provis (a count): a cycle of under a second of calls and fewer successes than
           // that measures little: a provisional mark (negative: a fast climb) and no plateau
           // (provis: true, any cycle under a second: tried, far worse)
