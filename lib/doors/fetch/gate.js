@@ -177,6 +177,7 @@ class Gate {
         try {
           answer = await this._send([PACE, 1, ok, maxWaitUs])
         } catch (err) {
+          this.ok += ok // told with the next call
           if (horizon !== null) horizon.answered(null)
           throw err
         }
