@@ -22,15 +22,13 @@ interface Run {
 describe('sluice/fetch adaptive rate, no rate headers (deterministic)', () => {
   it('a token bucket with a small burst: found from 10 x L in a few blocks, then held near L', async () => {
     const r: Run = await simulate({ shape: 'bucket', seconds: 20, limit: L })
-    // the first 429s: the burst at 10 L, a cut to the geometric middle, a climb that crosses L
+    // the first 429s: the burst at 10 L, a cut to the geometric middle, then a cycle or two
+    // (each a 429 and a block of a second) that read the bucket's rate and burst
     expect(sum(r.refused.slice(0, 5))).toBeLessThanOrEqual(10)
-    // settled at what the upstream served as the climb crossed L: every second from the 5th
-    // until the first probe past the limit is served at 0.95 L or more
-    const probe = r.refused.findIndex((n, s) => s >= 5 && n > 0)
-    const steady = r.served.slice(5, probe === -1 ? undefined : probe)
-    expect(steady.length).toBeGreaterThanOrEqual(8)
-    expect(Math.min(...steady) / L).toBeGreaterThanOrEqual(0.95)
+    // the issue's targets (issue 36 item 4): >= 0.8 L from the 5th second, >= 0.9 L at steady
+    // state; here every second of the last 10 is served at 0.95 L or more
     expect(avg(r.served.slice(5)) / L).toBeGreaterThanOrEqual(0.9)
+    expect(Math.min(...r.served.slice(-10)) / L).toBeGreaterThanOrEqual(0.95)
     // after it, at most that one probe (one 429, one fleet-wide block)
     expect(sum(r.refused.slice(5))).toBeLessThanOrEqual(1)
     expect(r.failed).toBe(0)

@@ -67,9 +67,16 @@
 //     lead (ms: a waking caller probes that much before its slot), sendQStep / sendQMax /
 //     sendQDt (the send-rate history bounded: an entry per share moved, at most N entries, at
 //     most one per ms span);
-// `SIM_MODEL={}` is the rule itself (the same numbers as the native core, per second, on the
-// issue's cell: L 100, burst 20, 50 ms, 4 x 16). Not the rule: the rule is the Rust core and its
-// Lua mirror; a change found here is made there.
+//   shortBlind: a cycle too short to measure whose last second served under 1 / BLIND of the
+//     rate cuts to the geometric middle, no mark, no plateau (a start 100 x over the limit
+//     came down by `decrease` a block); in the native core since the port (issue 36 item 4);
+// The native core (src/core/adaptive/cycle.rs) is the variant `{"cycle":1,"last":"both","fit":2,
+// "climbHi":0,"hiSend":1,"corrAdd":1,"lastLessB":1,"lastLessBFit":1,"fitGapN":50,"sendQDt":100,
+// "sendQMax":16,"shortBlind":1}` with the gate's horizon (lib/doors/fetch/horizon.js, not this
+// file's `horizon` patch: to run the model with its own, set Gate.prototype's horizon to null).
+// `SIM_MODEL={}` is the rule on main before the port (ff6f156; it gave the same numbers as that
+// native core, per second, on the issue's cell: L 100, burst 20, 50 ms, 4 x 16). Not the rule:
+// the rule is the Rust core and its Lua mirror; a change found here is made there.
 
 const SECOND = 1e6
 const WINDOW = 1e6
@@ -350,6 +357,16 @@ class State {
           const fromHi = V.hiCut !== undefined && !short && hi > 0 && hi >= Math.max(lower, corrected, last)
           this.rate = this.mark * (1 - (fromHi ? V.hiCut : p.dec))
           plateau = PLATEAU
+          // shortBlind: a cycle too short to measure when the upstream served under 1 / BLIND
+          // of the rate over the last second (a burst, the rest refused: far over the limit)
+          // cuts to the geometric middle with no mark and no plateau, as a fresh record's
+          // first refusal does (a start 100 x over the limit otherwise comes down by
+          // `decrease` a block)
+          if (V.shortBlind && short && served * BLIND < this.mark) {
+            this.mark = 0
+            this.rate = Math.min(Math.max(Math.sqrt(served * est), est / BLIND), est * 0.5)
+            plateau = 0
+          }
           // provis (a count): a cycle of under a second of calls and fewer successes than
           // that measures little: a provisional mark (negative: a fast climb) and no plateau
           // (provis: true, any cycle under a second: tried, far worse)

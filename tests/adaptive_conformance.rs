@@ -42,7 +42,7 @@ async fn conform(options: RedisOptions, label: &str) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let model = MemoryStore::new();
     let mut keys: Vec<(String, [f64; 7])> =
-      (0..3).map(|k| (format!("{run}:adaptive:{{{label}{seed}-{k}}}"), settings(&mut rng))).collect();
+      (0..3).map(|k| (format!("{run}:adaptive:v2:{{{label}{seed}-{k}}}"), settings(&mut rng))).collect();
     let mut now: f64 = 1_800_000_000_000_000.0 + (seed as f64) * 1e9;
     for step in 0..150 {
       match rng.below(10) {
@@ -73,7 +73,9 @@ async fn conform(options: RedisOptions, label: &str) {
           let learned = if rng.below(3) == 0 { rng.pick(&[0.5, 4.9, 49.0, 980.0]) } else { 0.0 };
           let ttl = if learned > 0.0 { rng.pick(&[1e6, 60e6]) } else { 0.0 };
           let ok = rng.pick(&[0.0, 0.0, 1.0, 7.0]);
-          nums.extend([REPORT, 0.0, ok, -1.0, throttled, block, learned, ttl]);
+          // a throttled answer: how long ago its call was sent (the end of a cycle), or unknown
+          let sent_ago = if throttled > 0.0 { rng.pick(&[-1.0, 0.0, 5_000.0, 300_000.0, 1_200_000.0]) } else { -1.0 };
+          nums.extend([REPORT, 0.0, ok, sent_ago, throttled, block, learned, ttl]);
         } else {
           // pace: weight (0: a probe), successes since the last call, a max wait or none
           let weight = rng.pick(&[0.0, 1.0, 1.0, 1.0, 2.0]);

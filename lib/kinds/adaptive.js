@@ -20,6 +20,11 @@ const CODE = native.kinds().find((k) => k.name === NATIVE_NAME).code
 const OP = OPS[NATIVE_NAME]
 /** Numbers per call. */
 const WIDTH = 16
+/**
+ * The record's layout version, in its key (`<prefix>:adaptive:v2:{<key>}`): v2 added the
+ * cycles (src/core/adaptive/cycle.rs); a record of another layout is never read (it expires).
+ */
+const VERSION = 2
 /** Each op's result fields (offsets), as Rust names them; the three share their offsets. */
 const RESULT = {
   pace: resultFields(NATIVE_NAME, 'pace'),
@@ -67,7 +72,7 @@ class AdaptiveView {
     this.store = store
     this.name = name
     this.params = Array.isArray(o.params) && o.params.length === 7 ? o.params.map(Number) : null
-    this._storeKey = storeKey(store, 'adaptive', name)
+    this._storeKey = storeKey(store, 'adaptive', name, VERSION)
   }
 
   /** A probe: a slot of weight 0 (charges nothing: the queue's tail stays where the next call finds it). */
@@ -134,13 +139,14 @@ function ratesOf(store) {
   return out
 }
 
-/** @satisfies {import('./contract').Kind<AdaptiveCall> & import('./contract').Own<'WIDTH' | 'addDoor'>} */
+/** @satisfies {import('./contract').Kind<AdaptiveCall> & import('./contract').Own<'WIDTH' | 'VERSION' | 'addDoor'>} */
 const adaptive = {
   code: CODE,
   name: NATIVE_NAME,
   lane: 0, // the pacer's: the same callers, never both on one call
   OP,
   WIDTH,
+  VERSION,
   Call: AdaptiveCall,
   statsKinds: ['adaptive'],
   /** What sluice/fetch counts besides calls (admitted), maxWaitMs refusals, waits and degraded answers. */

@@ -9,16 +9,13 @@ const ADAPTIVE = require('../../kinds/adaptive')
 const { OverLimitError } = require('../../base/errors')
 const { nowMs, elapsedMs, aborted } = require('../../classes/base')
 const { sleepUntil, moveUp } = require('./slots')
+const { Horizon } = require('./horizon')
 const { storeKey } = require('../../store/keys')
-const { learn } = require('./headers')
+const { learn, remember, LEARNED_TTL_MS } = require('./headers')
 const { MAX_QPS } = require('./options')
 
 /** A key with no rate of its own still has a record: it holds the fleet's blocks and what was learned. */
 const UNPACED_QPS = MAX_QPS
-/** A learned rate is paced at this share of what the upstream states (jitter on the way there). */
-const LEARNED_SHARE = 0.98
-/** A learned limit is forgotten this long after the last response that stated it (at least one window). */
-const LEARNED_TTL_MS = 60_000
 /** Adaptive, without `increase`: the rate grows by this share of itself per second of calls that succeed. */
 const DEFAULT_INC_REL = 0.002
 /** Gates kept per door; the oldest is dropped past this (its counts with it). */
@@ -43,7 +40,7 @@ class Gate {
   constructor(door, key, limits) {
     this.door = door
     this.key = key
-    this._storeKey = storeKey(door.store, 'adaptive', key)
+    this._storeKey = storeKey(door.store, 'adaptive', key, ADAPTIVE.VERSION)
     const { adaptive, maxBurst } = door.config
     const qps = limits ? limits.qps : door.config.qps
     // the rate's settings: [max, min, start, incAbs, incRel, decrease, burst]
@@ -60,6 +57,8 @@ class Gate {
     // paces from its first slot; unpaced, the slots are a nanosecond apart anyway)
     this.params.push(qps === undefined && adaptive === null ? 1 : limits ? limits.maxBurst : maxBurst)
     this.paced = qps !== undefined || adaptive !== null
+    // an adaptive key's callers of this process ask in turn, within a horizon (horizon.js)
+    this.horizon = adaptive !== null ? new Horizon(this) : null
     // the store's statistics (lib/store/stats.js): the key as a limiter of kind 'adaptive'
     this._statsKind = 'adaptive'
     this._statsName = key
@@ -140,8 +139,9 @@ class Gate {
 
   /**
    * Waits for this key's slot (and past any block) for a call or a retry, honouring `signal`
-   * (ERR_ABORTED); the whole wait is bounded by `maxWaitMs`: a slot further than what is left
-   * of it is refused (OverLimitError, nothing reserved). A slot taken and then given up (an
+   * (ERR_ABORTED); the whole wait, an adaptive key's turn to ask included (horizon.js), is
+   * bounded by `maxWaitMs`: a slot further than what is left of it is refused (OverLimitError,
+   * nothing reserved). A slot taken and then given up (an
    * abort while waiting for it, a new slot after a block) is given back to the key's record,
    * so its capacity goes to the next caller; no call goes once its signal aborted.
    */
@@ -151,21 +151,39 @@ class Gate {
     if (!this.answered) await this.firstCall(signal)
     for (let round = 0; ; round++) {
       if (signal && signal.aborted) throw aborted(signal)
-      const reservedMs = nowMs(store)
-      const leftMs = deadlineMs - reservedMs
-      const maxWaitUs = leftMs === Infinity ? -1 : Math.max(0, Math.floor(leftMs * 1000))
-      // a slot another caller of this process gave up, at its own time: no store call
+      let reservedMs = nowMs(store)
+      let leftMs = deadlineMs - reservedMs
+      // a slot another caller of this process gave up, at its own time: no store call, no turn
       const spareMs = store._spares.size === 0 ? -1 : store._spares.take(this._storeKey, 1, reservedMs, leftMs)
       let delayMs
       let atMs = spareMs // the slot's start, on the store's clock
       let degraded = false
+      const horizon = this.horizon
       if (spareMs >= 0) {
         delayMs = Math.ceil(spareMs - reservedMs)
+        if (horizon !== null) horizon.hold(spareMs)
       } else {
+        if (horizon !== null) {
+          // an adaptive key: this caller's turn to ask (lib/doors/fetch/horizon.js)
+          await horizon.turn(signal, deadlineMs, (ms) => this.overLimit(ms))
+          horizon.asked()
+          reservedMs = nowMs(store)
+          leftMs = deadlineMs - reservedMs
+        }
+        const maxWaitUs = leftMs === Infinity ? -1 : Math.max(0, Math.floor(leftMs * 1000))
         const ok = this.ok
         this.ok = 0
-        const [delayUs, rate, admitted, blockUs, down] = await this._send([PACE, 1, ok, maxWaitUs])
+        let answer
+        try {
+          answer = await this._send([PACE, 1, ok, maxWaitUs])
+        } catch (err) {
+          this.ok += ok // told with the next call
+          if (horizon !== null) horizon.answered(null)
+          throw err
+        }
+        const [delayUs, rate, admitted, blockUs, down] = answer
         this.rate = rate / 1000
+        if (horizon !== null) horizon.answered(admitted ? reservedMs + delayUs / 1000 : null)
         degraded = down
         if (blockUs > 0) this.heardBlock(blockUs)
         if (degraded && round === 0) this.counts.degraded++
@@ -402,7 +420,7 @@ class Gate {
       return NOTHING
     }
     this.counts.hostile += l.hostile
-    const learned = config.learn ? this.remember(l, now) : null
+    const learned = config.learn ? remember(this, l, now) : null
     // Retry-After blocks the fleet on a blocking status only (429, 503: on a 2xx it is a polling
     // hint); an exhausted quota on any answer (learned) or a throttled one
     const seen = {
@@ -445,38 +463,6 @@ class Gate {
       this.counts.errors++ // the response still reaches the caller; the store's state is its own concern
     }
     return seen
-  }
-
-  /**
-   * Keeps what a response stated about the key's limits; answers the rate to send to the
-   * store (`{ qps, ttlMs }`) when it changed or half its time has passed, else null.
-   */
-  remember(l, now) {
-    let policy = l.policy
-    if (policy === null && l.quota !== null) {
-      // no window stated: the longest reset seen lately stands for it
-      if (this.windowUntilMs <= now) this.windowMs = 0
-      this.windowMs = Math.max(this.windowMs, l.quota.resetMs - l.quota.slackMs, 1000)
-      this.windowUntilMs = now + Math.max(LEARNED_TTL_MS, this.windowMs)
-      policy = { limit: l.quota.limit, windowMs: this.windowMs }
-    }
-    if (policy === null) return null
-    this.learned = policy
-    // a stated rate slower than the floor (adaptive.minQps when given, else one call per
-    // maxBlockMs) is clamped to it and counted: an upstream cannot stall a key for longer than
-    // any block it may ask for; nor is a rate remembered past maxBlockMs
-    const { adaptive, maxBlockMs } = this.door.config
-    const floor = adaptive !== null && adaptive.minQpsGiven ? adaptive.minQps : 1000 / maxBlockMs
-    let qps = ((policy.limit * 1000) / policy.windowMs) * LEARNED_SHARE
-    if (qps < floor) {
-      qps = floor
-      this.counts.hostile++
-    }
-    const ttlMs = Math.max(LEARNED_TTL_MS, Math.min(policy.windowMs, maxBlockMs))
-    if (Math.abs(qps - this.learnedQps) <= 0.001 * qps && now < this.learnedAtMs + ttlMs / 2) return null
-    this.learnedQps = qps
-    this.learnedAtMs = now
-    return { qps, ttlMs }
   }
 
   stats() {

@@ -24,6 +24,10 @@ const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 1e-3, µs: 1e-3, 
 /** A reset at or above this reads as epoch seconds (2001-09-09); at or above 1e12, epoch ms. */
 const EPOCH_S = 1e9
 const EPOCH_MS = 1e12
+/** A learned rate is paced at this share of what the upstream states (jitter on the way there). */
+const LEARNED_SHARE = 0.98
+/** A learned limit is forgotten this long after the last response that stated it (at least one window). */
+const LEARNED_TTL_MS = 60_000
 
 /**
  * What one response said, and how many values were ignored or clamped (`hostile`).
@@ -244,4 +248,37 @@ const fromHeaders = (headers) => (name) => headers.get(name)
 /** `get` over undici's response headers (an object of lower-case names to string or string[]). */
 const fromObject = (headers) => (name) => (headers ? headers[name] : undefined)
 
-module.exports = { learn, fromHeaders, fromObject, MAX_VALUE, MAX_ITEMS }
+/**
+ * Keeps in `gate` (lib/doors/fetch/gate.js) what a response stated about its key's limits
+ * (`l`, what learn() read); answers the rate to send to the store (`{ qps, ttlMs }`) when it
+ * changed or half its time has passed, else null.
+ */
+function remember(gate, l, now) {
+  let policy = l.policy
+  if (policy === null && l.quota !== null) {
+    // no window stated: the longest reset seen lately stands for it
+    if (gate.windowUntilMs <= now) gate.windowMs = 0
+    gate.windowMs = Math.max(gate.windowMs, l.quota.resetMs - l.quota.slackMs, 1000)
+    gate.windowUntilMs = now + Math.max(LEARNED_TTL_MS, gate.windowMs)
+    policy = { limit: l.quota.limit, windowMs: gate.windowMs }
+  }
+  if (policy === null) return null
+  gate.learned = policy
+  // a stated rate slower than the floor (adaptive.minQps when given, else one call per
+  // maxBlockMs) is clamped to it and counted: an upstream cannot stall a key for longer than
+  // any block it may ask for; nor is a rate remembered past maxBlockMs
+  const { adaptive, maxBlockMs } = gate.door.config
+  const floor = adaptive !== null && adaptive.minQpsGiven ? adaptive.minQps : 1000 / maxBlockMs
+  let qps = ((policy.limit * 1000) / policy.windowMs) * LEARNED_SHARE
+  if (qps < floor) {
+    qps = floor
+    gate.counts.hostile++
+  }
+  const ttlMs = Math.max(LEARNED_TTL_MS, Math.min(policy.windowMs, maxBlockMs))
+  if (Math.abs(qps - gate.learnedQps) <= 0.001 * qps && now < gate.learnedAtMs + ttlMs / 2) return null
+  gate.learnedQps = qps
+  gate.learnedAtMs = now
+  return { qps, ttlMs }
+}
+
+module.exports = { learn, remember, fromHeaders, fromObject, MAX_VALUE, MAX_ITEMS, LEARNED_TTL_MS }

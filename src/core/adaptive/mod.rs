@@ -11,39 +11,48 @@
 //!   changes.
 //! - Both calls take the successes a process saw since it last told (`ok`, the latest of their
 //!   calls sent `sent_ago_us` ago; sluice/fetch tells them as they come). They are counted in
-//!   one-second windows that run through blocks: what was *served* is the last second's count
-//!   (a sliding estimate), a block's time counting as time in which nothing was served. Each
+//!   one-second windows that run through blocks (what was *served* is the last second's count,
+//!   a sliding estimate), and in the current *cycle* when their call was sent in it. Each
 //!   raises the rate by its share (`1 / rate` s) of a second's climb, `inc_abs + rate *
 //!   inc_rel`, fast (`FAST_INC_REL`) while there is no mark or the rate is under 0.9 of it,
 //!   never during a back-off period or a plateau, and never while the rate is more than
-//!   `INC_CAP` times what calls are served (a rate nobody uses is not a rate the upstream
-//!   was shown).
+//!   `INC_CAP` times what calls are served.
 //! - `report` records what a response said: a block (`block_us`; while one is under way it is
-//!   extended only when the new end is a second or more past it: the 429s of calls already on
-//!   their way repeat the block, they never add up), a learned rate (a ceiling until
-//!   `learned_ttl_us` from now), and a throttled answer, which lowers the rate once per
+//!   extended only when the new end is a second or more past it), a learned rate (a ceiling
+//!   until `learned_ttl_us` from now), and a throttled answer, which lowers the rate once per
 //!   back-off period (the block, at least a second):
 //!   - when the upstream stated its limit (a learned rate in force), to `(1 - decrease)` times
-//!     the lower of the rate and that, with a plateau as below;
-//!   - when the upstream served at least `1 / BLIND` of the rate over the last second, that is
-//!     its limit, about (the `mark`): the rate settles to `(1 - decrease)` times the lower of
-//!     the rate and the mark, then holds there for `PLATEAU_US` (a probe above the limit
-//!     costs the fleet a block) before it climbs again. After a fast climb of a second or
-//!     more (no mark yet) it settles at the mark itself: what was served lags a climbing rate
-//!     (slots taken at lower rates), which is the margin already.
-//!   - else the upstream served a burst and refused the rest: its limit lies between, and the
-//!     rate is cut to the geometric middle of the two (by half at least, by `BLIND` at most)
-//!     with no mark, to climb fast from there.
-//!
-//!   The next measure counts from the throttled answer. Successes told during the block that
-//!   follows a measured decrease, of calls sent before it, belong to its measure: they raise
-//!   the mark and the rate settled from it.
+//!     the lower of the rate and that, with a plateau of `PLATEAU_US`;
+//!   - else it ends a *cycle* (`cycle.rs`): from the last decrease, the back-off period then
+//!     `f` seconds of calls until the refused call was sent, `S` successes of calls sent in
+//!     it. A fresh record's first refusal reads `S` as the upstream's burst (`be`) and cuts to
+//!     the geometric middle of the rate and what was served (by half at least, by `BLIND` at
+//!     most), to climb fast from there. Later ones settle `decrease` under the largest of
+//!     `S / (block + f)`, `(S - be + 1) / f` (a bucket: the refused call bounds its rate), the
+//!     last second's count (less `be` once two cycles of different lengths fitted a bucket,
+//!     `b + r f`, which also lowers `be`; a fit that reads a window drops the burst term), and,
+//!     after a climb of a tenth over a second of calls or more, the rate the refused call's
+//!     slot was handed out at (`sendq`, at most 1.2 times what was served), then hold for
+//!     `PLATEAU_US`. A cycle shorter than `max(0.2 s, 4 / rate)` measures nothing: the rate
+//!     comes down by `decrease` only, or, when the last second served under `1 / BLIND` of
+//!     it (a burst, the rest refused), to the geometric middle as at the first refusal (not in
+//!     the model's best variant: its `shortBlind`, which brings a start 100 x over the limit
+//!     down in a few blocks and changes no cell of the grid).
+//! - A slot may use the burst `min(burst, be - 1)` once the upstream's burst is estimated.
 //! - The rate stays in `[min_qps, ceiling]`, the ceiling being `max_qps` or a learned rate below
 //!   it (which wins over `min_qps`).
 //!
 //! State (µs, qps): rate, tail, block end, hold end (back-off period), climb start (plateau
 //! end), success window start, successes in it and in the previous one, creation, learned
-//! rate and its end, mark. Mirrored by `lua/adaptive.lua` (12 packed doubles).
+//! rate and its end, mark; the cycle's start, its successes, the burst estimate, the rate at
+//! the cycle's start, whether the last fit read a bucket; the last `CYCLES` cycles' `(S, f)`
+//! and the queue's rate history (`SENDQ` pairs `(t, r)`: slots from `t` on were handed out at
+//! `r`). Mirrored by `lua/adaptive.lua` (`RECORD` packed doubles). The rule was found in the JS
+//! model (bench/adaptive-model.js, BENCHMARKS.md issue 36 item 4).
+
+mod cycle;
+
+pub use cycle::{CYCLES, RECORD, SENDQ, SENDQ_DT_US};
 
 /// One second, µs: the success window and the shortest back-off period.
 pub const SECOND_US: f64 = 1_000_000.0;
@@ -93,6 +102,23 @@ pub struct State {
   /// measured nothing since): below 0.9 of it the rate climbs fast (`FAST_INC_REL`), above it
   /// it probes slowly.
   pub mark: f64,
+  /// The cycle's start (creation, then each decrease), µs.
+  pub cs_us: f64,
+  /// Successes of calls sent at or after `cs_us`.
+  pub cok: f64,
+  /// The upstream's burst, as estimated (-1: none yet).
+  pub be: f64,
+  /// The rate at the cycle's start.
+  pub r0: f64,
+  /// 1 when the last fit of two cycles read a bucket, else 0.
+  pub bucket_fit: f64,
+  /// The last `CYCLES` cycles' `(S, f)` pairs (successes, µs of calls), oldest first.
+  pub cyc: [f64; 2 * CYCLES],
+  pub cyc_n: f64,
+  /// The queue's rate history: `(t, r)` pairs (slots from `t` on were handed out at `r`),
+  /// oldest first, at most `SENDQ`, one per `SENDQ_DT_US` (the last one's rate updated meanwhile).
+  pub sendq: [f64; 2 * SENDQ],
+  pub sendq_n: f64,
 }
 
 /// The climb per second, as a share of the rate, before the first measured decrease and while
@@ -118,6 +144,8 @@ pub struct Answer {
   pub block_us: f64,
   pub learned_qps: f64,
   pub learned_ttl_us: f64,
+  /// A throttled answer: how long ago its call was sent, µs (-1: unknown, now).
+  pub sent_t_ago_us: f64,
 }
 
 /// What `report` answers: µs until the block ends (0: none), the rate, and whether it was lowered.
@@ -139,8 +167,14 @@ impl State {
       last_inc_us: now_us,
       win_start_us: now_us,
       created_us: now_us,
+      cs_us: now_us,
+      be: -1.0,
+      r0: p.start_qps,
+      sendq_n: 1.0,
       ..State::default()
     };
+    self.sendq[0] = now_us;
+    self.sendq[1] = p.start_qps;
   }
 
   /// The highest rate allowed now.
@@ -178,10 +212,7 @@ impl State {
   }
 
   /// Takes the successes a process saw since it last told (with a pace or a report), the latest
-  /// of their calls sent `sent_ago_us` ago. During the block that followed a measured decrease,
-  /// successes of calls sent before it belong to that measure, which they raise with the rate
-  /// settled from it (they reach the record after the throttled answer another process told at
-  /// once: answers on their way, and told a round trip later). Otherwise they
+  /// of their calls sent `sent_ago_us` ago: the cycle's when that call was sent in it; they
   /// count in the current window and, outside a back-off period and a plateau, raise the rate:
   /// each by its share (`1 / rate` s) of a second's climb, `inc_abs + rate * inc_rel` (fast,
   /// `FAST_INC_REL`, with no mark or under 0.9 of it), so the rate climbs as fast as calls
@@ -190,21 +221,12 @@ impl State {
     if ok <= 0.0 {
       return;
     }
-    // the measure's window starts at the decrease and rolls a second later
-    if self.mark > 0.0
-      && now_us < self.block_until_us
-      && now_us < self.hold_until_us
-      && now_us < self.win_start_us + WINDOW_US
-      && now_us - sent_ago_us < self.win_start_us
-    {
-      let k = self.rate / self.mark;
-      self.mark += ok * SECOND_US / WINDOW_US;
-      self.rate = self.mark * k;
-      return;
+    if now_us - sent_ago_us >= self.cs_us {
+      self.cok += ok;
     }
     self.cur_ok += ok;
     if now_us >= self.hold_until_us && now_us >= self.last_inc_us && self.rate < INC_CAP * self.flow_served(now_us) {
-      let rel = if self.mark == 0.0 || self.rate < 0.9 * self.mark { FAST_INC_REL } else { p.inc_rel };
+      let rel = if self.mark <= 0.0 || self.rate < 0.9 * self.mark { FAST_INC_REL } else { p.inc_rel };
       self.rate += (p.inc_abs + self.rate * rel) * (ok / self.rate).min(1.0);
     }
   }
@@ -222,12 +244,15 @@ impl State {
     self.roll(now_us);
     self.count_ok(p, ok, sent_ago_us, now_us);
     self.clamp(p, now_us);
-    let start = self.tail_us.max(now_us - p.burst * SECOND_US / self.rate).max(self.block_until_us);
+    // once the upstream's burst is estimated, a slot uses no more of it than that, less one
+    let burst = if self.be >= 0.0 { p.burst.min((self.be - 1.0).max(0.0)) } else { p.burst };
+    let start = self.tail_us.max(now_us - burst * SECOND_US / self.rate).max(self.block_until_us);
     let delay_us = (start - now_us).max(0.0);
     if max_wait_us >= 0.0 && delay_us > max_wait_us {
       return Slot { delay_us, rate: self.rate, admitted: false };
     }
     self.tail_us = start + weight * SECOND_US / self.rate;
+    self.hand_out(start, now_us);
     Slot { delay_us, rate: self.rate, admitted: true }
   }
 
@@ -253,7 +278,7 @@ impl State {
 
   /// Records what a response said (see the module docs).
   pub fn report(&mut self, p: &Params, a: &Answer, now_us: f64) -> Reported {
-    let Answer { throttled, ok, sent_ago_us, block_us, learned_qps, learned_ttl_us } = *a;
+    let Answer { throttled, ok, sent_ago_us, block_us, learned_qps, learned_ttl_us, sent_t_ago_us } = *a;
     self.init(p, now_us);
     self.roll(now_us);
     self.count_ok(p, ok, sent_ago_us, now_us);
@@ -271,27 +296,16 @@ impl State {
     let mut decreased = false;
     if throttled && now_us >= self.hold_until_us {
       let served = self.served(now_us);
-      let mut plateau = 0.0;
       let learned = if self.learned_until_us > now_us { self.learned_qps } else { 0.0 };
-      if learned > 0.0 {
+      let plateau = if learned > 0.0 {
         // the upstream stated its limit (and the door paces under it): settle under it
         self.mark = self.rate.min(learned);
         self.rate = self.mark * (1.0 - p.decrease);
-        plateau = PLATEAU_US;
-      } else if served * BLIND >= self.rate {
-        // what the upstream served over the last second is its limit, about: settle under it;
-        // after a fast climb of a second or more (no mark), what was served lags the rate and
-        // is the margin already
-        let climbed = self.mark == 0.0 && now_us - self.created_us.max(self.hold_until_us) >= SECOND_US;
-        self.mark = self.rate.min(served);
-        self.rate = self.mark * if climbed { 1.0 } else { 1.0 - p.decrease };
-        plateau = PLATEAU_US;
+        PLATEAU_US
       } else {
-        // it served a burst and refused the rest: its limit is somewhere between; cut to the
-        // geometric middle (at least by half, at most by BLIND), and climb fast from there
-        self.mark = 0.0;
-        self.rate = (served * self.rate).sqrt().clamp(self.rate / BLIND, self.rate * 0.5);
-      }
+        // no stated limit: the throttled answer ends a cycle (cycle.rs)
+        self.end_cycle(p, served, sent_t_ago_us, now_us)
+      };
       self.hold_until_us = now_us + block_us.max(SECOND_US);
       self.last_inc_us = self.hold_until_us + plateau;
       // the next measure counts from here: the back-off period as time in which nothing was

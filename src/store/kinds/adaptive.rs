@@ -1,6 +1,6 @@
 //! The adaptive rate kind (sluice/fetch): one record per key owns the key's rate, its pacing
-//! queue and its block (`crate::core::adaptive`). Script `lua/adaptive.lua`; one string of 12
-//! doubles per key.
+//! queue and its block (`crate::core::adaptive`). Script `lua/adaptive.lua`; one string of
+//! `RECORD` doubles per key (`<prefix>:adaptive:v2:{<key>}`).
 //!
 //! A call, as JS sends it: `text` = one key per call (in the encoding of `crate::codec`),
 //! `nums` = per call 16 numbers `[op, weight, ok, max_wait_us, throttled, block_us,
@@ -8,7 +8,8 @@
 //! sent_ago_us]` (`sent_ago_us`: how long ago the latest of the calls whose successes `ok`
 //! tells was sent, µs; 0 with none),
 //! `op` one of [`PACE`], [`REPORT`] (`ok`, the successes a process saw since it last told,
-//! goes with both) or [`GIVE`] (a slot of `weight` given back, its start from now in
+//! goes with both; a throttled report's `max_wait_us` is how long ago its call was sent, µs,
+//! -1: unknown) or [`GIVE`] (a slot of `weight` given back, its start from now in
 //! `max_wait_us`: see `crate::core::adaptive::State::give`; answers `[0, rate, given, block_us
 //! left]`). Results per call, 4 numbers: pace `[delay_us (whole,
 //! rounded up), rate in milli-qps (floor), admitted, block_us left]`, report `[block_us left,
@@ -154,6 +155,7 @@ pub fn step(state: &mut State, c: &Call, now_us: f64) -> [f64; RESULT] {
       block_us: c.block_us,
       learned_qps: c.learned_qps,
       learned_ttl_us: c.learned_ttl_us,
+      sent_t_ago_us: c.max_wait_us,
     };
     let r = state.report(&c.params, &a, now_us);
     (r.block_us.ceil(), r.rate, flag(r.decreased))
