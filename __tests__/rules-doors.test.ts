@@ -77,6 +77,29 @@ describe.each(STORE_KINDS.filter((k) => k !== 'cluster'))('issue-39-rules-doors 
     expect(await hit('alice@example.com', 1)).toEqual([429])
   })
 
+  it.each(['fixed', 'window', 'leaky', 'sliding'])(
+    "a kind's rules never reach a door's counters of one client (algorithm %s): the door's own rules do",
+    async (algorithm) => {
+      const clock = new ManualClock(T0)
+      const store = await makeStore(kind, { clock })
+      open.push(store)
+      for (const k of ['bucket', 'window', 'leaky', 'sliding']) {
+        await rulesOf(store).set({ kind: k, prefix: '' }, { access: 'deny' })
+      }
+      const served = await serve('express5', {
+        store,
+        identifier: `kinds-${algorithm}`,
+        limit: 2,
+        windowMs: 60_000,
+        algorithm,
+      })
+      open.push(served)
+      const codes: number[] = []
+      for (let i = 0; i < 3; i++) codes.push((await get(`${served.url}/`)).status)
+      expect(codes).toEqual([200, 200, 429])
+    },
+  )
+
   it("the door's own mode: 'shadow' lets through what enforcing refuses, counted", async () => {
     const clock = new ManualClock(T0)
     const store = await makeStore(kind, { clock })

@@ -29,12 +29,16 @@ function event(owner, field) {
 
 /**
  * Whether `owner`'s calls go as they always did: no rule in its store's table and its own mode
- * 'enforce' (one property read and a comparison per call: the hot path without rules).
+ * 'enforce' (one property read and a comparison per call: the hot path without rules). An HTTP
+ * door's counter of one client (kept out of statistics: `_statsAs` null) takes no rule of its
+ * kind: the door's rules apply to it, at the door (lib/doors/http/door.js).
  */
-const unruled = (owner) => owner._mode === 'enforce' && owner._store.rules._table.size === 0
+const unruled = (owner) =>
+  owner._mode === 'enforce' && (owner._store.rules._table.size === 0 || owner._statsAs === null)
 
 /** The rule of `owner` (its statistics kind and its name) in force now, or undefined. */
 function ruleOf(owner) {
+  if (owner._statsAs === null) return undefined
   const e = owner._store.rules._forName(owner._statsKind, owner._name)
   return e === undefined ? undefined : e.rule
 }
