@@ -450,12 +450,27 @@ describe.skipIf(process.env.SLUICE_TEST_NO_BROWSER === '1')('the page in a real 
       expect(note).toMatch(/paces from its first call/)
       expect(await p.$eval('#last-use-note', (e) => e.textContent)).toMatch(/up to one flush period late/)
       const cards = await p.$$eval('.card', (cs) => cs.map((c) => (c as HTMLElement).innerText.replace(/\s+/g, ' ')))
-      expect(cards.some((c) => /ago last use \(≤ 1 min late\)$/.test(c))).toBe(true)
+      expect(cards.some((c) => /ago last use \(≤ 1 flush late\)$/.test(c))).toBe(true)
       // a limiter of another kind has no budget note
       await new BucketLimiter(store, { name: 'api', limit: 3, interval: 'hour' }).check()
       await p.goto(`${srv.base}/#/limiter/bucket/api`)
       await p.waitForSelector('#state')
       expect(await p.$('#budget-note')).toBeNull()
+      expect(await p.$('#rules')).toBeNull()
+      // issue-39-rules-dashboard: the rules that name a limiter, on its page, as text
+      await store.rules.set(
+        { kind: 'bucket', name: 'api' },
+        { limit: 7, note: '<img src=x onerror="window.__pwned=1">' },
+      )
+      await store.rules.set({ kind: 'bucket', prefix: 'a' }, { mode: 'shadow' })
+      await p.goto(`${srv.base}/#/`)
+      await p.goto(`${srv.base}/#/limiter/bucket/api`)
+      await p.waitForSelector('#rules')
+      const rules = await p.$eval('#rules', (e) => (e as HTMLElement).innerText)
+      expect(rules).toMatch(/bucket api: limit 7 · <img src=x onerror="window.__pwned=1"> · in force/)
+      expect(rules).toMatch(/bucket names starting a: mode shadow/)
+      expect(await p.$('#rules img')).toBeNull()
+      expect(await p.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined()
       expect(problems).toEqual([])
     } finally {
       await p.close()
@@ -885,4 +900,28 @@ describe('npx sluice dashboard', () => {
     const bad = await run(['dashboard', '--redis', redisUrl(), '--port', '70000'])
     expect(bad.code).toBe(2)
   }, 30_000)
+})
+
+describe('issue-39-rules-dashboard: a limiter page lists the rules that name it, the one in force marked', () => {
+  it('its own rule, its kind prefix, a door by identifier; notes as data', async () => {
+    const store = new MemoryStore()
+    const srv = await serve(dashboard({ store }))
+    try {
+      const api = new BucketLimiter(store, { name: 'user:42', limit: 3, interval: 'hour' })
+      await api.check()
+      await store.rules.set({ kind: 'bucket', prefix: 'user:' }, { limit: 10, note: 'all users <b>' })
+      await store.rules.set({ kind: 'bucket', name: 'user:42' }, { limit: 50, mode: 'shadow' })
+      await store.rules.set({ kind: 'bucket', prefix: 'other' }, { limit: 1 })
+      const q = (o: Record<string, string>) => new URLSearchParams(o).toString()
+      const l = await getJson(`${srv.base}/api/limiter?${q({ kind: 'bucket', name: 'user:42' })}`)
+      expect(l.status).toBe(200)
+      expect(l.body.rules).toEqual([
+        { target: { kind: 'bucket', prefix: 'user:' }, limit: 10, note: 'all users <b>', inForce: false },
+        { target: { kind: 'bucket', name: 'user:42' }, limit: 50, mode: 'shadow', inForce: true },
+      ])
+    } finally {
+      await srv.close()
+      await store.close()
+    }
+  })
 })

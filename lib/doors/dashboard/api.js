@@ -192,10 +192,31 @@ function createApi(store, groupOf) {
     return info
   }
 
+  /**
+   * The operators' rules (store.rules) that name a limiter: its own, its kind's prefixes, a
+   * door's (by identifier); `inForce` marks the one its calls are decided by now (the most
+   * specific: docs/live-control.md). A client key's rules of a door are listed with the door.
+   */
+  async function rulesOf(kind, name) {
+    const rules = store.rules
+    if (rules === undefined) return []
+    const all = await rules.list()
+    const mine = all.filter((r) => {
+      const t = r.target
+      if (kind === 'door') return t.door === name
+      return t.kind === kind && (t.name === name || (t.prefix !== undefined && name.startsWith(t.prefix)))
+    })
+    const applied = kind === 'door' ? rules._forDoorKey(name, '') : rules._forName(kind, name)
+    return mine.map((r) => ({
+      ...r,
+      inForce: applied !== undefined && JSON.stringify(applied.target) === JSON.stringify(r.target),
+    }))
+  }
+
   async function limiterPage(kind, name) {
     const info = await find(kind, name)
-    const [row] = await detail([info], () => true)
-    return { ...row, group: group(info) }
+    const [[row], rules] = await Promise.all([detail([info], () => true), rulesOf(kind, name)])
+    return { ...row, group: group(info), rules }
   }
 
   /**

@@ -145,7 +145,7 @@ export function limiterView(d, ctx) {
       ),
       card(fmt(d.recent.admitted), `admitted, last ${d.recent.minutes} min`),
       card(fmt(d.recent.refused), `refused, last ${d.recent.minutes} min`, d.recent.refused ? 'refused' : ''),
-      card(ago(d.lastUse), 'last use (≤ 1 min late)'),
+      card(ago(d.lastUse), 'last use (≤ 1 flush late)'),
       d.stats.throttled === undefined
         ? null
         : card(fmt(d.stats.throttled), 'answered 429/503', d.stats.throttled ? 'refused' : ''),
@@ -186,5 +186,47 @@ export function limiterView(d, ctx) {
         resetButton ? h('p', {}, resetButton) : null,
       ),
     ),
+    rulesPanel(d.rules),
   ]
+}
+
+/** The operators' rules that name this limiter (store.rules: docs/live-control.md), the one in force first. */
+function rulesPanel(rules) {
+  if (!Array.isArray(rules) || rules.length === 0) return null
+  const targetText = (t) =>
+    t.name !== undefined
+      ? `${t.kind} ${shown(t.name)}`
+      : t.prefix !== undefined
+        ? `${t.kind} names starting ${shown(t.prefix)}`
+        : t.key !== undefined
+          ? `door ${shown(t.door)} key ${shown(t.key)}`
+          : `door ${shown(t.door)}${t.keyPrefix ? ` keys starting ${shown(t.keyPrefix)}` : ''}`
+  const fields = (r) =>
+    Object.entries(r)
+      .filter(([k]) => k !== 'target' && k !== 'inForce' && k !== 'note' && k !== 'expiresAt')
+      .map(([k, v]) => `${k} ${typeof v === 'string' ? shown(v) : JSON.stringify(v)}`)
+      .join(', ')
+  const sorted = [...rules].sort((a, b) => Number(b.inForce) - Number(a.inForce))
+  return h(
+    'div',
+    { class: 'panel', id: 'rules' },
+    h('h3', {}, 'Rules (store.rules)'),
+    h(
+      'ul',
+      {},
+      sorted.map((r) =>
+        h(
+          'li',
+          { class: r.inForce ? 'in-force' : '' },
+          h('span', { class: 'name' }, targetText(r.target)),
+          `: ${fields(r)}`,
+          r.expiresAt !== undefined
+            ? h('span', { class: 'muted' }, ` · until ${new Date(r.expiresAt).toISOString()}`)
+            : null,
+          r.note !== undefined ? h('span', { class: 'muted' }, ` · ${shown(r.note)}`) : null,
+          r.inForce ? h('strong', {}, ' · in force') : null,
+        ),
+      ),
+    ),
+  )
 }
