@@ -16,11 +16,13 @@
 --           json, ... } (the whole table; also for <version> -1). Reads only.
 --   history <count>: the newest <count> history entries
 --   renew   <ttl ms>: PEXPIRE every key that exists (a daily renewal by any connected process)
--- A write (set, delete) first drops the rules whose end is at or before <now ms>, each logged as
--- a change; bumps the version once per change, logs each (keeping <log cap>), keeps the last
--- 1,000 history entries and PEXPIREs every key by <ttl ms>; each change is PUBLISHed on
--- <channel> with the rule it leaves (see `changed`), so a process that holds the version before
--- it applies it with no read.
+-- Returns   per operation as said above: strings and integers, or { 'WRONGTYPE' } for a write when
+--           one of KEYS holds another type (another writer under sluice's prefix; nothing written)
+-- Notes     a write (set, delete) first drops the rules whose end is at or before <now ms>, each
+--           logged as a change; bumps the version once per change, logs each (keeping <log cap>),
+--           keeps the last 1,000 history entries and PEXPIREs every key by <ttl ms>; each change
+--           is PUBLISHed on <channel> with the rule it leaves (see `changed`), so a process that
+--           holds the version before it applies it with no read.
 
 -- @include wrong_type
 

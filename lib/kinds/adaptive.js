@@ -150,7 +150,7 @@ const adaptive = {
   Call: AdaptiveCall,
   statsKinds: ['adaptive'],
   /** What sluice/fetch counts besides calls (admitted), maxWaitMs refusals, waits and degraded answers. */
-  statsFields: ['throttled', 'blocks'],
+  statsFields: ['throttled', 'blocks', 'shadowRefused', 'denied'],
   lifetimeMs: () => 600_000,
 
   memory(store, c, degraded) {

@@ -10,6 +10,7 @@ const { OverLimitError } = require('../../base/errors')
 const { nowMs, elapsedMs, aborted } = require('../../classes/base')
 const { sleepUntil, moveUp } = require('./slots')
 const { Horizon } = require('./horizon')
+const { ruledAdmit } = require('./rules')
 const { storeKey } = require('../../store/keys')
 const { learn, remember, LEARNED_TTL_MS } = require('./headers')
 const { MAX_QPS } = require('./options')
@@ -57,6 +58,8 @@ class Gate {
     // paces from its first slot; unpaced, the slots are a nanosecond apart anyway)
     this.params.push(qps === undefined && adaptive === null ? 1 : limits ? limits.maxBurst : maxBurst)
     this.paced = qps !== undefined || adaptive !== null
+    /** the rate's settings of the door's options; `params` is these or a rule's (lib/doors/fetch/rules.js) */
+    this._baseParams = this.params
     // an adaptive key's callers of this process ask in turn, within a horizon (horizon.js)
     this.horizon = adaptive !== null ? new Horizon(this) : null
     // the store's statistics (lib/store/stats.js): the key as a limiter of kind 'adaptive'
@@ -102,10 +105,10 @@ class Gate {
   }
 
   /** One call of the key's record: `[delayUs | blockUs, rate in milli-qps, admitted | decreased, blockUs, degraded]`. */
-  _send(head) {
+  _send(head, params = this.params) {
     const nums = new Float64Array(ADAPTIVE.WIDTH)
     nums.set(head)
-    nums.set(this.params, 8)
+    nums.set(params, 8)
     // with successes told: how long ago the latest of their calls was sent, µs
     if (head[2] > 0) nums[15] = Math.max(0, Math.ceil((elapsedMs(this.door.store) - this.okSentMs) * 1000))
     return this.door.store._call(ADAPTIVE, new ADAPTIVE.Call(this, nums))
@@ -146,6 +149,17 @@ class Gate {
    * so its capacity goes to the next caller; no call goes once its signal aborted.
    */
   async admit(signal) {
+    const { store, config } = this.door
+    // the store's rules (store.rules, kind 'adaptive', the key's name): one property read without
+    if (store.rules._table.size > 0 || config.mode === 'shadow') {
+      const ruled = await ruledAdmit(this, signal)
+      if (ruled !== null) return ruled
+    } else if (this.params !== this._baseParams) this.params = this._baseParams // a rule gone
+    return this._admitPaced(signal)
+  }
+
+  /** admit() past the rules: the key's slot, waited for. */
+  async _admitPaced(signal) {
     const { store, config } = this.door
     const deadlineMs = nowMs(store) + config.maxWaitMs
     if (!this.answered) await this.firstCall(signal)

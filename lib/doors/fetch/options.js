@@ -3,6 +3,7 @@
 // (ERR_INVALID_CONFIG for anything unknown or out of range) and given their defaults.
 
 const { invalidConfig, ownProps, describeValue, knownOptions } = require('../../base/errors')
+const { modeOption } = require('../../classes/ruled')
 const { isStore } = require('../../store/options')
 
 const { MAX_LIMIT: MAX_QPS, MAX_INTERVAL_MS: MAX_MS } = require('../../store/bounds')
@@ -29,6 +30,7 @@ const OPTIONS = [
   'adaptive',
   'maxBlockMs',
   'blockStatuses',
+  'mode',
 ]
 /** pacedFetch's only (the interceptor has no Request nor Response to give them): a Budget per call. */
 const BUDGET_OPTIONS = ['budget', 'estimate', 'settle']
@@ -177,6 +179,8 @@ function fetchConfig(options, withFetch) {
     adaptive: adaptiveOption(o.adaptive, qps),
     maxBlockMs,
     blockStatuses: statusSet('blockStatuses', o.blockStatuses ?? DEFAULT_STATUSES),
+    /** 'enforce', or 'shadow': paced as if enforced, a call that would wait or be refused goes at once */
+    mode: modeOption(o.mode),
     fetch,
   }
 }

@@ -62,6 +62,12 @@ export interface PacedFetchOptions {
   maxBlockMs?: number
   /** Statuses whose Retry-After blocks the key in every process (default [429, 503]). */
   blockStatuses?: number[]
+  /**
+   * 'shadow': each call asks its key's record for a slot now and goes at once whatever it
+   * answers (a call that would have waited or been refused counted in `shadowRefused`);
+   * default 'enforce'. A rule of `store.rules` for the key (kind 'adaptive') wins.
+   */
+  mode?: 'enforce' | 'shadow'
   /** The fetch to wrap (default globalThis.fetch). */
   fetch?: (input: any, init?: any) => Promise<Response>
   /**

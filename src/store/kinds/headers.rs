@@ -20,6 +20,7 @@ const SCRIPTS: &[(&str, &str)] = &[
   ("pacer_give.lua", lua_script!("pacer_give")),
   ("pacer_undo.lua", lua_script!("pacer_undo")),
   ("quota.lua", lua_script!("quota")),
+  ("rules.lua", lua_script!("rules")),
   ("sliding.lua", lua_script!("sliding")),
   ("sliding_counter.lua", lua_script!("sliding_counter")),
   ("stats.lua", lua_script!("stats")),
