@@ -479,6 +479,60 @@ describe.skipIf(process.env.SLUICE_TEST_NO_BROWSER === '1')('the page in a real 
     }
   }, 60_000)
 
+  it('issue-39-rules-dashboard-write: with allowWrite, a rule set and deleted from the page, in force at once; without, none offered', async () => {
+    const store = new MemoryStore()
+    const limiter = new BucketLimiter(store, { name: 'reports:export', limit: 3, interval: 'hour' })
+    await limiter.check()
+    const writable = await serve(dashboard({ store, allowWrite: true, refreshMs: 0 }))
+    const readonly = await serve(dashboard({ store, refreshMs: 0 }))
+    const { p, problems } = await page()
+    p.on('dialog', (d) => void d.accept())
+    try {
+      await p.goto(`${writable.base}/#/limiter/bucket/reports%3Aexport`)
+      await p.waitForSelector('#rule-form')
+      await p.type('#rule-form input[name="override"]', '1')
+      await p.select('#rule-form select[name="mode"]', 'shadow')
+      await p.type('#rule-form input[name="note"]', 'try 1 an hour <b>')
+      await p.click('#rule-set')
+      await p.waitForFunction(() => document.getElementById('banner')!.textContent!.includes('Rule set'))
+      expect(await store.rules.list()).toEqual([
+        { target: { kind: 'bucket', name: 'reports:export' }, limit: 1, mode: 'shadow', note: 'try 1 an hour <b>' },
+      ])
+      // in force at once: the second call would be refused at 1 an hour, admitted in shadow
+      expect(await limiter.check()).toMatchObject({ allowed: true, reason: 'shadow', limit: 1 })
+      await p.waitForFunction(() => document.getElementById('rules')?.innerText.includes('in force'))
+      expect(await p.$eval('#rules', (e) => (e as HTMLElement).innerText)).toContain('try 1 an hour <b>')
+      await p.click('#rules .rule-delete')
+      await p.waitForFunction(() => document.getElementById('banner')!.textContent!.includes('deleted'))
+      expect(await store.rules.list()).toEqual([])
+      // a forged token from the page's origin is refused, nothing written
+      const forged = await p.evaluate(async () => {
+        const q = new URLSearchParams({ op: 'set', target: '{"kind":"bucket","name":"x"}', rule: '{"access":"deny"}' })
+        const r = await fetch(`api/rules?${q}`, { method: 'POST', headers: { 'x-sluice-csrf': 'forged' } })
+        return [r.status, (await r.json()).error.code]
+      })
+      expect(forged).toEqual([403, 'ERR_CSRF'])
+      // without allowWrite: no form, and the API refuses with the page's own token
+      await p.goto(`${readonly.base}/#/limiter/bucket/reports%3Aexport`)
+      await p.waitForSelector('#state')
+      expect(await p.$('#rule-form')).toBeNull()
+      const refused = await p.evaluate(async () => {
+        const token = document.querySelector('meta[name="sluice-csrf"]')!.getAttribute('content')!
+        const q = new URLSearchParams({ op: 'set', target: '{"kind":"bucket","name":"x"}', rule: '{"access":"deny"}' })
+        const r = await fetch(`api/rules?${q}`, { method: 'POST', headers: { 'x-sluice-csrf': token } })
+        return [r.status, (await r.json()).error.code]
+      })
+      expect(refused).toEqual([403, 'ERR_WRITE_DISABLED'])
+      expect(await store.rules.list()).toEqual([])
+      expect(problems.filter((x) => !/403/.test(x))).toEqual([])
+    } finally {
+      await p.close()
+      await writable.close()
+      await readonly.close()
+      await store.close()
+    }
+  }, 60_000)
+
   it('a sluice/fetch key of hostile bytes: listed as text (no element made of it), its 429s and blocks in cards', async () => {
     const store = new MemoryStore()
     const key = 'api<img src=x onerror="window.__pwned=1">&amp;\u202e'

@@ -4,7 +4,7 @@
 // npx sluice: look at the limiters a Redis holds, from a shell.
 //   sluice list | inspect <name> | stats <name> | reset <name> [--key K] [--yes]
 //     --redis URL | --cluster URL [--cluster URL...]  [--prefix P] [--kind K] [--json]
-//   sluice dashboard --redis URL [--port N] [--host H] [--allowed-host H...] [--allow-reset]
+//   sluice dashboard --redis URL [--port N] [--host H] [--allowed-host H...] [--allow-reset] [--allow-write]
 //   sluice rules list | set | delete | bans | history (bin/rules.js)
 // Exit codes: 0 done, 1 Redis unreachable or a store error, 2 bad usage or nothing to do.
 //
@@ -68,6 +68,7 @@ options:
                        literals and --host (repeat for more; ".example.com" for it and its
                        subdomains; "all" turns the check off: open to DNS rebinding)
   --allow-reset        dashboard: allow resets from the page
+  --allow-write        dashboard: allow setting and deleting rules (store.rules) from the page
   --version, -V        print sluice's version`
 
 const RULES_USAGE = `usage: sluice rules list | bans | history [--json]
@@ -96,6 +97,7 @@ const FLAGS = [
   '--host',
   '--allowed-host',
   '--allow-reset',
+  '--allow-write',
   '--help',
   '--version',
 ]
@@ -125,6 +127,7 @@ function parseArgs(argv) {
     host: '127.0.0.1',
     allowedHosts: [],
     allowReset: false,
+    allowWrite: false,
   }
   const rest = []
   for (let i = 0; i < argv.length; i++) {
@@ -147,6 +150,7 @@ function parseArgs(argv) {
     } else if (a === '--host') o.host = value()
     else if (a === '--allowed-host') o.allowedHosts.push(value())
     else if (a === '--allow-reset') o.allowReset = true
+    else if (a === '--allow-write') o.allowWrite = true
     else if (a === '--help' || a === '-h') o.command = 'help'
     else if (a === '--version' || a === '-V') o.command = 'version'
     else if (a.startsWith('-')) throw new UsageError(`unknown option ${quoted(a)}${didYouMean(a, FLAGS)}`)
@@ -374,9 +378,10 @@ async function serveDashboard(o, store, where, out, warn) {
   const bound = net.isIP(o.host) || !isHostName(o.host) ? [] : [o.host]
   const allowedHosts = o.allowedHosts === 'all' ? 'all' : [...bound, ...o.allowedHosts]
   const handler = createDashboard(
-    { store, allowReset: o.allowReset, title: `sluice · ${where}`, allowedHosts },
+    { store, allowReset: o.allowReset, allowWrite: o.allowWrite, title: `sluice · ${where}`, allowedHosts },
     {
       reset: 'start npx sluice dashboard with --allow-reset',
+      write: 'start npx sluice dashboard with --allow-write',
       host: (name) => `start npx sluice dashboard with --allowed-host ${name}`,
       warnAllHosts: false, // warned below, in the CLI's words
     },
@@ -396,7 +401,7 @@ async function serveDashboard(o, store, where, out, warn) {
   const { port } = server.address()
   const host = o.host.includes(':') ? `[${o.host}]` : o.host
   out(
-    `sluice dashboard on http://${termText(host)}:${port}/ (Redis at ${where}${o.allowReset ? ', resets allowed' : ''})`,
+    `sluice dashboard on http://${termText(host)}:${port}/ (Redis at ${where}${o.allowReset ? ', resets allowed' : ''}${o.allowWrite ? ', rule edits allowed' : ''})`,
   )
   if (allowedHosts === 'all') {
     warn(

@@ -8,6 +8,8 @@
 //   GET  <mount>/api/group?kind=<kind>&group=<g>    one group's limiters (its keys)
 //   GET  <mount>/api/limiter?kind=<kind>&name=<n>   one limiter: options, statistics, history, state
 //   POST <mount>/api/reset?kind=<kind>&name=<n>     only with allowReset and the page's CSRF token
+//   POST <mount>/api/rules?op=set&target=<JSON>&rule=<JSON>[&ttlMs=N] | ?op=delete&target=<JSON>
+//                                                   store.rules, only with allowWrite and the token
 //                                                   (`&key=<k>`: one client of an HTTP door)
 //
 // Every value is its own query parameter or JSON field: nothing is joined with a separator a
@@ -33,6 +35,7 @@ const { defaultGroup } = require('./options')
 /** What the errors tell the user to change: the library's options (the CLI names its flags). */
 const LIBRARY_HINTS = {
   reset: 'dashboard({ allowReset: true })',
+  write: 'dashboard({ allowWrite: true })',
   host: (name) => `dashboard({ allowedHosts: [${JSON.stringify(name)}] })`,
   warnAllHosts: true,
 }

@@ -13,7 +13,7 @@ function defaultGroup(name) {
 
 function checkOptions(o) {
   if (o === null || typeof o !== 'object') throw invalidConfig('dashboard() needs options: { store }')
-  const known = ['store', 'allowReset', 'title', 'basePath', 'groupOf', 'refreshMs', 'allowedHosts']
+  const known = ['store', 'allowReset', 'allowWrite', 'title', 'basePath', 'groupOf', 'refreshMs', 'allowedHosts']
   knownOptions(o, known, 'dashboard')
   const store = o.store
   if (store === null || typeof store !== 'object' || typeof store.limiters !== 'function') {
@@ -21,6 +21,9 @@ function checkOptions(o) {
   }
   if (o.allowReset !== undefined && typeof o.allowReset !== 'boolean') {
     throw invalidConfig('dashboard: allowReset must be a boolean')
+  }
+  if (o.allowWrite !== undefined && typeof o.allowWrite !== 'boolean') {
+    throw invalidConfig('dashboard: allowWrite must be a boolean')
   }
   if (o.title !== undefined && (typeof o.title !== 'string' || o.title.length > 200)) {
     throw invalidConfig('dashboard: title must be a string of at most 200 characters')

@@ -61,12 +61,13 @@ function readAssets() {
 }
 
 /** The page's HTML for one dashboard. */
-function renderPage({ title, token, allowReset, refreshMs }) {
+function renderPage({ title, token, allowReset, allowWrite, refreshMs }) {
   return fs
     .readFileSync(path.join(DIR, 'index.html'), 'utf8')
     .replaceAll('{{title}}', escapeHtml(title))
     .replace('{{csrf}}', token)
     .replace('{{allowReset}}', String(allowReset))
+    .replace('{{allowWrite}}', String(allowWrite))
     .replace('{{refreshMs}}', String(refreshMs))
 }
 

@@ -58,27 +58,76 @@ function createDashboard(options, hints) {
   }
   const store = o.store
   const allowReset = o.allowReset === true
+  const allowWrite = o.allowWrite === true
   const title = o.title === undefined ? 'sluice' : o.title
   const basePath = o.basePath === undefined ? null : o.basePath
   const groupOf = o.groupOf === undefined ? (name) => defaultGroup(name) : o.groupOf
   const refreshMs = o.refreshMs === undefined ? 5000 : o.refreshMs
   const token = crypto.randomBytes(24).toString('base64url')
   const assets = readAssets()
-  const page = renderPage({ title, token, allowReset, refreshMs })
+  const page = renderPage({ title, token, allowReset, allowWrite, refreshMs })
   const api = createApi(store, groupOf)
 
   /** A reset only with allowReset, from the page: its CSRF token, same origin. */
   function checkReset(req) {
     if (!allowReset) throw new HttpError(403, 'ERR_RESET_DISABLED', `reset is off: ${hints.reset}`)
+    checkPage(req, 'reset')
+  }
+
+  /** A rule written (store.rules) only with allowWrite, from the page: its CSRF token, same origin. */
+  function checkWrite(req) {
+    if (!allowWrite) throw new HttpError(403, 'ERR_WRITE_DISABLED', `editing rules is off: ${hints.write}`)
+    checkPage(req, 'a rule')
+  }
+
+  /** A request from the page: its CSRF token, same origin. */
+  function checkPage(req, what) {
     const given = req.headers['x-sluice-csrf']
     const a = Buffer.from(typeof given === 'string' ? given : '')
     const b = Buffer.from(token)
     if (a.length !== b.length || !crypto.timingSafeEqual(a, b)) {
-      throw new HttpError(403, 'ERR_CSRF', 'missing or wrong CSRF token: reset from the page')
+      throw new HttpError(403, 'ERR_CSRF', `missing or wrong CSRF token: ${what} from the page`)
     }
     if (req.headers['sec-fetch-site'] !== undefined && req.headers['sec-fetch-site'] !== 'same-origin') {
-      throw new HttpError(403, 'ERR_CSRF', 'reset is accepted from the page only (same origin)')
+      throw new HttpError(403, 'ERR_CSRF', `${what} is accepted from the page only (same origin)`)
     }
+  }
+
+  /**
+   * `POST api/rules?op=set&target=<JSON>&rule=<JSON>[&ttlMs=<ms>]` or `?op=delete&target=<JSON>`:
+   * the store's rules (each value its own parameter, never a body a framework in front may have
+   * read), checked there (ERR_INVALID_ARGUMENT: 400).
+   */
+  async function writeRule(req) {
+    checkWrite(req)
+    const q = queryOf(req)
+    const one = (name) => {
+      const all = q.getAll(name)
+      if (all.length > 1) throw new HttpError(400, 'ERR_INVALID_ARGUMENT', `the query parameter ${name} is given once`)
+      return all.length === 1 ? all[0] : undefined
+    }
+    const json = (name) => {
+      const v = one(name)
+      if (v === undefined) throw new HttpError(400, 'ERR_INVALID_ARGUMENT', `the query parameter ${name} is needed`)
+      try {
+        return JSON.parse(v)
+      } catch {
+        throw new HttpError(400, 'ERR_INVALID_ARGUMENT', `the query parameter ${name} is not JSON`)
+      }
+    }
+    const op = one('op')
+    try {
+      if (op === 'set') {
+        const ttl = one('ttlMs')
+        await store.rules.set(json('target'), json('rule'), ttl === undefined ? undefined : { ttlMs: Number(ttl) })
+        return { set: true }
+      }
+      if (op === 'delete') return { deleted: await store.rules.delete(json('target')) }
+    } catch (err) {
+      if (err && err.code === 'ERR_INVALID_ARGUMENT') throw new HttpError(400, err.code, err.message)
+      throw err
+    }
+    throw new HttpError(400, 'ERR_INVALID_ARGUMENT', "op must be 'set' or 'delete'")
   }
 
   async function reset(req, kind, name, key = null) {
@@ -149,7 +198,15 @@ function createDashboard(options, hints) {
     const now = api.nowMs
     if (seg.length === 1 && seg[0] === 'limiters' && get) {
       const [info, body] = await Promise.all([api.storeInfo(), api.list()])
-      return sendJson(res, 200, { title, now: now(), minuteMs: MINUTE_MS, allowReset, store: info, ...body })
+      return sendJson(res, 200, {
+        title,
+        now: now(),
+        minuteMs: MINUTE_MS,
+        allowReset,
+        allowWrite,
+        store: info,
+        ...body,
+      })
     }
     if (seg.length === 1 && seg[0] === 'group' && get) {
       const [kind, name] = params(req, 'kind', 'group')
@@ -158,6 +215,10 @@ function createDashboard(options, hints) {
     if (seg.length === 1 && seg[0] === 'limiter' && get) {
       const [kind, name] = params(req, 'kind', 'name')
       return sendJson(res, 200, { now: now(), ...(await api.limiterPage(kindOf(kind), name)) })
+    }
+    if (seg.length === 1 && seg[0] === 'rules') {
+      if (method !== 'POST') throw new HttpError(405, 'ERR_METHOD', 'a rule is written with a POST')
+      return sendJson(res, 200, await writeRule(req))
     }
     if (seg.length === 1 && seg[0] === 'reset') {
       if (method !== 'POST') throw new HttpError(405, 'ERR_METHOD', 'reset is a POST')

@@ -7,6 +7,12 @@ export interface DashboardOptions {
   store: Store
   /** Allow `POST <mount>/api/reset?kind=<kind>&name=<name>` (with the page's CSRF token); default false. */
   allowReset?: boolean
+  /**
+   * Allow setting and deleting the store's rules (store.rules: a limit, shadow mode, allow or
+   * deny) from a limiter's page: `POST <mount>/api/rules?op=set&target=<JSON>&rule=<JSON>`
+   * (`&ttlMs=N`) or `?op=delete&target=<JSON>`, with the page's CSRF token; default false.
+   */
+  allowWrite?: boolean
   /** The page's title; default 'sluice'. */
   title?: string
   /**

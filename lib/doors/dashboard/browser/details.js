@@ -7,6 +7,7 @@ import { chart, stateText, fillCell, card, statsList } from './widgets.js'
 
 const CSRF = meta('sluice-csrf')
 const ALLOW_RESET = meta('sluice-allow-reset') === 'true'
+const ALLOW_WRITE = meta('sluice-allow-write') === 'true'
 
 /** One group: its keys, busiest first. */
 export function groupView(d) {
@@ -186,13 +187,38 @@ export function limiterView(d, ctx) {
         resetButton ? h('p', {}, resetButton) : null,
       ),
     ),
-    rulesPanel(d.rules),
+    rulesPanel(d, ctx),
   ]
 }
 
-/** The operators' rules that name this limiter (store.rules: docs/live-control.md), the one in force first. */
-function rulesPanel(rules) {
-  if (!Array.isArray(rules) || rules.length === 0) return null
+/** The field a rule overrides for a limiter of `kind` from the page (null: none: mode and access only). */
+const OVERRIDE = {
+  bucket: 'limit',
+  window: 'limit',
+  leaky: 'limit',
+  points: 'limit',
+  'sliding-counter': 'limit',
+  concurrent: 'limit',
+  door: 'limit',
+  pacer: 'qps',
+  adaptive: 'qps',
+}
+
+/** Writes a rule through the API (allowWrite, the page's token); reports and reloads through `ctx`. */
+async function writeRule(ctx, params, done) {
+  const r = await fetch(apiUrl('rules', params), { method: 'POST', headers: { 'x-sluice-csrf': CSRF } })
+  const body = await r.json()
+  ctx.banner(r.ok ? done : `Rule not written: ${body.error.code}: ${body.error.message}`, r.ok)
+  ctx.reload()
+}
+
+/**
+ * The operators' rules that name this limiter (store.rules: docs/live-control.md), the one in
+ * force first; with allowWrite, a form that sets this limiter's own rule and a delete per rule.
+ */
+function rulesPanel(d, ctx) {
+  const rules = Array.isArray(d.rules) ? d.rules : []
+  if (rules.length === 0 && !ALLOW_WRITE) return null
   const targetText = (t) =>
     t.name !== undefined
       ? `${t.kind} ${shown(t.name)}`
@@ -207,6 +233,59 @@ function rulesPanel(rules) {
       .map(([k, v]) => `${k} ${typeof v === 'string' ? shown(v) : JSON.stringify(v)}`)
       .join(', ')
   const sorted = [...rules].sort((a, b) => Number(b.inForce) - Number(a.inForce))
+  const own = d.kind === 'door' ? { door: d.name } : { kind: d.kind, name: d.name }
+  const override = OVERRIDE[d.kind] ?? null
+  const form = ALLOW_WRITE
+    ? h(
+        'form',
+        {
+          id: 'rule-form',
+          onsubmit: (e) => {
+            e.preventDefault()
+            const f = e.target
+            const rule = {}
+            if (override !== null && f.override.value !== '') rule[override] = Number(f.override.value)
+            if (f.mode.value !== '') rule.mode = f.mode.value
+            if (f.access.value !== '') rule.access = f.access.value
+            if (f.note.value !== '') rule.note = f.note.value
+            const params = { op: 'set', target: JSON.stringify(own), rule: JSON.stringify(rule) }
+            if (f.ttl.value !== '') params.ttlMs = String(Math.round(Number(f.ttl.value) * 60_000))
+            writeRule(ctx, params, `Rule set for ${d.kind} ${shown(d.name)}.`)
+          },
+        },
+        override === null
+          ? null
+          : h('label', {}, `${override} `, h('input', { name: 'override', type: 'number', min: '0', step: 'any' })),
+        h(
+          'label',
+          {},
+          ' mode ',
+          h(
+            'select',
+            { name: 'mode' },
+            h('option', { value: '' }, '-'),
+            h('option', { value: 'enforce' }, 'enforce'),
+            h('option', { value: 'shadow' }, 'shadow'),
+          ),
+        ),
+        h(
+          'label',
+          {},
+          ' access ',
+          h(
+            'select',
+            { name: 'access' },
+            h('option', { value: '' }, '-'),
+            h('option', { value: 'allow' }, 'allow'),
+            h('option', { value: 'deny' }, 'deny'),
+          ),
+        ),
+        h('label', {}, ' note ', h('input', { name: 'note', type: 'text', maxlength: '1024' })),
+        h('label', {}, ' for (min) ', h('input', { name: 'ttl', type: 'number', min: '1', step: '1' })),
+        ' ',
+        h('button', { type: 'submit', id: 'rule-set' }, 'Set rule'),
+      )
+    : null
   return h(
     'div',
     { class: 'panel', id: 'rules' },
@@ -225,8 +304,27 @@ function rulesPanel(rules) {
             : null,
           r.note !== undefined ? h('span', { class: 'muted' }, ` · ${shown(r.note)}`) : null,
           r.inForce ? h('strong', {}, ' · in force') : null,
+          ALLOW_WRITE
+            ? h(
+                'button',
+                {
+                  class: 'rule-delete',
+                  type: 'button',
+                  onclick: () => {
+                    if (!confirm(`Delete the rule of ${targetText(r.target)}? Every process stops applying it.`)) return
+                    writeRule(
+                      ctx,
+                      { op: 'delete', target: JSON.stringify(r.target) },
+                      `Rule of ${targetText(r.target)} deleted.`,
+                    )
+                  },
+                },
+                'Delete',
+              )
+            : null,
         ),
       ),
     ),
+    form,
   )
 }
