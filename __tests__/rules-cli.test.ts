@@ -81,4 +81,28 @@ describe('issue-39-rules-cli', () => {
     )
     expect((await sluice(['rules', '--help'])).code).toBe(0)
   })
+
+  it('bans: listed escaped, apart from the rules; unban lifts one in every process', async () => {
+    const prefix = freshPrefix()
+    const at = ['--redis', redisUrl(), '--store-prefix', prefix]
+    const app = await RedisStore.connect({ url: redisUrl(), keyPrefix: prefix })
+    try {
+      // what a door's `ban` writes (lib/doors/http/door.js _banAfter)
+      await (app as any).rules._ban('login', 'evil\x1b[31m', Date.now() + 3_600_000)
+      const bans = await sluice(['rules', 'bans', ...at])
+      expect(bans.out).toMatch(/^door "login" key "evil\\x1b\[31m": access=deny {2}until \d{4}-/)
+      expect((await sluice(['rules', 'list', ...at])).out).toBe('no rules')
+      expect((await sluice(['rules', 'unban', '--door', 'login', ...at])).code).toBe(2)
+      const lifted = await sluice(['rules', 'unban', '--door', 'login', '--key', 'evil\x1b[31m', ...at])
+      expect(lifted.out).toBe('lifted the ban of door "login" key "evil\\x1b[31m"')
+      expect((await sluice(['rules', 'bans', ...at])).out).toBe('no bans')
+      const end = Date.now() + 3000
+      while ((app as any).rules._forDoorKey('login', 'evil\x1b[31m') !== undefined && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 10))
+      }
+      expect((app as any).rules._forDoorKey('login', 'evil\x1b[31m')).toBeUndefined()
+    } finally {
+      await app.close()
+    }
+  })
 })

@@ -9,7 +9,6 @@
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
-import net from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -28,8 +27,11 @@ import {
   WindowLimiter,
 } from '../lib/entries/index.js'
 import { pacedFetch } from '../lib/entries/fetch.js'
+import { Door } from '../lib/doors/http/door.js'
+import { doorConfig } from '../lib/doors/http/options.js'
 import { freePort, startCluster, startRedis, stop } from './helpers/servers.js'
 import { freshPrefix } from './helpers/stores.js'
+import { args, monitor } from './helpers/monitor.js'
 
 const LUA = join(__dirname, '..', 'lua')
 /**
@@ -52,58 +54,6 @@ const SCRIPTS = new Map(
       f,
     ]),
 )
-
-/**
- * The quoted arguments of a MONITOR line (sdscatrepr's escapes). Valkey 8 leaves a double quote
- * inside an argument unescaped (Redis writes `\"`): a quote closes an argument only where the
- * next one opens (`" "`) or the line ends.
- */
-function args(text: string): string[] {
-  const out: string[] = []
-  let i = 0
-  const closes = (at: number) => at + 1 >= text.length || (text[at + 1] === ' ' && text[at + 2] === '"')
-  while (i < text.length) {
-    if (text[i] !== '"') {
-      i++
-      continue
-    }
-    let s = ''
-    for (i++; text[i] !== '"' || !closes(i); i++) {
-      // a line without its closing quote: say which, rather than reading past its end
-      if (i >= text.length) throw new Error(`unterminated MONITOR argument in ${JSON.stringify(text.slice(0, 200))}`)
-      if (text[i] !== '\\') {
-        s += text[i]
-        continue
-      }
-      const c = text[++i]
-      if (c === 'x') {
-        s += String.fromCharCode(parseInt(text.slice(i + 1, i + 3), 16))
-        i += 2
-      } else s += ({ n: '\n', r: '\r', t: '\t', a: '\x07', b: '\b' } as Record<string, string>)[c] ?? c
-    }
-    i++
-    out.push(s)
-  }
-  return out
-}
-
-/** MONITOR on `port`: every line until `stop()`. */
-async function monitor(port: number) {
-  const socket = net.connect({ port, host: '127.0.0.1' })
-  let text = ''
-  socket.on('data', (c) => (text += c.toString('latin1')))
-  await new Promise<void>((resolve) => {
-    socket.once('connect', () => socket.write('MONITOR\r\n'))
-    const check = setInterval(() => text.includes('+OK') && (clearInterval(check), resolve()), 5)
-  })
-  return {
-    stop: async () => {
-      await new Promise((r) => setTimeout(r, 200))
-      socket.destroy()
-      return text.split('\r\n').filter((l) => l.startsWith('+') && !l.startsWith('+OK'))
-    },
-  }
-}
 
 /** `[first, last, step]` key positions of `command` (COMMAND INFO), cached. */
 const positions = new Map<string, [number, number, number]>()
@@ -260,6 +210,19 @@ async function everything(store: RedisStore) {
   await store.rules.list()
   await store.rules.history()
   await store.rules.delete({ kind: 'bucket', name: 'lBucketLimiter' })
+  // a door's ban: refusals tallied in the decision's call (limit.lua -9), the ban written and lifted (rules.lua)
+  const door = new Door(
+    doorConfig({
+      store,
+      identifier: 'ban',
+      limit: 1,
+      windowMs: 60_000,
+      keyGenerator: () => 'k',
+      ban: { after: 2, withinMs: 60_000, forMs: 60_000 },
+    }),
+  )
+  for (let i = 0; i < 3; i++) await door.decide({}, {})
+  expect(await store.rules.unban({ door: 'ban', key: 'k' })).toBe(true)
 }
 
 describe('the MONITOR line reader', () => {

@@ -4,6 +4,7 @@
 //   sluice rules list | bans | history            [--json]
 //   sluice rules set <target> <what> [--ttl 7d] [--note TEXT]
 //   sluice rules delete <target>
+//   sluice rules unban --door D --key K           (lifts a door's ban)
 // <target>: --kind K --name N | --kind K --prefix P | --door D [--key K | --key-prefix P]
 //           | --budget B --tenant T
 // <what>:   --limit N [--interval-ms N] | --window LIMIT/MS (repeat) | --qps N [--max-burst N]
@@ -14,7 +15,7 @@
 
 const { termText, quoted, jsonText } = require('../lib/doors/inspect.js')
 
-const SUBCOMMANDS = ['list', 'set', 'delete', 'bans', 'history']
+const SUBCOMMANDS = ['list', 'set', 'delete', 'bans', 'unban', 'history']
 const UNITS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
 /** `7d`, `12h`, `30m`, `90s`, `500ms` or whole ms, as ms; NaN when it is none of these. */
@@ -99,7 +100,11 @@ function parseRulesArgs(argv, UsageError) {
   if (windows.length > 0) r.windows = windows
   if (Object.keys(dimensions).length > 0) r.dimensions = dimensions
   const targeted = Object.keys(t).length > 0
-  if (o.sub === 'set' || o.sub === 'delete') {
+  if (o.sub === 'unban') {
+    if (t.door === undefined || t.key === undefined || Object.keys(t).length !== 2)
+      throw new UsageError('rules unban needs --door and --key')
+    o.target = t
+  } else if (o.sub === 'set' || o.sub === 'delete') {
     if (!targeted)
       throw new UsageError(
         `rules ${o.sub} needs a target: --kind and --name or --prefix, --door, or --budget and --tenant`,
@@ -152,6 +157,11 @@ async function runRules(o, store, out) {
     const had = await rules.delete(o.target)
     if (o.json) return out(jsonText({ deleted: had, target: o.target }))
     return out(had ? `deleted the rule of ${targetText(o.target)}` : `no rule for ${targetText(o.target)}`)
+  }
+  if (o.sub === 'unban') {
+    const had = await rules.unban(o.target)
+    if (o.json) return out(jsonText({ unbanned: had, target: o.target }))
+    return out(had ? `lifted the ban of ${targetText(o.target)}` : `no ban for ${targetText(o.target)}`)
   }
   if (o.sub === 'history') {
     const changes = await rules.history()

@@ -5,7 +5,7 @@
 //   sluice list | inspect <name> | stats <name> | reset <name> [--key K] [--yes]
 //     --redis URL | --cluster URL [--cluster URL...]  [--prefix P] [--kind K] [--json]
 //   sluice dashboard --redis URL [--port N] [--host H] [--allowed-host H...] [--allow-reset] [--allow-write]
-//   sluice rules list | set | delete | bans | history (bin/rules.js)
+//   sluice rules list | set | delete | bans | unban | history (bin/rules.js)
 // Exit codes: 0 done, 1 Redis unreachable or a store error, 2 bad usage or nothing to do.
 //
 // Nothing from the store reaches the terminal raw: every name goes through termText (control
@@ -51,7 +51,7 @@ commands:
   reset <name>         forget what a limiter counted (asks first unless --yes); an HTTP
                        door (kind door): one client's counts, named by --key
   dashboard            serve the dashboard page (until Ctrl-C)
-  rules ...            the store's rules: list, set, delete, bans, history (sluice rules --help)
+  rules ...            the store's rules: list, set, delete, bans, unban, history (sluice rules --help)
 
 options:
   --redis URL          a standalone Redis (default: $SLUICE_REDIS_URL, then $REDIS_URL,
@@ -74,6 +74,7 @@ options:
 const RULES_USAGE = `usage: sluice rules list | bans | history [--json]
        sluice rules set <target> <what> [--ttl 7d] [--note TEXT]
        sluice rules delete <target>
+       sluice rules unban --door D --key K   (lifts a door's ban)
 
 <target>: --kind K --name N | --kind K --prefix P | --door D [--key K | --key-prefix P]
           | --budget B --tenant T

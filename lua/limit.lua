@@ -20,7 +20,10 @@
 --           distinct (the caller checks). -7: backoff (window only, weight >= 1: every call
 --           charged, admitted while within the limit; a call that takes the count `over` it
 --           ends the window interval * 2^(over - 1) from now, at most 10 years); -8: the same,
---           the window ending one interval from such a call.
+--           the window ending one interval from such a call. -9: tally (window only, right
+--           after a take, a backoff count or a group, on a key of its own): charged
+--           unconditionally (as -1) when that call (any member of that group) was refused,
+--           else a peek (an HTTP door's `ban` counting refusals in the decision's own call).
 -- Returns   flat array, 4 integers per call: allowed (0/1), remaining, retry_after_us,
 --           reset_after_us; or 0, -2, 0, 0 when the call's key holds a value of another type
 --           (another writer uses our key prefix): that call is not applied (a reset does not
@@ -284,7 +287,7 @@ local function call_at(i, max_wait)
   return decide((code - kind) / 4, kind, argv[i + 1] + 0, argv[i + 2] + 0, argv[i + 3] + 0, max_wait)
 end
 
-local out, nout = {}, 0
+local out, nout, refused = {}, 0, false
 local i = 2
 while i <= nargs do
   local max_wait = argv[i + 4] + 0
@@ -306,11 +309,23 @@ while i <= nargs do
         nout = nout + 4
       end
     end
-  elseif max_wait == -6 then
+    refused = not all
+  elseif max_wait == -6 or max_wait == -9 then
     error('limiter: malformed call')
   else
-    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = call_at(i, max_wait)
+    local allowed
+    allowed, out[nout + 2], out[nout + 3], out[nout + 4] = call_at(i, max_wait)
+    out[nout + 1] = allowed
     nout = nout + 4
+    refused = allowed ~= 1
+  end
+  if j <= nargs and argv[j + 4] + 0 == -9 then
+    -- a tally of that call's refusal: charged when refused, else peeked
+    local tally = -3
+    if refused then tally = -1 end
+    out[nout + 1], out[nout + 2], out[nout + 3], out[nout + 4] = call_at(j, tally)
+    nout = nout + 4
+    j = j + 5
   end
   i = j
 end

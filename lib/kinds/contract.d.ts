@@ -135,6 +135,19 @@ export interface DoorOutcome {
   exceeded?: number
   /** Past `ban` refusals (a 403). */
   banned?: boolean
+  /**
+   * A door's `ban: { after, withinMs, forMs }`: the refusals of this client counted fleet-wide
+   * within `withinMs`, this one included, when the kind tallied them in its decision's call.
+   */
+  refusals?: number
+}
+
+/** Where a door's `ban` tallies a client's refusals: a window key in the slot of its counters. */
+export interface DoorTally {
+  key: string
+  /** The tally's limit (no count reaches it): the refusals are `limit - remaining`. */
+  limit: number
+  intervalUs: number
 }
 
 /** What a door's section is given as `door`: the HTTP door deciding (lib/doors/http/door.js `Door`). */
@@ -142,7 +155,15 @@ export interface DoorSite {
   readonly config: {
     /** skipFailedRequests or skipSuccessfulRequests: admitted charges may be given back. */
     readonly refunds: boolean
+    /** `ban: { after, withinMs, forMs }`, or null: refusals are to be tallied (tallyOf). */
+    readonly ban: { after: number; withinMs: number; forMs: number } | null
   }
+  /**
+   * Where the refusals of counter `name` (a door key's) are tallied for `ban`, in its hash
+   * slot: a kind whose script can count them with the decision does (DoorOutcome.refusals);
+   * the door counts them apart otherwise.
+   */
+  tallyOf(name: string): DoorTally
   /** The outcome of a decision; `refund`: what gives the charge back, or null. */
   outcome(
     key: string,

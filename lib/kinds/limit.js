@@ -11,7 +11,7 @@ const { OPS, WRONG_TYPE, wrongType, resultFields } = require('./kind')
 const { input } = require('../store/slots')
 const { storeKey } = require('../store/keys')
 
-const { bucket, window, leaky, adjust, reset, peek, block, group, member, backoff } = OPS.limit
+const { bucket, window, leaky, adjust, reset, peek, block, group, member, backoff, tally } = OPS.limit
 const cont = OPS.limit.continue
 /** The algorithms (the owner's `_kind`); points is leaky with other names. */
 const ALGORITHM = { bucket, window, leaky, points: leaky }
@@ -72,16 +72,19 @@ function decide(c, out, o, degraded) {
 /**
  * One call over several limiters (`owners`, distinct keys in one hash slot), sent alone (never
  * batched): `op` 'group' takes `weight` from every owner only if each admits (peeked first, in
- * the same script call; else nothing is charged), `adjust` or `reset` applies to each.
+ * the same script call; else nothing is charged), `adjust` or `reset` applies to each; 0 (one
+ * owner) a take. `tally` (`{ key, limit, intervalUs }`, a window key in the same slot, or null):
+ * the call's refusal counted there in the same script call (an HTTP door's `ban`).
  */
 class LimitGroupCall {
-  constructor(owners, weight, op, count) {
+  constructor(owners, weight, op, count, tallied = null) {
     this.owners = owners
     this.weight = weight
     this.count = count
     this.alone = true
     this.text = ''
-    this.nums = new Float64Array(owners.length * WIDTH)
+    this.tally = tallied
+    this.nums = new Float64Array((owners.length + (tallied === null ? 0 : 1)) * WIDTH)
     for (let e = 0; e < owners.length; e++) {
       const owner = owners[e]
       this.text = appendPart(this.text, owner._storeKey)
@@ -90,17 +93,28 @@ class LimitGroupCall {
         e * WIDTH,
       )
     }
+    if (tallied !== null) {
+      this.text = appendPart(this.text, tallied.key)
+      this.nums.set([window, 1, tallied.limit, tallied.intervalUs, tally], owners.length * WIDTH)
+    }
   }
 }
 
-/** A group call's answer: `{ allowed (all), degraded, decisions }`, each window counted as the group went. */
+/**
+ * A group call's answer: `{ allowed (all), degraded, decisions, refusals }`, each window
+ * counted as the group went; `refusals`: the tally's count of refusals in its window (0 when
+ * the call had no tally or it was answered without the store).
+ */
 function decideGroup(c, out, degraded) {
   const decisions = c.owners.map((owner, e) => owner._decision(out, SIZE * e, degraded))
   const allowed = decisions.every((d) => d.allowed)
   if (c.count) {
     c.owners.forEach((owner, e) => owner._count(allowed ? decisions[e] : { ...decisions[e], allowed }, c.weight))
   }
-  return { allowed, degraded, decisions }
+  let refusals = 0
+  const t = SIZE * c.owners.length + REMAINING
+  if (c.tally !== null && !degraded && out.length > t && out[t] !== WRONG_TYPE) refusals = c.tally.limit - out[t]
+  return { allowed, degraded, decisions, refusals }
 }
 
 /** How a store runs a LimitGroupCall: `_call(limit.group, call)`. */
@@ -197,6 +211,33 @@ async function checkGroup(door, limiters, key, weight, windows, at) {
 }
 
 /**
+ * A door key's windows (one limiter or a LimitGroup) decided with the refusal tallied
+ * (`tallied`, see LimitGroupCall) in the same script call: the outcome, its `refusals` the
+ * tally's count.
+ */
+async function checkTallied(door, limiter, key, weight, windows, at, tallied) {
+  const several = limiter instanceof LimitGroup
+  const members = several ? limiter.members : [limiter]
+  const call = new LimitGroupCall(members, weight, several ? group : 0, true, tallied)
+  const g = await members[0]._store._call(groupKind, call)
+  let retryAfterMs = 0
+  g.decisions.forEach((d, i) => {
+    fromDecision(windows[i], d)
+    if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
+  })
+  let refund = null
+  if (g.allowed && weight > 0 && door.config.refunds) {
+    if (several) {
+      const atE = door.elapsedAt(at)
+      refund = () => limiter.refund(weight, g.decisions, atE)
+    } else refund = door.refundOf(limiter, weight, g.decisions[0], at)
+  }
+  const o = door.outcome(key, weight, windows, g.allowed, g.degraded, retryAfterMs, refund, at)
+  o.refusals = g.refusals
+  return o
+}
+
+/**
  * The store key of window `i` of a door's several windows of counter `name`: one hash tag per
  * door key, so the windows share a slot (one script call on a cluster); `v2` sets it apart from
  * the one-window layout `<prefix>:<segment>:{<name>}`, which stays.
@@ -223,6 +264,12 @@ const counters = (statsKind, order) => ({
   },
   members: (limiter) => (limiter instanceof LimitGroup ? limiter.members : [limiter]),
   async check(door, limiter, key, weight, windows, at) {
+    // a door's `ban`: the refusal tallied in the decision's own script call
+    const tallied =
+      door.config.ban === null
+        ? null
+        : door.tallyOf(limiter instanceof LimitGroup ? limiter.members[0]._window.group : limiter.name)
+    if (tallied !== null) return checkTallied(door, limiter, key, weight, windows, at, tallied)
     if (limiter instanceof LimitGroup) return checkGroup(door, limiter, key, weight, windows, at)
     // one counter: the common case, kept short (the weight is checked: straight to the
     // store), and counted in the store's statistics as check() counts

@@ -161,6 +161,11 @@ function canonical(options, where) {
       delete rest[name]
     }
   }
+  // `ban` as an object is sluice's fleet-wide ban (the doors' option); a number the peer's
+  if (peer.ban !== null && typeof peer.ban === 'object') {
+    rest.ban = peer.ban
+    delete peer.ban
+  }
   // an option neither door knows: ignored, as the peer ignores it (a warning, once per name)
   for (const name of Object.keys(rest)) {
     if (!COMMON_OPTIONS.includes(name)) {

@@ -48,7 +48,7 @@ declare namespace sluiceRateLimit {
   type HeaderFlags = { [name: string]: boolean | undefined }
 
   export interface RouteOptions extends Partial<
-    Omit<DoorOptions<FastifyRequest, FastifyReply>, 'store' | 'ipv6Subnet'>
+    Omit<DoorOptions<FastifyRequest, FastifyReply>, 'store' | 'ipv6Subnet' | 'ban'>
   > {
     store?: DoorOptions<FastifyRequest, FastifyReply>['store']
     /** Alias of limit (@fastify/rate-limit's name), or `(req, key)`; a value it cannot use: 1000. */
@@ -61,8 +61,12 @@ declare namespace sluiceRateLimit {
     hook?: 'onRequest' | 'preParsing' | 'preValidation' | 'preHandler'
     /** Keys (or `(req, key)` => truthy) that are not limited. */
     allowList?: string[] | ((req: FastifyRequest, key: string) => boolean | Promise<boolean>)
-    /** After this many refusals in a row (within a window), 403 instead of 429 (default -1: never). */
-    ban?: number
+    /**
+     * A number: after this many refusals in a row (within a window), 403 instead of 429 (the
+     * peer's; default -1: never). `{ after, withinMs, forMs }`: sluice's fleet-wide ban
+     * (DoorOptions `ban`), kept in store.rules for `forMs` by every process.
+     */
+    ban?: number | DoorOptions<FastifyRequest, FastifyReply>['ban']
     /** Every refused request restarts the window. */
     continueExceeding?: boolean
     /** The nth refused request in a row blocks the key for timeWindow * 2^(n-1). */

@@ -26,6 +26,7 @@ const {
   MAX_WINDOW_MS,
 } = require('./options')
 const { keyId, nameOf, checkedKey } = require('./key')
+const { storeKey } = require('../../store/keys')
 const { headers } = require('./headers')
 const { outcome, RateLimitInfo, doorOwner, uncounted, countOutcome } = require('./outcome')
 const { settleAfter, accessOf } = require('./respond')
@@ -69,9 +70,10 @@ class Door {
      * charged: `req.rateLimit.used` goes past the limit, a `createRateLimit` read sees the
      * hooks' refusals), on a door of one 'window' (countsEvery). Not on a store with
      * `localDenyCache`: there a key Redis refused is refused locally with no round trip, which
-     * counting each refusal would undo. Either way the same requests are admitted.
+     * counting each refusal would undo; nor with `ban`, whose tally counts the refusals in the
+     * decision's own script call (lib/kinds/limit.js). Either way the same requests are admitted.
      */
-    this.countsAll = !config.store._denyCache
+    this.countsAll = !config.store._denyCache && config.ban === null
     /** the door as one limiter in statistics and the registry (null: limiter(req)'s count) */
     this._owner = doorOwner(config)
     checkIdentifier(config)
@@ -236,11 +238,50 @@ class Door {
     if (rule !== undefined && rule.access === 'deny') return this._denied(key)
     const shadow = (rule !== undefined && rule.mode !== undefined ? rule.mode : c.mode) === 'shadow'
     const o = await this._decideKey(req, res, key, charge && !shadow ? every : false, charge, rule, shadow)
+    if (!shadow && charge && c.ban !== null && o !== null && !o.allowed) return this._banAfter(key, o)
     if (!shadow || o === null || o.allowed) return o
     // shadow: decided as if enforced, the refusal admitted (headers as usual, no 429)
     o.allowed = true
     o.retryAfterMs = 0
     o.reason = 'shadow'
+    return o
+  }
+
+  /**
+   * @internal where the refusals of counter `name` are tallied for `ban`: a window of
+   * `ban.withinMs` under the counter's hash tag (`<prefix>:window:{<name>}:ban`), opened at
+   * the first refusal
+   */
+  tallyOf(name) {
+    const c = this.config
+    return { key: storeKey(c.store, 'window', name, 0, ['ban']), limit: MAX_LIMIT, intervalUs: c.ban.withinMs * 1000 }
+  }
+
+  /**
+   * @internal refusal `o` of client `key` under `ban`: its refusals (tallied by the decision's
+   * own script call when its kind can, else counted here in one more call), and at each
+   * `ban.after`-th of them within `ban.withinMs` the client banned for `ban.forMs` in every
+   * process (store.rules): this refusal is then the ban's, a 403
+   */
+  async _banAfter(key, o) {
+    const c = this.config
+    // refused without Redis (whenDown): no fleet-wide count to go by
+    if (o.degraded) return o
+    let n = o.refusals
+    if (n === undefined) {
+      const name = nameOf(c.counter, keyId(key))
+      const tally = new classes.WindowLimiter(c.store, { name, limit: MAX_LIMIT, interval: c.ban.withinMs })
+      tally._uncounted()._storeKey = this.tallyOf(name).key
+      const d = await tally._countAt(MAX_LIMIT, OP.adjust)
+      n = d.degraded ? 0 : MAX_LIMIT - d.remaining
+    }
+    // every `after`-th refusal in the window bans (one decision of the fleet sees each: the
+    // tally is atomic), so a client unbanned, or whose ban ended, is refused `after` times more first
+    if (n === 0 || n % c.ban.after !== 0) return o
+    await c.store.rules._ban(c.counter, key, this.now() + c.ban.forMs)
+    o.reason = 'denied'
+    o.banned = true
+    o.retryAfterMs = c.ban.forMs
     return o
   }
 

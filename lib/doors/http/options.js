@@ -55,14 +55,33 @@ const COMMON_OPTIONS = [
   'passOnStoreError',
   'cacheBytes',
   'mode',
+  'ban',
 ]
+
+/** Most refusals a `ban` may wait for. */
+const MAX_BAN_AFTER = 1_000_000
+
+/**
+ * `ban: { after, withinMs, forMs }` checked: a client refused `after` times within `withinMs`
+ * (counted fleet-wide) is denied for `forMs` in every process; null when not given.
+ */
+function banOption(ban) {
+  if (ban === undefined) return null
+  if (!isObject(ban)) throw invalidConfig('ban must be an object { after, withinMs, forMs }')
+  knownOptions(ban, ['after', 'withinMs', 'forMs'], 'ban', { where: ' in ban' })
+  return {
+    after: checkLimit('ban.after', ban.after, 1, MAX_BAN_AFTER),
+    withinMs: checkWindowMs('ban.withinMs', ban.withinMs),
+    forMs: checkWindowMs('ban.forMs', ban.forMs),
+  }
+}
 
 const { modeOption } = require('../../classes/ruled')
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
-function checkLimit(name, value, min = 1) {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_LIMIT) {
-    throw invalidConfig(`${name} must be an integer in [${min}, ${MAX_LIMIT}], got ${describeValue(value)}`)
+function checkLimit(name, value, min = 1, max = MAX_LIMIT) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw invalidConfig(`${name} must be an integer in [${min}, ${max}], got ${describeValue(value)}`)
   }
   return value
 }
@@ -146,6 +165,8 @@ function doorConfig(options, adapter = {}) {
     cacheBytes: DEFAULT_CACHE_BYTES,
     /** 'enforce', or 'shadow': decided and counted, a refusal let through (a rule's mode wins) */
     mode: modeOption(o.mode),
+    /** `{ after, withinMs, forMs }`: refused clients banned fleet-wide (store.rules), or null */
+    ban: banOption(o.ban),
   }
   if (typeof config.algorithm !== 'string' || !ALGORITHMS.has(config.algorithm)) {
     throw invalidConfig(`algorithm must be one of ${[...ALGORITHMS.keys()].map((a) => `'${a}'`).join(', ')}`)
@@ -200,6 +221,7 @@ function doorConfig(options, adapter = {}) {
       }
     }
     config.algorithm = null
+    if (config.ban !== null) throw invalidConfig('ban needs the door to make its limiters (not limiter(req))')
   } else if (o.limits !== undefined) {
     if (options.limit !== undefined || options.windowMs !== undefined) {
       throw invalidConfig('give either limits or limit and windowMs')

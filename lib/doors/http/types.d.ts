@@ -108,6 +108,16 @@ export interface DoorOptions<Req, Res> {
    * 'enforce'. A rule of `store.rules` for the door (`{ door: identifier }`) or a key wins.
    */
   mode?: 'enforce' | 'shadow'
+  /**
+   * A client refused `after` times within `withinMs` (counted fleet-wide, in the decision's own
+   * script call on the fixed, window and leaky algorithms; one more call per refusal on the
+   * others) is denied, 403 with no store call, for `forMs` by every process (store.rules; in
+   * force elsewhere within a second). Each `after`-th refusal bans again. Bans live in their own
+   * bounded table (`store.rules.bans()`, `unban`), never among the operators' rules. Not with
+   * `limiter(req)`; a door in shadow mode never bans. On sluice/fastify a number is the peer's
+   * `ban` (a 403 past that many refusals in the window, nothing kept).
+   */
+  ban?: { after: number; withinMs: number; forMs: number }
   /** Give the charge back when the response fails (status >= 400 by default). fixed, window, leaky only. */
   skipFailedRequests?: boolean
   /** Give the charge back when the response succeeds. fixed, window, leaky only. */

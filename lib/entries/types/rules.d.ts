@@ -78,6 +78,11 @@ export interface Rules {
   list(): Promise<Rule[]>
   /** The HTTP doors' automatic bans in force (as deny rules). */
   bans(): Promise<Rule[]>
+  /**
+   * Lifts the ban a door's `ban` put on client `key` of door `door` (its identifier), in every
+   * process; whether there was one. The client is banned again at its next `after` refusals.
+   */
+  unban(target: { door: string; key: string }): Promise<boolean>
   /** The last 1,000 operator changes, newest first. */
   history(): Promise<RuleChange[]>
 }

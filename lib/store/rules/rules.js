@@ -30,6 +30,29 @@ const DRAIN_MS = 25
 /** The pool lane of the rules' reads and writes (statistics use 5). */
 const RULES_LANE = 6
 
+/** A ban's identity in Redis: a JSON array whose first element is 'b' (a rule's is another). */
+const banId = (door, key) => JSON.stringify(['b', door, key])
+
+/** The door and client key of a ban's identity, or null when `id` is not one. */
+function banOfId(id) {
+  if (!id.startsWith('["b",')) return null
+  try {
+    const a = JSON.parse(id)
+    if (Array.isArray(a) && a.length === 3 && typeof a[1] === 'string' && typeof a[2] === 'string') return a
+  } catch {}
+  return null
+}
+
+/** A ban's end from its stored JSON (`{"until":<epoch ms>}`), or null. */
+function banUntil(json) {
+  try {
+    const v = JSON.parse(json)
+    return Number.isSafeInteger(v?.until) ? v.until : null
+  } catch {
+    return null
+  }
+}
+
 /** A target from its identity (lib/store/rules/check.js targetId), or null for a malformed one. */
 function targetOfId(id) {
   let a
@@ -108,6 +131,41 @@ class Rules {
     return this._table.bans(this._now())
   }
 
+  /**
+   * Lifts the ban of client `key` of door `door` (a door's `ban` wrote it), in every process;
+   * whether there was one.
+   */
+  async unban(target) {
+    const t = checkTarget(target)
+    if (t.door === undefined || t.key === undefined) throw invalidArgument('unban takes { door, key }')
+    const had = this._table.unban(t.door, t.key)
+    return (await this._banWrite('unban', t.door, t.key, 0, this._now())) || had
+  }
+
+  /**
+   * @internal bans client `key` of door `door` until `until` (epoch ms, the store's clock): in
+   * force here at once and in every process within a second. The ban table holds at most
+   * `maxBans` (the bans ending first go). A write that fails leaves the ban in this process.
+   */
+  async _ban(door, key, until) {
+    this._table.ban(door, key, until)
+    await this._banWrite('ban', door, key, until, this._now()).catch(() => false)
+  }
+
+  /**
+   * @internal writes a ban or its lifting (each store its own way); whether it changed anything
+   * @param {'ban' | 'unban'} op
+   * @param {string} door
+   * @param {string} key
+   * @param {number} until
+   * @param {number} now
+   * @returns {Promise<boolean>}
+   */
+  // eslint-disable-next-line no-unused-vars
+  async _banWrite(op, door, key, until, now) {
+    return false
+  }
+
   /** @internal the rule of `kind` `name` now (a decision's lookup: no round trip) */
   _forName(kind, name) {
     return this._table.forName(kind, name, this._now())
@@ -179,7 +237,7 @@ class RedisRules extends Rules {
   constructor(store) {
     super(store)
     const key = (part) => taggedKey(store, 'rules', 'rules', 0, part === undefined ? undefined : [part])
-    this._keys = [key(), key('version'), key('log'), key('history'), key('ends')]
+    this._keys = [key(), key('version'), key('log'), key('history'), key('ends'), key('bans'), key('ban-ends')]
     this._channel = `${store.keyPrefix}:rules`
     /** the version of the table held (-1: none read yet) */
     this._version = -1
@@ -248,12 +306,24 @@ class RedisRules extends Rules {
       this._due(true)
       return
     }
-    const target = targetOfId(m.slice(a + 1, b))
-    const json = m.slice(b + 1)
-    const e = json === '' || target === null ? null : entryOf(target, json)
-    if (target !== null && e === null) this._table.remove(target)
-    else if (target !== null && e !== null) this._table.put(target, e.rule, e.expiresAt)
+    this._change(this._table, m.slice(a + 1, b), m.slice(b + 1))
     this._version = v
+  }
+
+  /** Applies one change to `table`: the rule or ban of `id` is now `json` ('' : none). */
+  _change(table, id, json) {
+    const ban = banOfId(id)
+    if (ban !== null) {
+      const until = json === '' ? null : banUntil(json)
+      if (until === null) table.unban(ban[1], ban[2])
+      else table.ban(ban[1], ban[2], until)
+      return
+    }
+    const target = targetOfId(id)
+    if (target === null) return // another writer's field: never applied
+    const e = json === '' ? null : entryOf(target, json)
+    if (e === null) table.remove(target)
+    else table.put(target, e.rule, e.expiresAt)
   }
 
   /** Reads the changes now, or as soon as 2 reads a second allow. */
@@ -301,14 +371,12 @@ class RedisRules extends Rules {
     }
     const all = reply[1] === 'all'
     const table = all ? new RuleTable() : this._table
-    if (all) table._bans = this._table._bans
-    for (let j = 2; j + 1 < reply.length; j += 2) {
-      const target = targetOfId(reply[j])
-      if (target === null) continue // another writer's field: never applied
-      const e = reply[j + 1] === '' ? null : entryOf(target, reply[j + 1])
-      if (e === null) table.remove(target)
-      else table.put(target, e.rule, e.expiresAt)
+    if (all) {
+      // the bans held stay (a ban of this process may not be in the read yet); the read's on top
+      table._bans = this._table._bans
+      table._banCount = this._table._banCount
     }
+    for (let j = 2; j + 1 < reply.length; j += 2) this._change(table, reply[j], reply[j + 1])
     this._table = table
     this._version = v
   }
@@ -341,6 +409,18 @@ class RedisRules extends Rules {
     if (v <= this._version + 1) this._version = Math.max(this._version, v)
     else await this._read().catch(() => undefined)
     return had
+  }
+
+  async _banWrite(op, door, key, until, now) {
+    const head = [op, String(now), String(TTL_MS), String(LOG_CAP), this._channel, banId(door, key)]
+    const reply = await this._call(op === 'ban' ? [...head, String(until), String(this._table._maxBans)] : head)
+    if (reply[0] === 'WRONGTYPE') throw statsWrongTypeError('rules')
+    const v = Number(reply[0])
+    if (reply[1] === '1') {
+      if (v <= this._version + 1) this._version = Math.max(this._version, v)
+      else await this._read().catch(() => undefined)
+    }
+    return reply[1] === '1'
   }
 
   async _fresh() {

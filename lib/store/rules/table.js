@@ -206,15 +206,31 @@ class RuleTable {
     return gone
   }
 
-  /** Bans client `key` of door `door` until `until` (epoch ms); past the bound the oldest ban goes. */
+  /**
+   * Bans client `key` of door `door` until `until` (epoch ms; a longer ban in place is kept);
+   * past the bound the oldest ban goes.
+   */
   ban(door, key, until) {
     let keys = this._bans.get(door)
     if (keys === undefined) this._bans.set(door, (keys = new Map()))
-    if (keys.has(key)) keys.delete(key)
-    else this._banCount++
+    const held = keys.get(key)
+    if (held !== undefined) {
+      keys.delete(key)
+      until = Math.max(until, held)
+    } else this._banCount++
     keys.set(key, until)
     while (this._banCount > this._maxBans) this._evictOldestBan()
     this.version++
+  }
+
+  /** Lifts the ban of client `key` of door `door`; whether there was one. */
+  unban(door, key) {
+    const keys = this._bans.get(door)
+    if (keys === undefined || !keys.delete(key)) return false
+    if (keys.size === 0) this._bans.delete(door)
+    this._banCount--
+    this.version++
+    return true
   }
 
   _evictOldestBan() {

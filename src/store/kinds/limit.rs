@@ -9,7 +9,7 @@
 //! unconditional charge (weight may be negative), [`RESET`] to delete the key, [`BLOCK`] to
 //! admit nobody for `weight` µs, [`GROUP`] then [`MEMBER`]s for an all-or-nothing take,
 //! [`BACKOFF`] / [`CONTINUE`] (a window's) to count every call and double (restart) the window
-//! past the limit.
+//! past the limit, [`TALLY`] (a window's, right after a call) to count that call's refusal.
 //! Results: [`LIMIT_RESULT_FIELDS`] numbers per entry: `allowed (0/1), remaining,
 //! retry_after_us, reset_after_us`; `remaining` is [`WRONG_TYPE`](super::WRONG_TYPE) when the
 //! key holds a value of another type (Redis).
@@ -20,6 +20,12 @@
 //! admit are all taken, else nothing is charged and each member answers its peek (a window
 //! with room: allowed, its remaining without the charge). One script call: its keys must
 //! share a hash slot.
+//!
+//! A tally (an HTTP door's `ban`: refusals counted fleet-wide in the decision's own script
+//! call): an entry [`TALLY`] right after a call or a group, on a window key of its own in the
+//! same hash slot. It is an unconditional charge of its weight when that call (any member of
+//! that group) was refused, else a peek: its `remaining` tells the refusals counted in its
+//! window (`limit - remaining`), which opens at the first one.
 //!
 //! The io-buffer step (`memory_io`): in, the entry's five numbers then `nowUs` (-1 = the
 //! system clock); out, its four result numbers.
@@ -66,6 +72,9 @@ pub const MEMBER: f64 = -6.0;
 pub const BACKOFF: f64 = -7.0;
 /// `max_wait_us` code of a backoff count that restarts one interval past the limit.
 pub const CONTINUE: f64 = -8.0;
+/// `max_wait_us` code of a tally of the refusal of the call (group) just before it (a window's:
+/// charged when that call was refused, else peeked).
+pub const TALLY: f64 = -9.0;
 /// Most members of a group (they go in one script call).
 pub const MAX_GROUP: usize = 64;
 
@@ -78,6 +87,9 @@ pub enum Action {
   Group {
     opens: bool,
   },
+  /// The refusal of the call (or group) just before it counted: an adjust when it was refused,
+  /// else a peek.
+  Tally,
 }
 
 impl Action {
@@ -86,6 +98,7 @@ impl Action {
     match self {
       Action::Step(op) => op,
       Action::Group { .. } => Op::Take { max_wait_us: 0.0 },
+      Action::Tally => Op::Peek,
     }
   }
 }
@@ -136,7 +149,7 @@ impl LimitBatch {
 }
 
 /// The entries of `batch` grouped for deciding: each all-or-nothing group as one range (its
-/// members), every other entry alone.
+/// members), every other entry alone; a tally with the call (group) before it.
 pub fn units(batch: &LimitBatch) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
   let mut i = 0;
   std::iter::from_fn(move || {
@@ -150,16 +163,31 @@ pub fn units(batch: &LimitBatch) -> impl Iterator<Item = std::ops::Range<usize>>
         i += 1;
       }
     }
+    // a tally belongs to the call (group) before it: decided after it, in its script call
+    if start < i && batch.entries[start].action != Action::Tally && batch.entries.get(i).is_some_and(|e| e.action == Action::Tally) {
+      i += 1;
+    }
     Some(start..i)
   })
 }
 
-/// A group opens before its members, holds distinct keys, one weight, at most [`MAX_GROUP`].
+/// A group opens before its members, holds distinct keys, one weight, at most [`MAX_GROUP`];
+/// a tally follows a take, a backoff count or a group, on a key of its own.
 fn check_groups(batch: &LimitBatch) -> Result<()> {
   for unit in units(batch) {
-    let members = &batch.entries[unit];
+    let mut members = &batch.entries[unit];
     if members[0].action == (Action::Group { opens: false }) {
       return Err(Error::argument("malformed limiter batch: a group member outside a group"));
+    }
+    if let Some((last, rest)) = members.split_last().filter(|(l, _)| l.action == Action::Tally) {
+      let counted = rest.first().map(|e| e.action);
+      if !matches!(counted, Some(Action::Group { .. } | Action::Step(Op::Take { .. } | Op::Backoff { .. }))) {
+        return Err(Error::argument("malformed limiter batch: a tally follows a take or a group"));
+      }
+      if rest.iter().any(|e| e.key == last.key) {
+        return Err(Error::argument("malformed limiter batch: a tally counts on a key of its own"));
+      }
+      members = rest;
     }
     if members.len() > MAX_GROUP {
       return Err(Error::argument(format!("a group holds at most {MAX_GROUP} members")));
@@ -208,6 +236,11 @@ pub fn decode_entry(f: &[f64]) -> Result<(limit::Kind, Params, f64, Action)> {
     return Ok((kind, Params { limit, interval_us }, weight, Action::Step(op)));
   } else if max_wait_us == GROUP || max_wait_us == MEMBER {
     Action::Group { opens: max_wait_us == GROUP }
+  } else if max_wait_us == TALLY {
+    if kind != limit::Kind::Window {
+      return Err(Error::argument("malformed limiter call: a tally is a window's"));
+    }
+    Action::Tally
   } else if max_wait_us.is_finite() && (0.0..=MAX_DELAY_US).contains(&max_wait_us) {
     Action::Step(Op::Take { max_wait_us })
   } else {
@@ -244,6 +277,7 @@ impl Kind for Limit {
     ("member", MEMBER),
     ("backoff", BACKOFF),
     ("continue", CONTINUE),
+    ("tally", TALLY),
   ];
   const RESULTS: &'static [(&'static str, &'static [&'static str])] =
     &[("entry", &["allowed", "remaining", "retry_after_us", "reset_after_us"])];
@@ -293,17 +327,26 @@ impl MemoryStore {
       inner.step_id::<Limit, _>(ids[e.key], now_us, |state, expires_us| decide(e, op, state, expires_us, now_us))
     };
     for unit in units(batch) {
-      let members = &batch.entries[unit];
+      let mut members = &batch.entries[unit];
+      let tally = members.split_last().filter(|(l, _)| l.action == Action::Tally);
+      if let Some((_, rest)) = tally {
+        members = rest;
+      }
+      let from = out.len();
       if members.len() == 1 {
         out.push(run(&members[0], members[0].action.op()));
-        continue;
-      }
-      // every member peeked; all taken only if all admit
-      let peeks: Vec<Decision> = members.iter().map(|e| run(e, Op::Peek)).collect();
-      if peeks.iter().all(|d| d.allowed) {
-        out.extend(members.iter().map(|e| run(e, Op::Take { max_wait_us: 0.0 })));
       } else {
-        out.extend(peeks);
+        // every member peeked; all taken only if all admit
+        let peeks: Vec<Decision> = members.iter().map(|e| run(e, Op::Peek)).collect();
+        if peeks.iter().all(|d| d.allowed) {
+          out.extend(members.iter().map(|e| run(e, Op::Take { max_wait_us: 0.0 })));
+        } else {
+          out.extend(peeks);
+        }
+      }
+      if let Some((t, _)) = tally {
+        let refused = out[from..].iter().any(|d| !d.allowed);
+        out.push(run(t, if refused { Op::Adjust } else { Op::Peek }));
       }
     }
     out
@@ -354,6 +397,7 @@ impl RedisStore {
         Action::Step(Op::Take { max_wait_us }) => max_wait_us,
         Action::Group { opens: true } => GROUP,
         Action::Group { opens: false } => MEMBER,
+        Action::Tally => TALLY,
       };
       args.extend([
         Value::Integer((k * 4 + entry.kind as usize) as i64),
@@ -406,7 +450,8 @@ mod tests {
       [0.0, 1.0, 2.5, 1e6, 0.0],
       [0.0, 1.0, 5.0, 0.0, 0.0],
       [0.0, 1.0, 5.0, f64::NAN, 0.0],
-      [0.0, 1.0, 5.0, 1e6, -9.0], // -5 to -8: GROUP, MEMBER, BACKOFF, CONTINUE
+      [0.0, 1.0, 5.0, 1e6, -10.0], // -5 to -9: GROUP, MEMBER, BACKOFF, CONTINUE, TALLY
+      [0.0, 1.0, 5.0, 1e6, TALLY], // a bucket's
       [0.0, 1.0, 5.0, 1e6, BACKOFF], // a bucket's
       [2.0, 1.0, 5.0, 1e6, BACKOFF], // a leaky bucket's
       [1.0, 0.0, 5.0, 1e6, BACKOFF], // weight 0
@@ -428,11 +473,19 @@ mod tests {
     let g = |w: f64, code: f64| [0.0, w, 5.0, 1e6, code];
     let ok = LimitBatch::decode("1:a1:b1:a", &[g(1.0, GROUP), g(1.0, MEMBER), g(1.0, GROUP)].concat()).unwrap();
     assert_eq!(units(&ok).collect::<Vec<_>>(), [0..2, 2..3]);
+    let t = [1.0, 1.0, 5.0, 1e6, TALLY];
+    let tallied = LimitBatch::decode("1:a1:t1:a1:b1:u", &[g(1.0, 0.0), t, g(1.0, GROUP), g(1.0, MEMBER), t].concat());
+    assert_eq!(units(&tallied.unwrap()).collect::<Vec<_>>(), [0..2, 2..5]);
     for (keys, args) in [
       ("1:a", g(1.0, MEMBER).to_vec()),
       ("1:a1:b", [g(1.0, GROUP), g(2.0, MEMBER)].concat()),
       ("1:a1:a", [g(1.0, GROUP), g(1.0, MEMBER)].concat()),
       ("1:a1:b", [g(1.0, 0.0), g(1.0, MEMBER)].concat()),
+      // a tally: a window's, after a take or a group, on a key of its own
+      ("1:t", [1.0, 1.0, 5.0, 1e6, TALLY].to_vec()),
+      ("1:a1:t", [g(1.0, RESET), [1.0, 1.0, 5.0, 1e6, TALLY]].concat()),
+      ("1:a1:a", [g(1.0, 0.0), [1.0, 1.0, 5.0, 1e6, TALLY]].concat()),
+      ("1:a1:t1:u", [g(1.0, 0.0), [1.0, 1.0, 5.0, 1e6, TALLY], [1.0, 1.0, 5.0, 1e6, TALLY]].concat()),
     ] {
       assert_eq!(LimitBatch::decode(keys, &args).unwrap_err().kind, ErrorKind::InvalidArgument, "{args:?}");
     }
@@ -460,5 +513,35 @@ mod tests {
     assert_eq!(next[1].remaining, 0.0, "the minute holds exactly the admitted three");
     let full = group(t + 1e6 + 1.0);
     assert_eq!(full.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(), [(true, 1.0), (false, 0.0)]);
+  }
+
+  #[test]
+  fn a_tally_counts_the_refusals_of_the_call_before_it() {
+    let store = MemoryStore::new();
+    // a window of 2 per second, its refusals tallied in a window of 10 s (limit 1e9)
+    let args = [1.0, 1.0, 2.0, 1e6, 0.0, 1.0, 1.0, 1e9, 1e7, TALLY];
+    let call = |now: f64| store.limit_batch(&LimitBatch::decode("1:k1:t", &args).unwrap(), now);
+    let t = 1_700_000_000e6;
+    for i in 0..2 {
+      let d = call(t + i as f64);
+      assert!(d[0].allowed);
+      assert_eq!(d[1].remaining, 1e9, "an admitted call is not tallied");
+    }
+    for n in 1..=3 {
+      let d = call(t + 10.0 + n as f64);
+      assert!(!d[0].allowed);
+      assert_eq!(1e9 - d[1].remaining, n as f64, "refusal {n} tallied");
+    }
+    // the door's window opens again: admitted, the tally kept
+    let d = call(t + 1e6 + 20.0);
+    assert!(d[0].allowed);
+    assert_eq!(1e9 - d[1].remaining, 3.0);
+    // a group: tallied when any member refuses
+    let g = [0.0, 1.0, 1.0, 1e6, GROUP, 1.0, 1.0, 5.0, 1e6, MEMBER, 1.0, 1.0, 1e9, 1e7, TALLY];
+    let group = |now: f64| store.limit_batch(&LimitBatch::decode("1:g1:h1:u", &g).unwrap(), now);
+    assert_eq!(1e9 - group(t)[2].remaining, 0.0);
+    let refused = group(t + 1.0);
+    assert!(!refused[0].allowed && refused[1].allowed);
+    assert_eq!(1e9 - refused[2].remaining, 1.0);
   }
 }

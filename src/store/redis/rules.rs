@@ -1,4 +1,4 @@
-//! The store's rules on Redis (`lua/rules.lua`): one operation per call on the rules' five keys
+//! The store's rules on Redis (`lua/rules.lua`): one operation per call on the rules' seven keys
 //! (one hash slot). Operators' writes and each process's reads of the changes are rare (a
 //! version read every 500 ms at most), so nothing here is batched.
 
@@ -12,10 +12,11 @@ use std::sync::LazyLock;
 
 static RULES: LazyLock<Script> = LazyLock::new(|| Script::new(lua_script!("rules")));
 
-/// The rules' keys: the table, its version, the log, the history, the rules' ends.
-pub const RULES_KEYS: usize = 5;
+/// The rules' keys: the table, its version, the log, the history, the rules' ends, the doors'
+/// bans and their ends.
+pub const RULES_KEYS: usize = 7;
 
-/// Decodes one operation (encoded by lib/base/codec.js: its five keys, then its arguments).
+/// Decodes one operation (encoded by lib/base/codec.js: its seven keys, then its arguments).
 pub fn decode_rules(text: &str) -> Result<(Vec<String>, Vec<String>)> {
   let flat: Vec<&str> = crate::codec::decode(text)?;
   if flat.len() <= RULES_KEYS {
@@ -55,8 +56,16 @@ mod tests {
   use super::*;
 
   #[test]
-  fn decodes_five_keys_of_one_slot_then_the_arguments() {
-    let keys = ["s:rules:{r}", "s:rules:{r}:v", "s:rules:{r}:log", "s:rules:{r}:history", "s:rules:{r}:ends"];
+  fn decodes_seven_keys_of_one_slot_then_the_arguments() {
+    let keys = [
+      "s:rules:{r}",
+      "s:rules:{r}:v",
+      "s:rules:{r}:log",
+      "s:rules:{r}:history",
+      "s:rules:{r}:ends",
+      "s:rules:{r}:bans",
+      "s:rules:{r}:ban-ends",
+    ];
     let mut parts: Vec<&str> = keys.to_vec();
     parts.extend(["since", "-1"]);
     let (k, a) = decode_rules(&crate::codec::encode(&parts)).unwrap();
