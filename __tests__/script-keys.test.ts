@@ -27,13 +27,15 @@ import {
   WindowLimiter,
 } from '../lib/entries/index.js'
 import { pacedFetch } from '../lib/entries/fetch.js'
-import { Door } from '../lib/doors/http/door.js'
-import { doorConfig } from '../lib/doors/http/options.js'
+import { createRequire } from 'node:module'
 import { freePort, startCluster, startRedis, stop } from './helpers/servers.js'
 import { freshPrefix } from './helpers/stores.js'
 import { args, monitor } from './helpers/monitor.js'
 
 const LUA = join(__dirname, '..', 'lua')
+const load = createRequire(__filename)
+const { Door } = load('../lib/doors/http/door.js')
+const { doorConfig } = load('../lib/doors/http/options.js')
 /**
  * A script as the store sends it: each line `-- @include <name>` replaced by
  * `lua/includes/<name>.lua`, itself expanded (build.rs does this at build time; this test

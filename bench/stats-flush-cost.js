@@ -16,7 +16,7 @@ async function cpu(raw) {
     s = /used_cpu_sys:([\d.]+)/.exec(t)[1]
   return Number(u) + Number(s)
 }
-;(async () => {
+async function main() {
   const raw = new Redis(url)
   const store = await RedisStore.connect({ url, keyPrefix: `fc${process.pid}`, statsFlushMs: 600_000 })
   const limiters = Array.from(
@@ -59,4 +59,6 @@ async function cpu(raw) {
   StatsWriter.prototype._run = orig
   await store.close()
   raw.disconnect()
-})()
+}
+
+if (require.main === module) main()

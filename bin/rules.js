@@ -24,6 +24,24 @@ function durationMs(text) {
   return m ? Number(m[1]) * UNITS[m[2] ?? 'ms'] : NaN
 }
 
+/**
+ * Walks the arguments: `on(arg, value)` for each (`value()` takes the next argument, or a
+ * usage error when there is none); `on` returns false for a positional argument. The
+ * positional arguments, in order.
+ */
+function walkArgs(argv, UsageError, on) {
+  const rest = []
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    const value = () => {
+      if (i + 1 >= argv.length) throw new UsageError(`${termText(a)} needs a value`)
+      return argv[++i]
+    }
+    if (!on(a, value)) rest.push(a)
+  }
+  return rest
+}
+
 /** A whole number from a flag, or a usage error naming the flag. */
 function whole(flag, text, UsageError) {
   if (!/^\d+$/.test(text)) throw new UsageError(`${flag} must be a whole number, got ${quoted(text)}`)
@@ -41,13 +59,7 @@ function parseRulesArgs(argv, UsageError) {
   const r = {}
   const windows = []
   const dimensions = {}
-  const rest = []
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    const value = () => {
-      if (i + 1 >= argv.length) throw new UsageError(`${termText(a)} needs a value`)
-      return argv[++i]
-    }
+  const rest = walkArgs(argv, UsageError, (a, value) => {
     if (a === '--redis') o.redis = value()
     else if (a === '--cluster') o.cluster.push(value())
     else if (a === '--store-prefix') o.prefix = value()
@@ -90,8 +102,9 @@ function parseRulesArgs(argv, UsageError) {
       if (!(o.ttlMs > 0))
         throw new UsageError(`--ttl is a duration such as 7d, 12h, 30m, 90s or 500ms, got ${quoted(v)}`)
     } else if (a.startsWith('-')) throw new UsageError(`unknown option of rules ${quoted(a)}`)
-    else rest.push(a)
-  }
+    else return false
+    return true
+  })
   o.sub = rest[0] ?? null
   if (!SUBCOMMANDS.includes(o.sub)) {
     throw new UsageError(`rules needs one of ${SUBCOMMANDS.join(', ')}${o.sub ? `, got ${quoted(o.sub)}` : ''}`)
@@ -182,4 +195,4 @@ async function runRules(o, store, out) {
   return out(list.map((rule) => `${targetText(rule.target)}: ${ruleText(rule)}`).join('\n'))
 }
 
-module.exports = { parseRulesArgs, runRules, durationMs }
+module.exports = { parseRulesArgs, runRules, durationMs, walkArgs }

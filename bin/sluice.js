@@ -17,7 +17,7 @@ const readline = require('node:readline')
 const sluice = require('../lib/entries/index.js')
 const { checkAllowedHosts } = require('../lib/doors/dashboard/hosts.js')
 const { closestName } = require('../lib/base/errors.js')
-const { parseRulesArgs, runRules } = require('./rules.js')
+const { parseRulesArgs, runRules, walkArgs } = require('./rules.js')
 
 /** Whether `h` is an entry `dashboard({ allowedHosts })` takes. */
 function isHostName(h) {
@@ -130,13 +130,7 @@ function parseArgs(argv) {
     allowReset: false,
     allowWrite: false,
   }
-  const rest = []
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    const value = () => {
-      if (i + 1 >= argv.length) throw new UsageError(`${termText(a)} needs a value`)
-      return argv[++i]
-    }
+  const rest = walkArgs(argv, UsageError, (a, value) => {
     if (a === '--redis') o.redis = value()
     else if (a === '--cluster') o.cluster.push(value())
     else if (a === '--prefix') o.prefix = value()
@@ -155,8 +149,9 @@ function parseArgs(argv) {
     else if (a === '--help' || a === '-h') o.command = 'help'
     else if (a === '--version' || a === '-V') o.command = 'version'
     else if (a.startsWith('-')) throw new UsageError(`unknown option ${quoted(a)}${didYouMean(a, FLAGS)}`)
-    else rest.push(a)
-  }
+    else return false
+    return true
+  })
   if (o.command === 'help' || o.command === 'version') return o
   o.command = rest[0] || null
   o.name = rest[1] || null

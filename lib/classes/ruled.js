@@ -123,4 +123,28 @@ function specOf(windows) {
   return spec
 }
 
-module.exports = { modeOption, ruledCall, unruled, ruleOf, modeOf, applyRule, event, windowsOf, specOf }
+/**
+ * The windows of a decision a rule answered with no round trip (deny, allow) of a limiter of
+ * several windows (sliding windows, sliding counters): all left (allowed) or none.
+ */
+function answeredWindows(owner, allowed) {
+  return owner._windows.map((w) => ({
+    limit: w.limit,
+    intervalMs: w.intervalMs,
+    remaining: allowed ? w.limit : 0,
+    retryAfterMs: 0,
+  }))
+}
+
+module.exports = {
+  modeOption,
+  ruledCall,
+  unruled,
+  ruleOf,
+  modeOf,
+  applyRule,
+  event,
+  windowsOf,
+  specOf,
+  answeredWindows,
+}

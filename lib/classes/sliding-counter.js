@@ -3,7 +3,7 @@
 // the sliding-counter kind's (lib/kinds/sliding-counter.js), the rest `Limiter`'s (base.js).
 
 const { Limiter, limiterOptions, windowsOption, elapsedMs } = require('./base')
-const { modeOption, unruled, ruleOf, applyRule, windowsOf, specOf } = require('./ruled')
+const { modeOption, unruled, ruleOf, applyRule, windowsOf, specOf, answeredWindows } = require('./ruled')
 const SLIDING_COUNTER = require('../kinds/sliding-counter')
 const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING_COUNTER.RESULT.call
 const W = SLIDING_COUNTER.RESULT.window
@@ -80,13 +80,7 @@ class SlidingCounterLimiter extends Limiter {
 
   /** @internal a decision answered by a rule with no round trip (deny, allow) */
   _ruledDecision(allowed, reason) {
-    const windows = this._windows.map((w) => ({
-      limit: w.limit,
-      intervalMs: w.intervalMs,
-      remaining: allowed ? w.limit : 0,
-      retryAfterMs: 0,
-      resetAfterMs: 0,
-    }))
+    const windows = answeredWindows(this, allowed).map((w) => ({ ...w, resetAfterMs: 0 }))
     const d = { allowed, limit: this._limit, remaining: allowed ? this._limit : 0, retryAfterMs: 0 }
     Object.assign(d, { resetAfterMs: 0, degraded: false, windows })
     if (reason !== undefined) d.reason = reason

@@ -4,7 +4,7 @@
 
 const { OverLimitError, invalidArgument, unknownOption } = require('../base/errors')
 const { checkInteger, classOptions, plainObject, windowsOption, blockMs, overLimit } = require('./base')
-const { modeOption, unruled, ruleOf, applyRule, windowsOf, specOf } = require('./ruled')
+const { modeOption, unruled, ruleOf, applyRule, windowsOf, specOf, answeredWindows } = require('./ruled')
 const SLIDING = require('../kinds/sliding')
 const { allowed: ALLOWED, retry_after_us: RETRY_US, size: HEAD } = SLIDING.RESULT.call
 const { remaining: W_REMAINING, retry_after_us: W_RETRY_US, size: EACH } = SLIDING.RESULT.window
@@ -125,17 +125,7 @@ class SlidingWindowLimiter {
 
   /** @internal a decision answered by a rule with no round trip (deny, allow) */
   _ruledDecision(allowed, reason) {
-    const d = {
-      allowed,
-      retryAfterMs: 0,
-      degraded: false,
-      windows: this._windows.map((w) => ({
-        limit: w.limit,
-        intervalMs: w.intervalMs,
-        remaining: allowed ? w.limit : 0,
-        retryAfterMs: 0,
-      })),
-    }
+    const d = { allowed, retryAfterMs: 0, degraded: false, windows: answeredWindows(this, allowed) }
     if (reason !== undefined) d.reason = reason
     return d
   }

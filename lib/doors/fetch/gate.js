@@ -91,6 +91,8 @@ class Gate {
       blocks: 0,
       retries: 0,
       refused: 0,
+      // sent at once under shadow mode (a rule's or pacedFetch's) where it would have waited or been refused
+      shadowRefused: 0,
       givenBack: 0,
       hostile: 0,
       degraded: 0,

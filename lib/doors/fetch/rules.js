@@ -70,7 +70,7 @@ async function ruledAdmit(gate, signal) {
   gate.rate = rate / 1000
   if (!admitted || delayUs >= 1000) {
     if (admitted) gate.free(nowMs(store) + delayUs / 1000) // a slot ahead it took: given back
-    gate.counts.shadowRefused = (gate.counts.shadowRefused ?? 0) + 1
+    gate.counts.shadowRefused++
     if (book !== null) book.event(gate, 'shadowRefused')
   }
   gate.sent(false)

@@ -94,8 +94,8 @@ class Rules {
 
   /** @internal ms on the store's clock */
   _now() {
-    const s = this._store
-    return typeof s._nowMsLocal === 'function' ? s._nowMsLocal() : s.clock ? s.clock.now() : Date.now()
+    const clock = this._store.clock
+    return clock ? clock.now() : Date.now()
   }
 
   /**
