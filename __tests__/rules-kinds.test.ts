@@ -108,6 +108,34 @@ describe.each(STORE_KINDS)('issue-39-rules-kinds on %s', (kind) => {
     expect(stats.shadowRefused).toBe(10)
   })
 
+  it("DistributedPacer: a block and a slot given back under a rule's qps and maxBurst are the rule's", async () => {
+    const clock = new ManualClock(T0)
+    const [a, b] = await stores(clock)
+    const key = 'blocked-under-a-rule'
+    const pa = new DistributedPacer(a, { key, qps: 1 })
+    const pb = new DistributedPacer(b, { key, qps: 1 })
+    await setRule(a, b, 'pacer', key, { qps: 100, maxBurst: 100 })
+    // the burst of the rule is spent by the block: after it, calls resume at the rule's 100 a
+    // second, not a burst of 100 at once (nor the pacer's own 1 a second)
+    await pa.block(1000)
+    clock.advance(1001)
+    let ok = 0
+    for (let i = 0; i < 20; i++) if ((await (i % 2 ? pa : pb).rateLimit()).delayMs === 0) ok++
+    expect(ok).toBe(1)
+    clock.advance(100)
+    ok = 0
+    for (let i = 0; i < 20; i++) if ((await (i % 2 ? pa : pb).rateLimit()).delayMs === 0) ok++
+    expect(ok).toBe(10)
+    // another pacer, no rule of its own (the store holds one): a slot given back with later ones
+    // after it is kept for this process's next call, at its own time, as with no rule at all
+    const other = new DistributedPacer(a, { key: 'no-rule-of-its-own', qps: 10 })
+    const outs = []
+    for (let i = 0; i < 5; i++) outs.push(await other.pace())
+    expect(outs.map((o) => o.delayMs)).toEqual([0, 100, 200, 300, 400])
+    expect(await outs[2].cancel()).toBe(true)
+    expect((await other.pace()).delayMs).toBe(200)
+  })
+
   it("DistributedPacer's mode 'shadow': the shadow count equals what enforcing refuses on the same traffic", async () => {
     const clock = new ManualClock(T0)
     const [a, b] = await stores(clock)
@@ -409,6 +437,8 @@ describe.each(STORE_KINDS)('issue-39-rules-kinds on %s', (kind) => {
     expect(await hour([ba, bb])).toBe(5)
     await setRule(a, b, 'budget', name, { dimensions: { requests: { limit: 20 } } })
     expect(await hour([ba, bb])).toBe(20)
+    // stats() shows the limits in force (the rule's), in every process
+    for (const x of [ba, bb]) expect((await x.stats()).dimensions.requests.limit).toBe(20)
     // a tenant's rule caps the tenant (at 2 of the budget's 20 an hour); another tenant is not
     const tenant = 'customer@42:eu.west'
     await rulesOf(a).set({ budget: name, tenant }, { dimensions: { requests: { limit: 2 } } })

@@ -10,6 +10,8 @@
 //   3. propagation: 1,000 changes made by one process, the time until each of PROCESSES other
 //      processes (forked, each deciding at 64 in flight meanwhile) applies it: p50, p99, max.
 // RULES_BENCH_PARTS=1,2,3  RULES_BENCH_PROCESSES=4  RULES_BENCH_CHANGES=1000
+// SLUICE_REDIS_CLUSTER=url,url,...: part 3 on that Redis Cluster too (the writer and the
+// readers connect to it; `eval "$(node scripts/redis-servers.js start)"` starts one)
 const { fork, spawn } = require('node:child_process')
 const net = require('node:net')
 const os = require('node:os')
@@ -123,8 +125,8 @@ async function roundTrips(url) {
 }
 
 /** A reader process: decides at 64 in flight, reports each rule version it applies, with when. */
-async function reader(url, keyPrefix) {
-  const store = await RedisStore.connect({ url, keyPrefix, statsFlushMs: 600_000 })
+async function reader(connection, keyPrefix) {
+  const store = await RedisStore.connect({ ...JSON.parse(connection), keyPrefix, statsFlushMs: 600_000 })
   const rules = store.rules
   let seen = rules._forName('bucket', 'probe')?.rule.limit ?? 0
   let stop = false
@@ -154,14 +156,14 @@ async function reader(url, keyPrefix) {
   process.exit(0)
 }
 
-async function propagation(url) {
+async function propagation(connection, where) {
   const keyPrefix = `rp-${process.pid}`
-  const writer = await RedisStore.connect({ url, keyPrefix })
+  const writer = await RedisStore.connect({ ...connection, keyPrefix })
   const children = []
   const applied = new Map() // limit -> [at per child]
   let decisions = 0
   for (let i = 0; i < PROCESSES; i++) {
-    const child = fork(__filename, ['reader', url, keyPrefix])
+    const child = fork(__filename, ['reader', JSON.stringify(connection), keyPrefix])
     await new Promise((resolve) =>
       child.on('message', (m) => {
         if (m === 'ready') resolve()
@@ -196,7 +198,7 @@ async function propagation(url) {
   lags.sort((a, b) => a - b)
   const q = (p) => lags[Math.min(lags.length - 1, Math.floor(p * lags.length))]
   console.log(
-    `\n#### Propagation: ${CHANGES} changes by one process, ${PROCESSES} others deciding at ${IN_FLIGHT} in flight\n`,
+    `\n#### Propagation (${where}): ${CHANGES} changes by one process, ${PROCESSES} others deciding at ${IN_FLIGHT} in flight\n`,
   )
   console.log(
     '| applied | p50 ms | p99 ms | max ms | versions overtaken | decisions/s (all readers) | load |\n| ---: | ---: | ---: | ---: | ---: | ---: | --- |',
@@ -242,8 +244,10 @@ async function main() {
   if (!PARTS.includes('2') && !PARTS.includes('3')) return
   await withRedis(async (url) => {
     if (PARTS.includes('2')) await roundTrips(url)
-    if (PARTS.includes('3')) await propagation(url)
+    if (PARTS.includes('3')) await propagation({ url }, 'one Redis')
   })
+  const cluster = process.env.SLUICE_REDIS_CLUSTER
+  if (PARTS.includes('3') && cluster) await propagation({ cluster: cluster.split(',') }, 'a 3-master Redis Cluster')
 }
 
 if (process.argv[2] === 'reader') reader(process.argv[3], process.argv[4])

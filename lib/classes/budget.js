@@ -391,8 +391,10 @@ class Budget {
   async stats() {
     const r = await this._call(OP.stats, '-', null)
     const dimensions = {}
+    // the limits in force: a rule's dimensions (store.rules) where one overrides them
+    const owner = this._store.rules._table.size === 0 ? this : this._ruledLimits(this._tenant)[0]
     this._names.forEach((name, d) => {
-      const limit = this._dimensions[name].limit
+      const limit = owner._spec[4 * this._index.get(name)]
       dimensions[name] = { limit, used: r.used[d], reserved: r.reserved[d], excess: r.excess[d] }
     })
     const counts = this._store._stats === null ? {} : await this._store._statsOf('budget', this._name)

@@ -210,4 +210,14 @@ function unlimited(leaf) {
   })
 }
 
-module.exports = { ruledPacer, ruledComposite, DENIED_RETRY_MS }
+/**
+ * Pacer `p` with the rate and burst its calls are decided at now: a rule's `qps` and
+ * `maxBurst` when one overrides them (a block and a slot given back use them too), else `p`.
+ */
+function ruledView(p) {
+  if (p._store.rules._table.size === 0) return p
+  const e = entryOf(p)
+  return overridden(p, e === undefined ? undefined : e.rule)
+}
+
+module.exports = { ruledPacer, ruledComposite, ruledView, entryOf, DENIED_RETRY_MS }

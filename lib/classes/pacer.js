@@ -10,7 +10,7 @@ const PACER = require('../kinds/pacer')
 const { delay_us: DELAY_US, watermark_before: WATERMARK, size: MEMBER } = PACER.RESULT
 const { PacerOutcome, withMarks, fixed2, delayMsOf, admittedAt } = require('./pacer-outcome')
 const { modeOption, unruled } = require('./ruled')
-const { ruledPacer, ruledComposite } = require('./pacer-rules')
+const { ruledPacer, ruledComposite, ruledView, entryOf } = require('./pacer-rules')
 
 const MAX_KEY_LENGTH = 512
 /** Largest qps or burst; latest start of a slot given back, µs from now (the store refuses more). */
@@ -97,7 +97,9 @@ class DistributedPacer {
    */
   pace(weight = 1) {
     const store = this._store
-    if (!unruled(this)) return this._call(weight, true)
+    // a rule of this pacer (or its own shadow mode) decides; other rules in the store leave
+    // its slots given back to be taken first
+    if (!unruled(this) && (this._mode !== 'enforce' || entryOf(this) !== undefined)) return this._call(weight, true)
     if (store._spares.size !== 0 && typeof weight === 'number' && weight > 0 && weight <= MAX_NUMBER) {
       // a slot a caller of this process gave back (outcome.cancel()), at its own time
       const now = nowMs(store)
@@ -139,13 +141,8 @@ class DistributedPacer {
     const startInUs = Math.round((atMs - nowMs(store)) * 1000)
     if (startInUs < 0 && pace) return false // its time has come: spent
     const factor = this._factor === undefined ? (pace ? 0.5 : 1) : this._factor
-    const nums = new Float64Array([
-      this._qps,
-      this._maxBurst,
-      factor,
-      weight,
-      Math.min(Math.max(0, startInUs), MAX_START_US),
-    ])
+    const q = ruledView(this)
+    const nums = new Float64Array([q._qps, q._maxBurst, factor, weight, Math.min(Math.max(0, startInUs), MAX_START_US)])
     const given = await store._call(PACER.single, new PACER.GiveCall(this._storeKey, nums))
     if (given === 1) return true
     return startInUs > 0 && store._spares.put(this._storeKey, atMs, weight)
@@ -154,7 +151,8 @@ class DistributedPacer {
   /** @internal blocks this key for `ms` (whole ms, > 0) */
   async _block(ms) {
     const factor = this._factor === undefined ? 0.5 : this._factor
-    const nums = new Float64Array([this._qps, this._maxBurst, factor, ms * 1000])
+    const q = ruledView(this)
+    const nums = new Float64Array([q._qps, q._maxBurst, factor, ms * 1000])
     await this._store._call(PACER.single, new PACER.BlockCall(this._storeKey, nums))
   }
 

@@ -26,15 +26,14 @@ const {
   MAX_WINDOW_MS,
 } = require('./options')
 const { keyId, nameOf, checkedKey } = require('./key')
-const { storeKey } = require('../../store/keys')
+const { ruleOf, denied, banAfter, tallyOf, ruledWindows, copyWindow, ruledEvent } = require('./rules')
 const { headers } = require('./headers')
 const { outcome, RateLimitInfo, doorOwner, uncounted, countOutcome } = require('./outcome')
 const { settleAfter, accessOf } = require('./respond')
 const { OP } = require('../../kinds/limit')
+const { backoff } = require('./exceeding')
 
 /** The limit kind's backoff counts (a window's: lib/kinds/limit.js) and peek. */
-const OP_BACKOFF = OP.backoff
-const OP_CONTINUE = OP.continue
 const OP_PEEK = OP.peek
 
 /** Store failures `passOnStoreError` lets through. */
@@ -212,17 +211,6 @@ class Door {
     return o
   }
 
-  /**
-   * @internal the rule of store.rules for client `key` of this door (by its counter
-   * identifier), or undefined: one property read when the store has no rule
-   */
-  _ruleOf(key) {
-    const c = this.config
-    const table = c.store.rules._table
-    if (c.counter === undefined || (table.size === 0 && table._banCount === 0)) return undefined
-    return c.store.rules._forDoorKey(c.counter, key)?.rule
-  }
-
   /** @internal decide() but the count */
   async _decide(req, res, known, charge, every) {
     const c = this.config
@@ -233,12 +221,12 @@ class Door {
       if (typeof key !== 'string') key = await key
       if (c.allowList !== null && (await this.allowListed(req, key))) return null
     }
-    const rule = this._ruleOf(key)
+    const rule = ruleOf(this, key)
     if (rule !== undefined && rule.access === 'allow') return null // let through, nothing charged
-    if (rule !== undefined && rule.access === 'deny') return this._denied(key)
+    if (rule !== undefined && rule.access === 'deny') return denied(this, key)
     const shadow = (rule !== undefined && rule.mode !== undefined ? rule.mode : c.mode) === 'shadow'
     const o = await this._decideKey(req, res, key, charge && !shadow ? every : false, charge, rule, shadow)
-    if (!shadow && charge && c.ban !== null && o !== null && !o.allowed) return this._banAfter(key, o)
+    if (!shadow && charge && c.ban !== null && o !== null && !o.allowed) return banAfter(this, key, o)
     if (!shadow || o === null || o.allowed) return o
     // shadow: decided as if enforced, the refusal admitted (headers as usual, no 429)
     o.allowed = true
@@ -247,57 +235,9 @@ class Door {
     return o
   }
 
-  /**
-   * @internal where the refusals of counter `name` are tallied for `ban`: a window of
-   * `ban.withinMs` under the counter's hash tag (`<prefix>:window:{<name>}:ban`), opened at
-   * the first refusal
-   */
+  /** @internal where the refusals of counter `name` are tallied for `ban` (lib/doors/http/rules.js) */
   tallyOf(name) {
-    const c = this.config
-    return { key: storeKey(c.store, 'window', name, 0, ['ban']), limit: MAX_LIMIT, intervalUs: c.ban.withinMs * 1000 }
-  }
-
-  /**
-   * @internal refusal `o` of client `key` under `ban`: its refusals (tallied by the decision's
-   * own script call when its kind can, else counted here in one more call), and at each
-   * `ban.after`-th of them within `ban.withinMs` the client banned for `ban.forMs` in every
-   * process (store.rules): this refusal is then the ban's, a 403
-   */
-  async _banAfter(key, o) {
-    const c = this.config
-    // refused without Redis (whenDown): no fleet-wide count to go by
-    if (o.degraded) return o
-    let n = o.refusals
-    if (n === undefined) {
-      const name = nameOf(c.counter, keyId(key))
-      const tally = new classes.WindowLimiter(c.store, { name, limit: MAX_LIMIT, interval: c.ban.withinMs })
-      tally._uncounted()._storeKey = this.tallyOf(name).key
-      const d = await tally._countAt(MAX_LIMIT, OP.adjust)
-      n = d.degraded ? 0 : MAX_LIMIT - d.remaining
-    }
-    // every `after`-th refusal in the window bans (one decision of the fleet sees each: the
-    // tally is atomic), so a client unbanned, or whose ban ended, is refused `after` times more first
-    if (n === 0 || n % c.ban.after !== 0) return o
-    await c.store.rules._ban(c.counter, key, this.now() + c.ban.forMs)
-    o.reason = 'denied'
-    o.banned = true
-    o.retryAfterMs = c.ban.forMs
-    return o
-  }
-
-  /** @internal a request denied by a rule: refused with no store call (403) */
-  _denied(key) {
-    const c = this.config
-    const windows = (c.windows ?? [{ name: c.identifier ?? '', limit: 0, windowMs: 0 }]).map((w) => ({
-      name: w.name,
-      limit: w.limit ?? 0,
-      windowMs: w.windowMs ?? 0,
-      remaining: 0,
-      resetMs: 0,
-    }))
-    const o = outcome(key, 1, windows, false, false, 0, null, this.now())
-    o.reason = 'denied'
-    return o
+    return tallyOf(this, name)
   }
 
   /** @internal decide() of a request's key, under a rule's limits (`rule`) and mode (`shadow`) */
@@ -354,7 +294,7 @@ class Door {
     if (shadow)
       return charge ? this._check(limiter, key, weight, windows, at) : this._peek(limiter, key, weight, windows, at)
     if (charge && c.exceeding !== null && c.exceeding.backsOff && this.countsEvery()) {
-      return this._backoff(limiter, key, windows, at)
+      return backoff(this, limiter, key, windows, at)
     }
     const countAll = c.exceeding === null ? this.countsAll : c.exceeding.countsEvery || c.exceeding.backsOff
     if ((every || countAll) && this.countsEvery()) {
@@ -419,42 +359,6 @@ class Door {
       o.exceeded = used - w.limit
       o.banned = ban >= 0 && o.exceeded > ban
     }
-    return o
-  }
-
-  /**
-   * @internal a request counted as @fastify/rate-limit's store counts it under
-   * `exponentialBackoff` (`continueExceeding`): every request charged on the door's key, and
-   * one that takes the count `n` over the limit ends the window windowMs * 2^(n-1) (windowMs)
-   * from now, in the same store call (core/window.rs, Op::Backoff). `o.exceeded` is n, read
-   * from the wait under backoff (the window's length is windowMs times a power of two, exact in
-   * whole ms below the 10-year cap), from the count when a ban needs it under continueExceeding;
-   * `o.banned` past `ban` of them.
-   */
-  async _backoff(limiter, key, windows, at) {
-    const e = this.config.exceeding
-    const w = windows[0]
-    const d = await limiter._take(1, e.continueExceeding ? OP_CONTINUE : OP_BACKOFF, true)
-    w.remaining = d.remaining
-    w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
-    const refund = this.refundOf(limiter, 1, d, at)
-    const o = outcome(key, 1, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
-    if (d.allowed) return o
-    // refused for want of Redis (whenDown 'deny'): no count to go by, never a ban (a 503)
-    o.exceeded = 0
-    o.banned = false
-    if (d.degraded) return o
-    if (!e.continueExceeding) {
-      o.exceeded = Math.max(1, Math.round(Math.log2(d.retryAfterMs / w.windowMs)) + 1)
-    } else if (e.ban >= 0) {
-      // a restarted window's wait says nothing of the count: read it when a ban needs it
-      const r = await limiter._countAt(MAX_LIMIT, OP_PEEK)
-      o.exceeded = r.allowed ? Math.max(1, MAX_LIMIT - r.remaining - w.limit) : 1
-    } else {
-      return o
-    }
-    o.banned = e.ban >= 0 && o.exceeded > e.ban
-    w.used = w.limit + o.exceeded
     return o
   }
 
@@ -567,24 +471,6 @@ class Door {
   settleAfter(o, req, res) {
     settleAfter(this, o, req, res)
   }
-}
-
-/**
- * The windows a rule gives a door key (`windows` as the door computed them), or null when the
- * rule overrides no limit: its own `windows`, else the door's with its `limit` and `intervalMs`.
- */
-function ruledWindows(windows, rule) {
-  if (rule.windows !== undefined) return rule.windows.map((w) => ({ limit: w.limit, windowMs: w.intervalMs }))
-  if (rule.limit === undefined && rule.intervalMs === undefined) return null
-  return windows.map((w) => ({ limit: rule.limit ?? w.limit, windowMs: rule.intervalMs ?? w.windowMs }))
-}
-
-const copyWindow = (w) => ({ limit: w.limit, windowMs: w.windowMs })
-
-/** Counts `reason` ('shadow', 'denied') of a door's request in its statistics. */
-function ruledEvent(store, owner, reason) {
-  const book = store._stats
-  if (book !== null) book.event(owner, reason === 'shadow' ? 'shadowRefused' : 'denied')
 }
 
 /** The characters of a made limiter's name (or a pacer's key): what its strings cost. */

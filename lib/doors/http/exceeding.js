@@ -6,13 +6,14 @@
 // blocks it for windowMs * 2^(n-1) from now; a longer block in place is kept) and `ban` (past
 // `ban` refused requests, the refusal is a ban: 403). On a door of one 'window' (the default)
 // the three count every request on the door's own key, as the peer's store does
-// (Door._backoff, Door._every); on other doors refused requests are counted, when backoff or
+// (`backoff` below, Door._every); on other doors refused requests are counted, when backoff or
 // ban needs the count, on a counter of their own (`<counter name>_x`, a window of the door's
 // length opened at the first refusal): store calls on refusals only.
 
 const classes = require('../../classes')
 const { nameOf } = require('./key')
 const { algorithmOf, MAX_LIMIT, MAX_WINDOW_MS } = require('./options')
+const { OP } = require('../../kinds/limit')
 
 class Exceeding {
   /** `ban`: -1 (none) or how many refusals before a ban. */
@@ -29,7 +30,7 @@ class Exceeding {
     /**
      * `continueExceeding` or `exponentialBackoff` (continueExceeding wins, as in the peer's
      * store): on a door of one 'window' every request is counted and, past the limit, the
-     * window restarts (or doubles) in the same store call (Door._backoff), exactly as the
+     * window restarts (or doubles) in the same store call (`backoff`), exactly as the
      * peer's store; elsewhere refusals are counted apart and the key blocked (refused below)
      */
     this.backsOff = exponentialBackoff || continueExceeding
@@ -85,6 +86,42 @@ class Exceeding {
   }
 }
 
+/**
+ * A request of `door` counted as @fastify/rate-limit's store counts it under
+ * `exponentialBackoff` (`continueExceeding`): every request charged on the door's key, and
+ * one that takes the count `n` over the limit ends the window windowMs * 2^(n-1) (windowMs)
+ * from now, in the same store call (core/window.rs, Op::Backoff). `o.exceeded` is n, read
+ * from the wait under backoff (the window's length is windowMs times a power of two, exact in
+ * whole ms below the 10-year cap), from the count when a ban needs it under continueExceeding;
+ * `o.banned` past `ban` of them.
+ */
+async function backoff(door, limiter, key, windows, at) {
+  const e = door.config.exceeding
+  const w = windows[0]
+  const d = await limiter._take(1, e.continueExceeding ? OP.continue : OP.backoff, true)
+  w.remaining = d.remaining
+  w.resetMs = d.allowed ? d.resetAfterMs : d.retryAfterMs
+  const refund = door.refundOf(limiter, 1, d, at)
+  const o = door.outcome(key, 1, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)
+  if (d.allowed) return o
+  // refused for want of Redis (whenDown 'deny'): no count to go by, never a ban (a 503)
+  o.exceeded = 0
+  o.banned = false
+  if (d.degraded) return o
+  if (!e.continueExceeding) {
+    o.exceeded = Math.max(1, Math.round(Math.log2(d.retryAfterMs / w.windowMs)) + 1)
+  } else if (e.ban >= 0) {
+    // a restarted window's wait says nothing of the count: read it when a ban needs it
+    const r = await limiter._countAt(MAX_LIMIT, OP.peek)
+    o.exceeded = r.allowed ? Math.max(1, MAX_LIMIT - r.remaining - w.limit) : 1
+  } else {
+    return o
+  }
+  o.banned = e.ban >= 0 && o.exceeded > e.ban
+  w.used = w.limit + o.exceeded
+  return o
+}
+
 /** Blocks a door key's limiter (every window of it) for `ms`. */
 function block(config, limiter, ms) {
   if (typeof limiter.block === 'function') return limiter.block(ms)
@@ -92,4 +129,4 @@ function block(config, limiter, ms) {
   return Promise.all((members ? members(limiter) : [limiter]).map((m) => m.block(ms)))
 }
 
-module.exports = { Exceeding }
+module.exports = { Exceeding, backoff }
