@@ -80,6 +80,8 @@ describe('package', () => {
       'sluice/metrics:2:true:none',
       'sluice/dashboard:2:true:none',
       'sluice/fetch:2:true:none',
+      'sluice/hono:1:true:none',
+      'sluice/koa:1:true:none',
     ])
   })
 

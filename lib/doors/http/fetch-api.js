@@ -154,4 +154,4 @@ function fetchLimiter(options, { clientAddress, defaults = {} } = {}) {
   return limited
 }
 
-module.exports = { fetchLimiter, fetchAccess, FetchReply, rateLimitOf }
+module.exports = { fetchLimiter, fetchAccess, FetchReply, rateLimitOf, refusal }
