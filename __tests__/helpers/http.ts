@@ -1,15 +1,24 @@
-// Real servers on loopback for the HTTP doors: Express 5, Express 4 and Fastify 5 apps with
-// one limited route set, and a raw HTTP client that keeps the response headers as sent.
+// Real servers on loopback for the HTTP doors: Express 5, Express 4, Fastify 5, Hono 4 (on
+// @hono/node-server), Koa 3 and Koa 2 apps with one limited route set, and a raw HTTP client
+// that keeps the response headers as sent.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import express5 from 'express'
 import express4 from 'express4'
+import { Hono } from 'hono'
+import { serve as serveHono } from '@hono/node-server'
+import Koa3 from 'koa'
+import Koa2 from 'koa2'
 import { rateLimit } from '../../lib/entries/express.js'
 import sluiceFastify from '../../lib/entries/fastify.js'
+import { rateLimiter as honoLimiter } from '../../lib/entries/hono.js'
+import { rateLimit as koaLimit } from '../../lib/entries/koa.js'
 
 export const FRAMEWORKS = ['express5', 'express4', 'fastify'] as const
-export type Framework = (typeof FRAMEWORKS)[number]
+/** The doors of issue 40, served by the same helper (not in FRAMEWORKS: their own tests name them). */
+export const MORE_FRAMEWORKS = ['hono', 'koa', 'koa2'] as const
+export type Framework = (typeof FRAMEWORKS)[number] | (typeof MORE_FRAMEWORKS)[number]
 
 export interface Served {
   url: string
@@ -43,6 +52,8 @@ export async function serve(framework: Framework, options: any, routes?: (app: a
     const { port } = app.server.address() as AddressInfo
     return { url: `http://127.0.0.1:${port}`, close: () => app.close() }
   }
+  if (framework === 'hono') return serveHonoApp(options, routes)
+  if (framework === 'koa' || framework === 'koa2') return serveKoa(framework === 'koa' ? Koa3 : Koa2, options, routes)
   const express: any = framework === 'express4' ? express4 : express5
   const app = express()
   const middleware = rateLimit(options)
@@ -64,6 +75,60 @@ export async function serve(framework: Framework, options: any, routes?: (app: a
         server.close(() => resolve())
       }),
   }
+}
+
+/** Closes a Node server, its keep-alive connections too. */
+const closeServer = (server: http.Server) =>
+  new Promise<void>((resolve) => {
+    server.closeAllConnections()
+    server.close(() => resolve())
+  })
+
+/** A Hono app: GET / answers `{ rateLimit }` (c.get), /fail 500, /throw throws (onError: 500 with the code). */
+async function serveHonoApp(options: any, routes?: (app: any) => void): Promise<Served> {
+  const app = new Hono()
+  app.onError((err: any, c) => c.json({ code: err.code, message: err.message }, 500))
+  if (routes) routes(app)
+  const middleware = honoLimiter(options)
+  app.use(middleware)
+  app.get('/', (c) => c.json({ rateLimit: (c as any).get('rateLimit') }))
+  app.get('/fail', (c) => c.text('failed', 500))
+  app.get('/throw', () => {
+    throw new Error('handler failed')
+  })
+  const server = serveHono({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as http.Server
+  await new Promise((resolve) => server.once('listening', resolve))
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}`, middleware, close: () => closeServer(server) }
+}
+
+/** A Koa app: GET / answers `{ rateLimit }` (ctx.state), /fail 500; errors answer 500 with the code (or their status). */
+async function serveKoa(Koa: any, options: any, routes?: (app: any) => void): Promise<Served> {
+  const app = new Koa()
+  app.silent = true
+  app.use(async (ctx: any, next: any) => {
+    try {
+      await next()
+    } catch (err: any) {
+      ctx.status = err.status ?? 500
+      ctx.set(err.headers ?? {})
+      ctx.body = err.status ? err.message : { code: err.code, message: err.message }
+    }
+  })
+  if (routes) routes(app)
+  const middleware = koaLimit(options)
+  app.use(middleware)
+  app.use((ctx: any) => {
+    if (ctx.path === '/fail') {
+      ctx.status = 500
+      ctx.body = 'failed'
+    } else ctx.body = { rateLimit: ctx.state.rateLimit }
+  })
+  const server: http.Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s))
+  })
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}`, middleware, close: () => closeServer(server) }
 }
 
 export interface Reply {
