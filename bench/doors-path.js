@@ -1,6 +1,7 @@
 'use strict'
-// The HTTP doors' decision path without HTTP: the sluice/express middleware and the
-// sluice/fastify hook called with minimal request and response objects on a MemoryStore, one
+// The HTTP doors' decision path without HTTP: the sluice/express middleware, the sluice/fastify
+// hook and (in a tree that has them) the sluice/hono and sluice/koa middlewares called with
+// minimal request and response objects (a Hono context, a Koa context) on a MemoryStore, one
 // request at a time, every request admitted (limit 1e9), the key from a header (one of 10,000
 // clients at random). Measures the process's CPU per request (process.cpuUsage), so that a
 // change of the door's code can be compared before and after on a shared, noisy machine where
@@ -9,7 +10,9 @@
 //   BENCH_DOORS_ALGORITHM=fixed: the doors' algorithm (default: the tree's own default)
 //   BENCH_DOORS_REFUSED=1: a limit of 1, so after the warm-up every request is refused (the
 //   refusal path: headers, the 429 answer, and the count of a refusal where the door keeps one)
-// Prints one JSON line: { express: ns per request, fastify: ns per request }.
+//   BENCH_DOORS_REAL_RESPONSE=1: Hono's response a real Response (its Headers written by the door:
+//   undici's Headers.set is the framework's cost), not a stand-in as Express's and Koa's are
+// Prints one JSON line: { express, fastify, hono, koa: ns per request (null: not in the tree) }.
 const path = require('node:path')
 
 const root = path.resolve(process.argv[2] || path.join(__dirname, '..'))
@@ -116,9 +119,83 @@ async function fastify() {
   return ((used.user + used.system) * 1000) / N
 }
 
+/** `one(client)` timed over N requests after 20,000 of warm-up: CPU ns per request. */
+async function timed(one) {
+  for (let i = 0; i < 20_000; i++) await one(next())
+  const start = process.cpuUsage()
+  for (let i = 0; i < N; i++) await one(next())
+  const used = process.cpuUsage(start)
+  return ((used.user + used.system) * 1000) / N
+}
+
+const hasEntry = (name) => require('node:fs').existsSync(path.join(root, 'lib', 'entries', `${name}.js`))
+
+async function hono() {
+  if (!hasEntry('hono')) return null
+  const store = new MemoryStore()
+  const { rateLimiter } = inTree('lib/entries/hono.js', 'lib/entries/hono.js')
+  const mw = rateLimiter({
+    store,
+    limit: LIMIT,
+    windowMs: 60_000,
+    standardHeaders: 'draft-7',
+    legacyHeaders: false,
+    keyGenerator: (c) => c.req.header('x-client'),
+    ...algorithm,
+  })
+  // the handler's response, as Hono holds it (c.res): the door writes its headers into it
+  const res =
+    process.env.BENCH_DOORS_REAL_RESPONSE === '1'
+      ? new Response('ok')
+      : { status: 200, headers: { set() {}, append() {} } }
+  const context = (client) => ({
+    env: undefined,
+    req: { header: () => client, raw: null },
+    res,
+    set() {},
+  })
+  const ns = await timed((client) => mw(context(client), async () => {}))
+  await store.close()
+  return ns
+}
+
+async function koa() {
+  if (!hasEntry('koa')) return null
+  const store = new MemoryStore()
+  const { rateLimit: koaLimit } = inTree('lib/entries/koa.js', 'lib/entries/koa.js')
+  const mw = koaLimit({
+    store,
+    limit: LIMIT,
+    windowMs: 60_000,
+    standardHeaders: 'draft-7',
+    legacyHeaders: false,
+    id: (ctx) => ctx.client,
+    ...algorithm,
+  })
+  const res = { once() {}, statusCode: 200 }
+  const context = (client) => ({
+    client,
+    ip: '127.0.0.1',
+    state: {},
+    res,
+    set() {},
+    append() {},
+    get: () => client,
+    response: { get() {} },
+    status: 200,
+    body: null,
+  })
+  const ns = await timed((client) => mw(context(client), async () => {}))
+  await store.close()
+  return ns
+}
+
 ;(async () => {
   const e = await express()
   const f = await fastify()
+  const h = await hono()
+  const k = await koa()
+  const round = (x) => (x === null ? null : Math.round(x))
   console.log(
     JSON.stringify({
       root,
@@ -126,6 +203,8 @@ async function fastify() {
       refused: REFUSED,
       express: Math.round(e),
       fastify: Math.round(f),
+      hono: round(h),
+      koa: round(k),
     }),
   )
 })().catch((err) => {
