@@ -74,13 +74,13 @@ describe('package', () => {
       console.log(out.join(' '))`
     expect(node(['--input-type=module', '-e', program]).split(' ')).toEqual([
       'sluice:20:true:module',
-      'sluice/express:7:true:rateLimit',
+      'sluice/express:8:true:rateLimit',
       'sluice/fastify:4:true:module',
       'sluice/bullmq:5:true:none',
       'sluice/metrics:2:true:none',
       'sluice/dashboard:2:true:none',
       'sluice/fetch:2:true:none',
-      'sluice/hono:1:true:none',
+      'sluice/hono:2:true:none',
       'sluice/koa:1:true:none',
     ])
   })

@@ -9,6 +9,7 @@ export type {
   RateLimitRequestHandler,
   Logger,
   EnabledValidations,
+  ClientRateLimitInfo,
 } from './express.js'
-export { rateLimit, ipKeyGenerator, MemoryStore, SECOND, MINUTE, HOUR, DAY } from './express.js'
+export { rateLimit, ipKeyGenerator, MemoryStore, SluiceStore, SECOND, MINUTE, HOUR, DAY } from './express.js'
 export default rateLimit

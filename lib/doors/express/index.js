@@ -241,5 +241,8 @@ const MINUTE = 60 * SECOND
 const HOUR = 60 * MINUTE
 const DAY = 24 * HOUR
 
-module.exports = { rateLimit, ipKeyGenerator: ipKey, MemoryStore, SECOND, MINUTE, HOUR, DAY }
+// a sluice store behind express-rate-limit's own middleware (its `store` option)
+const { SluiceStore } = require('../http/peer-store')
+
+module.exports = { rateLimit, ipKeyGenerator: ipKey, MemoryStore, SluiceStore, SECOND, MINUTE, HOUR, DAY }
 module.exports.default = rateLimit

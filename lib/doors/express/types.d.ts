@@ -5,7 +5,7 @@ import type { RequestHandler, Request, Response, NextFunction } from 'express'
 import type { DoorOptions, RateLimitInfo } from '../http/types.js'
 
 export type { DoorLimiter, RateLimitInfo } from '../http/types.js'
-export { ipKeyGenerator } from '../http/types.js'
+export { ipKeyGenerator, SluiceStore, type ClientRateLimitInfo } from '../http/types.js'
 /** sluice's MemoryStore (express-rate-limit exports its own): a `store` for one process. */
 export { MemoryStore } from '../../entries/types/store.js'
 /** @deprecated express-rate-limit's time constants, ms. */

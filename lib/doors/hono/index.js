@@ -88,4 +88,7 @@ function rateLimiter(options) {
   return middleware
 }
 
-module.exports = { rateLimiter }
+// a sluice store behind hono-rate-limiter's own middleware (its `store` option)
+const { SluiceStore } = require('../http/peer-store')
+
+module.exports = { rateLimiter, SluiceStore }

@@ -4,7 +4,7 @@ import type { Context, MiddlewareHandler } from 'hono'
 import type { DoorOptions, RateLimitInfo } from '../http/types.js'
 
 export type { DoorLimiter, RateLimitInfo } from '../http/types.js'
-export { ipKeyGenerator } from '../http/types.js'
+export { SluiceStore, type ClientRateLimitInfo } from '../http/types.js'
 
 /** A reply the door builds its answer in; callbacks receive it as their second argument. */
 export interface HonoReply {

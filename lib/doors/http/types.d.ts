@@ -140,3 +140,28 @@ export declare function ipKeyGenerator(ip: string, ipv6Subnet?: number | false):
  * client as that IPv4 address.
  */
 export declare function normalizeIP(ip: string, ipv6Subnet?: number): string
+
+/** What SluiceStore answers for a client: its hits in the window, and when the window ends. */
+export interface ClientRateLimitInfo {
+  totalHits: number
+  resetTime: Date | undefined
+}
+
+/**
+ * A sluice store behind the peers' own middleware: express-rate-limit's `store` option and
+ * hono-rate-limiter's (the same `Store` interface). Each `increment` is one atomic store call,
+ * counted by every process of the fleet (Redis, a cluster), with the store's whenDown and TTLs.
+ */
+export declare class SluiceStore {
+  /** `prefix` names this limiter's counters (default 'erl'): one per limiter sharing a store. */
+  constructor(options: { store: Store; prefix?: string })
+  readonly prefix: string
+  /** false: a key counted here is counted in every process. */
+  readonly localKeys: false
+  /** The peer's options: `windowMs`, each client's window (opened at its first request). */
+  init(options: { windowMs: number }): void
+  increment(key: string): Promise<ClientRateLimitInfo>
+  decrement(key: string): Promise<void>
+  get(key: string): Promise<ClientRateLimitInfo | undefined>
+  resetKey(key: string): Promise<void>
+}

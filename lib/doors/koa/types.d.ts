@@ -4,7 +4,6 @@ import type { Middleware, ParameterizedContext } from 'koa'
 import type { DoorOptions, RateLimitInfo } from '../http/types.js'
 
 export type { DoorLimiter, RateLimitInfo } from '../http/types.js'
-export { ipKeyGenerator } from '../http/types.js'
 
 type Ctx = ParameterizedContext
 
