@@ -82,6 +82,7 @@ describe('package', () => {
       'sluice/fetch:2:true:none',
       'sluice/hono:2:true:none',
       'sluice/koa:1:true:none',
+      'sluice/ws:2:true:none',
     ])
   })
 

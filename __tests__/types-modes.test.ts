@@ -42,7 +42,7 @@ const CELLS = VERSIONS.flatMap((version) =>
 )
 /** What each mode resolves the subpaths to: the `require` side (.d.ts) or, under bundler, the `import` side. */
 const ENTRY_FILES: Record<string, string[]> = {
-  cjs: ['index', 'express', 'fastify', 'fetch', 'metrics', 'dashboard', 'bullmq', 'hono', 'koa'].map(
+  cjs: ['index', 'express', 'fastify', 'fetch', 'metrics', 'dashboard', 'bullmq', 'hono', 'koa', 'ws'].map(
     (e) => `${e}.d.ts`,
   ),
   esm: ['express.d.mts', 'fastify.d.mts'],
@@ -60,6 +60,7 @@ const MODE_FILES: Record<string, string[]> = {
     'bullmq.d.ts',
     'hono.d.ts',
     'koa.d.ts',
+    'ws.d.ts',
     ...ENTRY_FILES.esm,
   ],
 }

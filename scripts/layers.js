@@ -4,7 +4,7 @@
 // of a file under lib/ points at its own layer or one below it, never up.
 //
 //   lib/entries/   the package entries (package.json `exports`, `main`, `types` point here only)
-//   lib/doors/     a folder per door (express, fastify, hono, koa, fetch, bullmq, dashboard, metrics) beside
+//   lib/doors/     a folder per door (express, fastify, hono, koa, ws, fetch, bullmq, dashboard, metrics) beside
 //                  the machinery they share (http/, inspect.js); a door imports its own folder and
 //                  the shared machinery, not another door
 //   lib/classes/   the public classes
