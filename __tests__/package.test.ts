@@ -74,7 +74,7 @@ describe('package', () => {
       console.log(out.join(' '))`
     expect(node(['--input-type=module', '-e', program]).split(' ')).toEqual([
       'sluice:20:true:module',
-      'sluice/express:8:true:rateLimit',
+      'sluice/express:9:true:rateLimit',
       'sluice/fastify:4:true:module',
       'sluice/bullmq:5:true:none',
       'sluice/metrics:2:true:none',

@@ -24,12 +24,34 @@ const DETAILS = Object.freeze(['node-down', 'topology-change', 'outage'])
  * in `detail`: 'node-down' (one cluster node lost: only its keys' calls fail), 'topology-change'
  * (the cluster moved a slot under the call) or 'outage' (the store as a whole).
  */
+/** The brand of a sluice error made as another built-in error (SluiceTypeError). */
+const BRAND = Symbol.for('sluice.error')
+
 class SluiceError extends Error {
   constructor(code, message, options) {
     super(message, options)
     this.name = 'SluiceError'
     this.code = code
     if (options && DETAILS.includes(options.detail)) this.detail = options.detail
+  }
+
+  /** `instanceof SluiceError` holds for a SluiceTypeError too (its class line is TypeError's). */
+  static [Symbol.hasInstance](value) {
+    if (this === SluiceError && value !== null && typeof value === 'object' && value[BRAND] === true) return true
+    return Function.prototype[Symbol.hasInstance].call(this, value)
+  }
+}
+
+/**
+ * A SluiceError that is also a TypeError, where a peer's contract throws one (express-rate-limit's
+ * invalid `logger`): `instanceof TypeError` and `instanceof SluiceError`, with its `code`.
+ */
+class SluiceTypeError extends TypeError {
+  constructor(code, message) {
+    super(message)
+    this.name = 'SluiceError'
+    this.code = code
+    Object.defineProperty(this, BRAND, { value: true })
   }
 }
 
@@ -195,6 +217,7 @@ module.exports = {
   CODES,
   DETAILS,
   SluiceError,
+  SluiceTypeError,
   OverLimitError,
   fromNative,
   isNativeError,

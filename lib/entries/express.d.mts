@@ -11,5 +11,15 @@ export type {
   EnabledValidations,
   ClientRateLimitInfo,
 } from './express.js'
-export { rateLimit, ipKeyGenerator, MemoryStore, SluiceStore, SECOND, MINUTE, HOUR, DAY } from './express.js'
+export {
+  rateLimit,
+  ipKeyGenerator,
+  MemoryStore,
+  SluiceStore,
+  ConsoleLogger,
+  SECOND,
+  MINUTE,
+  HOUR,
+  DAY,
+} from './express.js'
 export default rateLimit

@@ -11,7 +11,7 @@ const { Door, DOOR } = require('../http/door')
 const { doorConfig, COMMON_OPTIONS } = require('../http/options')
 const { ipKey } = require('../http/key')
 const { onNodeEnd } = require('../http/node-http')
-const { validations } = require('./validations')
+const { validations, consoleLogger } = require('./validations')
 
 const DEFAULTS = { limit: 5, windowMs: 60_000, message: 'Too many requests, please try again later.' }
 const DRAFTS = [false, true, 'draft-6', 'draft-7', 'draft-8', 'draft-10']
@@ -244,5 +244,16 @@ const DAY = 24 * HOUR
 // a sluice store behind express-rate-limit's own middleware (its `store` option)
 const { SluiceStore } = require('../http/peer-store')
 
-module.exports = { rateLimit, ipKeyGenerator: ipKey, MemoryStore, SluiceStore, SECOND, MINUTE, HOUR, DAY }
+// express-rate-limit's ConsoleLogger: warn and error to the console, the message first
+module.exports = {
+  rateLimit,
+  ipKeyGenerator: ipKey,
+  MemoryStore,
+  SluiceStore,
+  ConsoleLogger: consoleLogger,
+  SECOND,
+  MINUTE,
+  HOUR,
+  DAY,
+}
 module.exports.default = rateLimit

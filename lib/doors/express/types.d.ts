@@ -14,6 +14,9 @@ export declare const MINUTE: number
 export declare const HOUR: number
 export declare const DAY: number
 
+/** express-rate-limit's ConsoleLogger: `warn(error, message?)` and `error(error, message?)` to the console, the message first. */
+export declare const ConsoleLogger: Logger
+
 /** express-rate-limit's logger: where `validate`'s findings go (default: the console). */
 export interface Logger {
   warn(...args: unknown[]): void

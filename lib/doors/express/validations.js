@@ -8,7 +8,7 @@
 // (https://express-rate-limit.github.io/<code>/).
 
 const { isIP } = require('node:net')
-const { invalidConfig, suggestion } = require('../../base/errors')
+const { invalidConfig, suggestion, SluiceTypeError } = require('../../base/errors')
 
 /** A misconfiguration found by a check (logged with logger.error). */
 class ValidationError extends Error {
@@ -184,7 +184,8 @@ function validations(validate = true, logger = consoleLogger) {
     typeof logger.error !== 'function' ||
     typeof logger.warn !== 'function'
   ) {
-    throw invalidConfig('logger must be an object with warn and error functions')
+    // a TypeError, as the peer throws (options-test: 'should not allow an invalid logger'), and a SluiceError
+    throw new SluiceTypeError('ERR_INVALID_CONFIG', 'logger must be an object with warn and error functions')
   }
   let enabled
   if (typeof validate === 'boolean') enabled = { default: validate }
@@ -211,4 +212,4 @@ function validations(validate = true, logger = consoleLogger) {
   return { run, logger, enabled: (name) => enabled[name] ?? enabled.default }
 }
 
-module.exports = { validations, ValidationError, ChangeWarning }
+module.exports = { validations, ValidationError, ChangeWarning, consoleLogger }

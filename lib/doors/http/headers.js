@@ -109,12 +109,14 @@ const DRAFTS = { 'draft-6': draft6, 'draft-7': draft7, 'draft-8': draft8, 'draft
 /**
  * The headers of outcome `o` under a door's `legacyHeaders` and `standardHeaders` (false or a
  * draft name), as [name, value, append]. `Retry-After` on every refusal, unless `form` (the
- * legacy headers' other form, @fastify/rate-limit's) turns it off.
+ * legacy headers' other form, @fastify/rate-limit's) turns it off, or (express-rate-limit's
+ * form) every header is: with neither legacy nor standard headers, none at all, as there.
  */
 function headers(o, legacyHeaders, standardHeaders, form = null) {
   const out = legacyHeaders ? legacy(o, form) : []
   if (standardHeaders) out.push(...DRAFTS[standardHeaders](o))
-  if (!o.allowed && (form === null || form.retryAfter)) out.push(...retryAfter(o))
+  const retry = form === null ? legacyHeaders || Boolean(standardHeaders) : form.retryAfter
+  if (!o.allowed && retry) out.push(...retryAfter(o))
   return out
 }
 

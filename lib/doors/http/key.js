@@ -152,20 +152,16 @@ function ipv6Text(groups) {
 }
 
 /**
- * The IPv4 address an IPv6 address stands for, or null: IPv4-mapped (`::ffff:0:0/96`, by its
- * bits, whichever notation), IPv4-compatible written as such (`::1.2.3.4`: the notation tells
- * it from `::1`, which shares its range), NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052)
- * and SIIT's IPv4-translated form (`::ffff:0:0:0/96`, RFC 2765), whose clients are IPv4 hosts:
- * each is keyed as its own IPv4 address, never as one shared IPv6 network.
+ * The IPv4 address an IPv6 address stands for, or null, as the peers read it: IPv4-mapped
+ * (`::ffff:0:0/96`, by its bits, whichever notation) and, with `compatible` (express-rate-limit),
+ * IPv4-compatible written as such (`::1.2.3.4`: the notation tells it from `::1`, which shares its
+ * range). Any other address that ends in a dotted quad (`2001:db8::1.2.3.4`, NAT64's
+ * `64:ff9b::1.2.3.4`) is an IPv6 address, keyed by its network: its last bits are the client's own.
  */
-function embeddedIPv4(ip, groups) {
+function embeddedIPv4(ip, groups, compatible) {
   const [a, b, c, d, e, f] = groups
-  const zero4 = c === 0 && d === 0
-  const v4 =
-    (a === 0 && b === 0 && zero4 && e === 0 && f === 0xffff) || // mapped
-    (a === 0 && b === 0 && zero4 && e === 0xffff && f === 0) || // translated
-    (a === 0x64 && b === 0xff9b && zero4 && e === 0 && f === 0) || // NAT64
-    (a === 0 && b === 0 && zero4 && e === 0 && f === 0 && ip.includes('.')) // compatible, as written
+  const zero = a === 0 && b === 0 && c === 0 && d === 0 && e === 0
+  const v4 = (zero && f === 0xffff) || (compatible && zero && f === 0 && ip.includes('.'))
   if (!v4) return null
   return `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`
 }
@@ -181,8 +177,8 @@ function masked(groups, subnet) {
 /**
  * express-rate-limit's `ipKeyGenerator(ip, ipv6Subnet = 56)`: an IPv4 address as it is; an
  * IPv6 one as its /`subnet` network in CIDR form (`2001:db8:1234:5600::/56`: one customer
- * usually holds a whole /56 or /64), or unchanged with `subnet` false; an IPv6 address that
- * stands for an IPv4 client (embeddedIPv4) as that IPv4 address.
+ * usually holds a whole /56 or /64), or unchanged with `subnet` false; an IPv4-mapped or
+ * IPv4-compatible address (embeddedIPv4) as that IPv4 address.
  */
 function ipKey(ip, subnet = 56) {
   if (typeof ip !== 'string' || ip.length === 0) {
@@ -190,7 +186,7 @@ function ipKey(ip, subnet = 56) {
   }
   if (!net.isIPv6(ip)) return ip
   const groups = ipv6Groups(ip)
-  const v4 = embeddedIPv4(ip, groups)
+  const v4 = embeddedIPv4(ip, groups, true)
   if (v4 !== null) return v4
   if (subnet === false) return ip
   return `${ipv6Text(masked(groups, subnet))}/${subnet}`
@@ -199,8 +195,8 @@ function ipKey(ip, subnet = 56) {
 /**
  * @fastify/rate-limit's `normalizeIP(ip, ipv6Subnet = 64)`: an IPv4 address in lower case;
  * an IPv6 one as the first address of its /`subnet` network, without the length
- * (`2001:db8:1234:56ff::`), or whole at 128 (RFC 5952 text); an IPv6 address that stands for
- * an IPv4 client (embeddedIPv4) as that IPv4 address.
+ * (`2001:db8:1234:56ff::`), or whole at 128 (RFC 5952 text); an IPv4-mapped address as that IPv4
+ * address (embeddedIPv4; the peer keys `::1.2.3.4` as an IPv6 address).
  */
 function normalizeIP(ip, subnet = 64) {
   if (typeof ip !== 'string' || ip.length === 0) {
@@ -208,7 +204,7 @@ function normalizeIP(ip, subnet = 64) {
   }
   if (!net.isIPv6(ip)) return ip.toLowerCase()
   const groups = ipv6Groups(ip)
-  const v4 = embeddedIPv4(ip, groups)
+  const v4 = embeddedIPv4(ip, groups, false)
   if (v4 !== null) return v4
   return ipv6Text(subnet < 128 ? masked(groups, subnet) : groups)
 }

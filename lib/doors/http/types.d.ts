@@ -129,8 +129,9 @@ export interface DoorOptions<Req, Res> {
 
 /**
  * express-rate-limit's default key: an IPv4 address as it is; an IPv6 one as its /subnet network
- * in CIDR form (default 56), or unchanged with false; an IPv6 address standing for an IPv4 client
- * (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, ::ffff:0:a.b.c.d) as that IPv4 address.
+ * in CIDR form (default 56), or unchanged with false; an IPv4-mapped (`::ffff:1.2.3.4`, any
+ * notation) or IPv4-compatible (`::1.2.3.4`) address as that IPv4 address; any other IPv6
+ * address by its network, even one that ends in a dotted quad (express-rate-limit 8.6's).
  */
 export declare function ipKeyGenerator(ip: string, ipv6Subnet?: number | false): string
 
