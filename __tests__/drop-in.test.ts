@@ -4,6 +4,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { MemoryStore, SluiceError } from '../lib/entries/index.js'
 import { ConsoleLogger, ipKeyGenerator, rateLimit } from '../lib/entries/express.js'
+import Fastify from 'fastify'
+import sluiceFastify from '../lib/entries/fastify.js'
 import { get, serve, type Served } from './helpers/http.js'
 
 describe('issue-40-drop-in express-rate-limit 8.6.2', () => {
@@ -69,5 +71,54 @@ describe('issue-40-drop-in express-rate-limit 8.6.2', () => {
     expect(ipKeyGenerator('::ffff:102:304')).toBe('1.2.3.4')
     expect(ipKeyGenerator('::1.2.3.4', 16)).toBe('1.2.3.4')
     expect(ipKeyGenerator('::1')).toBe('::/56')
+  })
+})
+
+describe('issue-40-drop-in @fastify/rate-limit 11.2.0', () => {
+  it.each(['function', 'async function'])(
+    'global-rate-limit.test.js: a %s allowList gets the request and the key as keyGenerator gave it (a number)',
+    async (form) => {
+      const store = new MemoryStore()
+      const fastify = Fastify()
+      const seen: unknown[] = []
+      const allowList =
+        form === 'function'
+          ? (req: any, key: unknown) => (seen.push(key), req.headers['x-my-header'] !== undefined)
+          : async (req: any, key: unknown) => (seen.push(key), req.headers['x-my-header'] !== undefined)
+      await fastify.register(sluiceFastify as any, {
+        store,
+        max: 2,
+        timeWindow: '2s',
+        keyGenerator: () => 42,
+        allowList,
+      })
+      fastify.get('/', async () => 'hello!')
+      const codes = []
+      for (let i = 0; i < 3; i++)
+        codes.push((await fastify.inject({ url: '/', headers: { 'x-my-header': 'FOO BAR' } })).statusCode)
+      for (let i = 0; i < 3; i++) codes.push((await fastify.inject('/')).statusCode)
+      expect(codes).toEqual([200, 200, 200, 200, 200, 429])
+      expect(new Set(seen)).toEqual(new Set([42]))
+      await fastify.close()
+      await store.close()
+    },
+  )
+
+  it("group-rate-limit.test.js and route-rate-limit.test.js: a groupId that is not a string, a route's rateLimit that is not an object", async () => {
+    const store = new MemoryStore()
+    const fastify = Fastify()
+    await fastify.register(sluiceFastify as any, { store, max: 2, timeWindow: 1000 })
+    expect(() =>
+      fastify.get(
+        '/group',
+        { config: { rateLimit: { max: 2, timeWindow: 1000, groupId: 123 } } } as any,
+        async () => 'x',
+      ),
+    ).toThrow('groupId must be a string')
+    expect(() => fastify.get('/bad', { config: { rateLimit: () => {} } } as any, async () => 'x')).toThrow(
+      'Unknown value for route rate-limit configuration',
+    )
+    await fastify.close()
+    await store.close()
   })
 })

@@ -217,9 +217,11 @@ class Door {
     let key = known
     if (key === null) {
       if (c.skip && (await c.skip(req, res))) return null
-      key = this.keyOf(req, res)
-      if (typeof key !== 'string') key = await key
-      if (c.allowList !== null && (await this.allowListed(req, key))) return null
+      let raw = this.rawKeyOf(req, res)
+      if (raw !== null && typeof raw === 'object' && typeof raw.then === 'function') raw = await raw
+      key = checkedKey(raw)
+      // allowList sees the key as keyGenerator gave it (a number stays one, as in the peer)
+      if (c.allowList !== null && (await this.allowListed(req, raw))) return null
     }
     const rule = ruleOf(this, key)
     if (rule !== undefined && rule.access === 'allow') return null // let through, nothing charged
@@ -311,10 +313,15 @@ class Door {
    * or a promise of one when the key is computed asynchronously).
    */
   keyOf(req, res) {
-    const c = this.config
-    const raw = c.keyGenerator ? c.keyGenerator(req, res) : c.defaultKey(req, res)
+    const raw = this.rawKeyOf(req, res)
     if (raw !== null && typeof raw === 'object' && typeof raw.then === 'function') return raw.then(checkedKey)
     return checkedKey(raw)
+  }
+
+  /** @internal the key of a request as keyGenerator (or the default key) answers it, unchecked */
+  rawKeyOf(req, res) {
+    const c = this.config
+    return c.keyGenerator ? c.keyGenerator(req, res) : c.defaultKey(req, res)
   }
 
   /** Whether `allowList` (@fastify/rate-limit's: keys, or `(req, key)`) exempts the request. */
