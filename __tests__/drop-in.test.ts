@@ -121,4 +121,26 @@ describe('issue-40-drop-in @fastify/rate-limit 11.2.0', () => {
     await fastify.close()
     await store.close()
   })
+
+  it("exponential-backoff.test.js 'MAx safe Exponential Backoff': a window of 285,421 years is clamped (10 years), never an error", async () => {
+    const store = new MemoryStore()
+    const fastify = Fastify()
+    await fastify.register(sluiceFastify as any, { store, max: 2, timeWindow: 500, exponentialBackoff: true })
+    fastify.get('/b', { config: { rateLimit: { max: 2, timeWindow: '285421 years' } } } as any, async () => 'ok')
+    const codes = []
+    let last: any
+    for (let i = 0; i < 4; i++) {
+      last = await fastify.inject('/b')
+      codes.push(last.statusCode)
+    }
+    expect(codes).toEqual([200, 200, 429, 429])
+    expect(last.headers['x-ratelimit-limit']).toBe('2')
+    expect(JSON.parse(last.payload)).toEqual({
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: expect.stringMatching(/^Rate limit exceeded, retry in \d+ years$/),
+    })
+    await fastify.close()
+    await store.close()
+  })
 })

@@ -14,7 +14,7 @@ const { Exceeding } = require('../http/exceeding')
 const { normalizeIP, ipKey, checkedKey } = require('../http/key')
 const { retryAfterS } = require('../http/headers')
 const { onNodeEnd } = require('../http/node-http')
-const { MAX_LIMIT } = require('../../store/bounds')
+const { MAX_LIMIT, MAX_INTERVAL_MS } = require('../../store/bounds')
 const { invalidConfig, suggestion } = require('../../base/errors')
 
 const DEFAULT_MAX = 1000
@@ -191,7 +191,9 @@ function canonical(options, where) {
     if (typeof tw === 'function') ms = (req, _reply, key) => tw(req, key)
     else if (Number.isFinite(tw) && tw >= 0) ms = Math.max(1, Math.trunc(tw))
     else if (typeof tw === 'string') ms = durationMs(tw) ?? DEFAULT_WINDOW_MS
-    rest.windowMs = typeof ms === 'number' && ms < 1 ? DEFAULT_WINDOW_MS : ms
+    // a window past the longest a store keeps (10 years) is that long, as the peer clamps its
+    // backoff at MAX_SAFE_INTEGER ('MAx safe Exponential Backoff': never an error at setup)
+    rest.windowMs = typeof ms === 'number' ? (ms < 1 ? DEFAULT_WINDOW_MS : Math.min(ms, MAX_INTERVAL_MS)) : ms
   }
   // the peer's message for a groupId that is not a string (group-rate-limit.test.js); an empty one is ours
   if (peer.groupId !== undefined && typeof peer.groupId !== 'string') throw invalidConfig('groupId must be a string')
