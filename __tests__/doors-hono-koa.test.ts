@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock, RedisStore, type Store } from '../lib/entries/index.js'
 import { rateLimiter } from '../lib/entries/hono.js'
 import { rateLimit as koaRateLimit } from '../lib/entries/koa.js'
-import { STORE_KINDS, makeStore, makeStores } from './helpers/stores.js'
+import { REDIS_KINDS, STORE_KINDS, makeStore, makeStores } from './helpers/stores.js'
 import { MORE_FRAMEWORKS, get, limitHeaders, serve, type Served } from './helpers/http.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 
@@ -202,7 +202,7 @@ describe('issue-40-koa-ratelimit-names', () => {
   )
 })
 
-describe.each(['redis', 'cluster'] as const)('issue-40-hono-koa-processes on %s', (kind) => {
+describe.each(REDIS_KINDS)('issue-40-hono-koa-processes on %s', (kind) => {
   it('a Hono, a Koa 3 and a Koa 2 process on one door: 5 admitted of 30, exactly', async () => {
     const stores = await makeStores(kind, 3, new ManualClock(T0))
     const apps: Served[] = []
@@ -227,9 +227,10 @@ describe.each(['redis', 'cluster'] as const)('issue-40-hono-koa-processes on %s'
       for (const s of stores) await s.close()
     }
   })
+})
 
+describe('issue-40-hono-koa-whendown (a private standalone server, stopped)', () => {
   it("whenDown: 'allow' lets through degraded, 'deny' answers 503", async () => {
-    if (kind === 'cluster') return
     const port = await freePort()
     const server = await startRedis(port)
     const stores: RedisStore[] = []

@@ -10,7 +10,7 @@ import { Server as IoServer } from 'socket.io'
 import { io as ioClient } from 'socket.io-client'
 import { ManualClock, type Store } from '../lib/entries/index.js'
 import { limitEvents, limitMessages } from '../lib/entries/ws.js'
-import { STORE_KINDS, makeStore, makeStores } from './helpers/stores.js'
+import { REDIS_KINDS, STORE_KINDS, makeStore, makeStores } from './helpers/stores.js'
 
 const T0 = 1_800_000_000_000
 
@@ -190,7 +190,7 @@ describe.each(STORE_KINDS.filter((k) => k !== 'cluster'))('issue-40-ws on %s', (
   })
 })
 
-describe.each(['redis', 'cluster'] as const)('issue-40-ws-processes on %s', (kind) => {
+describe.each(REDIS_KINDS)('issue-40-ws-processes on %s', (kind) => {
   it('two processes, one key: 6 messages of a user over both servers in a window of 6', async () => {
     const stores: Store[] = await makeStores(kind, 2, new ManualClock(T0))
     const servers = await Promise.all(

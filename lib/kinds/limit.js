@@ -194,20 +194,27 @@ function fromDecision(w, d) {
   return w
 }
 
-/** A door's several windows, one all-or-nothing store call: each window as the store answered it. */
-async function checkGroup(door, limiters, key, weight, windows, at) {
-  const g = await limiters.check(weight)
+/**
+ * The outcome of a door's windows as group call `g` answered them (each window's remaining and
+ * reset); `refundOf()` makes what gives an admitted charge back, when the door refunds.
+ */
+function groupOutcome(door, g, key, weight, windows, at, refundOf) {
   let retryAfterMs = 0
   g.decisions.forEach((d, i) => {
     fromDecision(windows[i], d)
     if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
   })
-  let refund = null
-  if (g.allowed && weight > 0 && door.config.refunds) {
-    const atE = door.elapsedAt(at)
-    refund = () => limiters.refund(weight, g.decisions, atE)
-  }
+  const refund = g.allowed && weight > 0 && door.config.refunds ? refundOf() : null
   return door.outcome(key, weight, windows, g.allowed, g.degraded, retryAfterMs, refund, at)
+}
+
+/** A door's several windows, one all-or-nothing store call: each window as the store answered it. */
+async function checkGroup(door, limiters, key, weight, windows, at) {
+  const g = await limiters.check(weight)
+  return groupOutcome(door, g, key, weight, windows, at, () => {
+    const atE = door.elapsedAt(at)
+    return () => limiters.refund(weight, g.decisions, atE)
+  })
 }
 
 /**
@@ -220,19 +227,11 @@ async function checkTallied(door, limiter, key, weight, windows, at, tallied) {
   const members = several ? limiter.members : [limiter]
   const call = new LimitGroupCall(members, weight, several ? group : 0, true, tallied)
   const g = await members[0]._store._call(groupKind, call)
-  let retryAfterMs = 0
-  g.decisions.forEach((d, i) => {
-    fromDecision(windows[i], d)
-    if (!d.allowed) retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs)
+  const o = groupOutcome(door, g, key, weight, windows, at, () => {
+    if (!several) return door.refundOf(limiter, weight, g.decisions[0], at)
+    const atE = door.elapsedAt(at)
+    return () => limiter.refund(weight, g.decisions, atE)
   })
-  let refund = null
-  if (g.allowed && weight > 0 && door.config.refunds) {
-    if (several) {
-      const atE = door.elapsedAt(at)
-      refund = () => limiter.refund(weight, g.decisions, atE)
-    } else refund = door.refundOf(limiter, weight, g.decisions[0], at)
-  }
-  const o = door.outcome(key, weight, windows, g.allowed, g.degraded, retryAfterMs, refund, at)
   o.refusals = g.refusals
   return o
 }

@@ -1,7 +1,7 @@
 // The types of sluice/hono (lib/doors/hono/index.js): the middleware, its options and the
 // context variable. lib/entries/hono.d.ts re-exports them for `require` and `import`.
 import type { Context, MiddlewareHandler } from 'hono'
-import type { DoorOptions, RateLimitInfo } from '../http/types.js'
+import type { DoorKeys, DoorOptions, RateLimitInfo } from '../http/types.js'
 
 export type { DoorLimiter, RateLimitInfo } from '../http/types.js'
 export { SluiceStore, type ClientRateLimitInfo } from '../http/types.js'
@@ -19,12 +19,8 @@ export interface Options extends DoorOptions<Context, HonoReply> {
   handler?: (c: Context) => unknown | Promise<unknown>
 }
 
-export interface RateLimiterMiddleware extends MiddlewareHandler {
-  /** Forgets what was counted for `key`, in every process. */
-  resetKey(key: string): Promise<void>
-  /** What is counted for `key` (one window of fixed, window or leaky), or undefined when nothing is. */
-  getKey(key: string): Promise<{ totalHits: number; resetTime: Date | undefined } | undefined>
-}
+/** The middleware, and its clients' counters (`resetKey`, `getKey`). */
+export interface RateLimiterMiddleware extends MiddlewareHandler, DoorKeys {}
 
 /**
  * Hono 4 middleware: one store decision per request, headers on the response, `c.get('rateLimit')`,

@@ -166,3 +166,11 @@ export declare class SluiceStore {
   get(key: string): Promise<ClientRateLimitInfo | undefined>
   resetKey(key: string): Promise<void>
 }
+
+/** What a door's middleware answers of one client's counters, in every process. */
+export interface DoorKeys {
+  /** Forgets what was counted for `key`. */
+  resetKey(key: string): Promise<void>
+  /** What is counted for `key` (one window of fixed, window or leaky), or undefined when nothing is. */
+  getKey(key: string): Promise<{ totalHits: number; resetTime: Date | undefined } | undefined>
+}

@@ -1,7 +1,7 @@
 // The types of sluice/koa (lib/doors/koa/index.js): the middleware, its options (with
 // koa-ratelimit's names) and ctx.state.rateLimit. lib/entries/koa.d.ts re-exports them.
 import type { Middleware, ParameterizedContext } from 'koa'
-import type { DoorOptions, RateLimitInfo } from '../http/types.js'
+import type { DoorKeys, DoorOptions, RateLimitInfo } from '../http/types.js'
 
 export type { DoorLimiter, RateLimitInfo } from '../http/types.js'
 
@@ -27,12 +27,8 @@ export interface Options extends Omit<DoorOptions<Ctx, Ctx>, 'store'> {
   throw?: boolean
 }
 
-export interface RateLimitMiddleware extends Middleware {
-  /** Forgets what was counted for `key`, in every process. */
-  resetKey(key: string): Promise<void>
-  /** What is counted for `key` (one window of fixed, window or leaky), or undefined when nothing is. */
-  getKey(key: string): Promise<{ totalHits: number; resetTime: Date | undefined } | undefined>
-}
+/** The middleware, and its clients' counters (`resetKey`, `getKey`). */
+export interface RateLimitMiddleware extends Middleware, DoorKeys {}
 
 /**
  * Koa 2 and 3 middleware: one store decision per request, headers, `ctx.state.rateLimit`, 429
