@@ -45,11 +45,6 @@ function messageDoor(o) {
   return { door, key: o.key, onLimit }
 }
 
-/** What a refused message's `onLimit` function receives: the door's info of the refusal. */
-function limitInfo(door, o) {
-  return door.info(o)
-}
-
 /**
  * `wss.on('connection', limitMessages({ store, limit: 20, windowMs: 1000 }))` (or call the
  * function it returns with `(socket, req)` in your own connection handler, before adding
@@ -79,7 +74,7 @@ function limitMessages(o) {
           closed = true
           queue.length = 0
           socket.close(POLICY_VIOLATION, 'rate limit exceeded')
-        } else if (onLimit !== 'drop') onLimit(socket, limitInfo(door, m.o))
+        } else if (onLimit !== 'drop') onLimit(socket, door.info(m.o))
       }
     }
     socket.emit = function (event, ...args) {
@@ -121,7 +116,7 @@ function limitEvents(o) {
         (d) => {
           if (d === null || d.allowed) return next()
           if (onLimit === 'close') socket.disconnect(true)
-          else if (onLimit !== 'drop') onLimit(socket, limitInfo(door, d))
+          else if (onLimit !== 'drop') onLimit(socket, door.info(d))
         },
         (err) => next(err),
       )
