@@ -90,7 +90,13 @@ function writeBlocks() {
       const source = join(OUT, fileName(b, 'mts'))
       writeFileSync(source, b.code)
       const js = ts.transpileModule(b.code, {
-        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+        // NestJS's decorators are TypeScript's (experimentalDecorators), with their metadata
+        compilerOptions: {
+          module: ts.ModuleKind.ESNext,
+          target: ts.ScriptTarget.ES2022,
+          experimentalDecorators: true,
+          emitDecoratorMetadata: true,
+        },
       }).outputText
       const run = join(OUT, fileName(b, 'run.mjs'))
       writeFileSync(run, js)
@@ -115,6 +121,8 @@ function typeErrors(): Map<string, string[]> {
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
     strict: true,
     noEmit: true,
+    experimentalDecorators: true,
+    emitDecoratorMetadata: true,
     // the package's own declarations are checked without it by tsconfig.json; the frameworks'
     // declarations are not what these examples test, and cost most of the time
     skipLibCheck: true,

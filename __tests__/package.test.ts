@@ -81,6 +81,7 @@ describe('package', () => {
       'sluice/dashboard:2:true:none',
       'sluice/fetch:2:true:none',
       'sluice/hono:2:true:none',
+      'sluice/nestjs:8:true:none',
       'sluice/koa:1:true:none',
       'sluice/ws:2:true:none',
     ])

@@ -4,7 +4,7 @@
 // the last of 5 (5.9) and on the newest (7, the native compiler). The fixture (one program that
 // imports every entry in ES syntax, one that requires each, and the nodenext fixtures) is in
 // __tests__/fixtures/types-modes/, one tsconfig per mode. The frameworks' types (express,
-// fastify, bullmq, prom-client, undici, hono, koa, node) are linked from this checkout's node_modules (its
+// fastify, bullmq, prom-client, undici, hono, koa, @nestjs/common, node) are linked from this checkout's node_modules (its
 // devDependencies); the compilers come from the npm registry once and are kept under the
 // system's temporary folder, as install.test.ts keeps its Node binaries.
 import { spawn, spawnSync } from 'node:child_process'
@@ -42,7 +42,7 @@ const CELLS = VERSIONS.flatMap((version) =>
 )
 /** What each mode resolves the subpaths to: the `require` side (.d.ts) or, under bundler, the `import` side. */
 const ENTRY_FILES: Record<string, string[]> = {
-  cjs: ['index', 'express', 'fastify', 'fetch', 'metrics', 'dashboard', 'bullmq', 'hono', 'koa', 'ws'].map(
+  cjs: ['index', 'express', 'fastify', 'fetch', 'metrics', 'dashboard', 'bullmq', 'hono', 'koa', 'ws', 'nestjs'].map(
     (e) => `${e}.d.ts`,
   ),
   esm: ['express.d.mts', 'fastify.d.mts'],
@@ -61,11 +61,12 @@ const MODE_FILES: Record<string, string[]> = {
     'hono.d.ts',
     'koa.d.ts',
     'ws.d.ts',
+    'nestjs.d.ts',
     ...ENTRY_FILES.esm,
   ],
 }
 /** The types the fixture needs besides sluice's: this checkout's devDependencies. */
-const LINKED = ['@types/node', '@types/express', 'fastify', 'bullmq', 'prom-client', 'undici', 'hono']
+const LINKED = ['@types/node', '@types/express', 'fastify', 'bullmq', 'prom-client', 'undici', 'hono', '@nestjs/common']
 /**
  * Installed into the project from npm's cache (the versions of this checkout) rather than linked:
  * linked, @types/koa would resolve `content-disposition` from this checkout's node_modules, where
@@ -172,6 +173,8 @@ describe('issue-38-types-modes', () => {
     copyFileSync(join(modes, 'require.ts'), join(modes, 'require.cts'))
     copyFileSync(join(modes, 'hono.ts'), join(modes, 'hono.cts'))
     copyFileSync(join(modes, 'hono.ts'), join(modes, 'hono.mts'))
+    copyFileSync(join(modes, 'nestjs.ts'), join(modes, 'nestjs.cts'))
+    copyFileSync(join(modes, 'nestjs.ts'), join(modes, 'nestjs.mts'))
     // the oldest compiler: each mode's program without what needs a newer one (NEWER_ONLY)
     for (const mode of MODES) {
       const config = JSON.parse(readFileSync(join(modes, `tsconfig.${mode}.json`), 'utf8'))

@@ -24,6 +24,12 @@
 --           after a take, a backoff count or a group, on a key of its own): charged
 --           unconditionally (as -1) when that call (any member of that group) was refused,
 --           else a peek (an HTTP door's `ban` counting refusals in the decision's own call).
+--           -10: throttle (window only; weight = a block's duration, µs, >= 0; a cost of 1):
+--           @nestjs/throttler's storage, mirroring core/limit/mod.rs `throttle`: counted while
+--           not blocked; the call that takes the count over the limit blocks the key for the
+--           duration (refused); while blocked, refused and not counted (retry = the block's
+--           end, reset = the window's); after a block, a new window counting 1. A zero block:
+--           that call counts 1 in the window in place, admitted.
 -- Returns   flat array, 4 integers per call: allowed (0/1), remaining, retry_after_us,
 --           reset_after_us; or 0, -2, 0, 0 when the call's key holds a value of another type
 --           (another writer uses our key prefix): that call is not applied (a reset does not
@@ -185,7 +191,7 @@ local function blocked(key, kind, a, b, u, weight, limit, interval, max_wait, pt
 end
 
 -- One call (the usual batch).
-if nargs == 6 then
+if nargs == 6 and argv[6] ~= '-10' then
   local code = argv[2]
   local kind
   if code == '4' then kind = 0 elseif code == '5' then kind = 1 elseif code == '6' then kind = 2 end
@@ -228,6 +234,34 @@ end
 -- wrong[k]: the key holds another type (its calls are answered 0, -2, 0, 0 and not applied).
 local sA, sB, sU, loaded, dirty, ttl, wrong = {}, {}, {}, {}, {}, {}, {}
 
+-- A throttle on key index k (its state in sA, sB, sU, changed there), blocking for `block`
+-- µs: its four answers. Mirrors core/limit/mod.rs `throttle`.
+local function throttle(k, block, limit, interval)
+  local a, b, u = sA[k], sB[k], sU[k]
+  local start, used = now, 0
+  -- the window in place: a block that ended ends its window too (the count starts over)
+  if a ~= nil and now < a + interval and (u == nil or u > now) then start, used = a, b end
+  local finish = start + interval
+  local reset_after = finish - now
+  reset_after = reset_after + (-reset_after) % 1
+  if u and u > now then
+    local left = u - now
+    return 0, 0, left + (-left) % 1, reset_after
+  end
+  local px = (finish - now) / 1000
+  px = px + (-px) % 1 + margin
+  if px < 1 then px = 1 elseif px > 315360000000 then px = 315360000000 end
+  if used + 1 <= limit or block <= 0 then
+    local after = 1
+    if used + 1 <= limit then after = used + 1 end
+    sA[k], sB[k], sU[k], dirty[k], ttl[k] = start, after, nil, true, px
+    return 1, limit - after, 0, reset_after
+  end
+  local untl = now + block
+  sA[k], sB[k], sU[k], dirty[k], ttl[k] = start, used + 1, untl, true, block_px(untl, px)
+  return 0, 0, block + (-block) % 1, reset_after
+end
+
 -- One call on key index k (its state in sA, sB, sU, changed there): its four answers.
 local function decide(k, kind, weight, limit, interval, max_wait)
   local key = KEYS[k]
@@ -248,6 +282,7 @@ local function decide(k, kind, weight, limit, interval, max_wait)
     end
   end
   if wrong[k] then return 0, -2, 0, 0 end
+  if max_wait == -10 then return throttle(k, weight, limit, interval) end
   if max_wait == -2 then
     sA[k], sB[k], sU[k], dirty[k] = nil, nil, nil, true
     return 1, limit, 0, 0
@@ -274,7 +309,8 @@ local function decide(k, kind, weight, limit, interval, max_wait)
   local allowed, remaining, retry, reset_after, na, nb, px =
     step(kind, sA[k], sB[k], weight, limit, interval, max_wait, now, margin)
   if px then
-    if sU[k] and sU[k] > now then px = block_px(sU[k], px) end
+    -- a block that ended is dropped with the write (as the model saves a state without it)
+    if sU[k] and sU[k] > now then px = block_px(sU[k], px) else sU[k] = nil end
     sA[k], sB[k], dirty[k], ttl[k] = na, nb, true, px
   end
   return allowed, remaining, retry, reset_after

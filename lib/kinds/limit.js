@@ -13,10 +13,15 @@ const { storeKey } = require('../store/keys')
 
 const { bucket, window, leaky, adjust, reset, peek, block, group, member, backoff, tally } = OPS.limit
 const cont = OPS.limit.continue
+const { throttle } = OPS.limit
 /** The algorithms (the owner's `_kind`); points is leaky with other names. */
 const ALGORITHM = { bucket, window, leaky, points: leaky }
-/** Operations other than a take, in the `maxWaitUs` field (backoff: a window's, see core/window.rs). */
-const OP = { adjust, reset, peek, block, backoff, continue: cont }
+/**
+ * Operations other than a take, in the `maxWaitUs` field (backoff: a window's, see
+ * core/window.rs; throttle: a window's, @nestjs/throttler's count and block, the block's µs as
+ * the weight, see core/limit/mod.rs).
+ */
+const OP = { adjust, reset, peek, block, backoff, continue: cont, throttle }
 /** Numbers per call in a batch. */
 const WIDTH = 5
 /** A decision's fields (offsets in its result) and its width, as Rust names them. */
@@ -438,8 +443,11 @@ const limit = {
     if (maxWaitUs === OP.reset || maxWaitUs === OP.block) throw policy.error
     let out
     if (maxWaitUs === OP.adjust) out = entry(1, max, 0, 0)
-    else if (policy.mode === 'allow') out = entry(1, maxWaitUs === OP.peek ? max : Math.max(0, max - weight), 0, 0)
-    else out = entry(0, 0, policy.retryUs, policy.retryUs)
+    else if (policy.mode === 'allow') {
+      // a throttle's weight is its block's duration: it counts one
+      const taken = maxWaitUs === OP.peek ? 0 : maxWaitUs === OP.throttle ? 1 : weight
+      out = entry(1, Math.max(0, max - taken), 0, 0)
+    } else out = entry(0, 0, policy.retryUs, policy.retryUs)
     return decide(c, out, 0, true)
   },
   group: groupKind,

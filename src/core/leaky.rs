@@ -31,7 +31,7 @@ pub fn step(state: Option<State>, p: &Params, weight: f64, op: Op, now_us: f64) 
       (allowed, wait_us, if allowed { tat + weight * per_unit_us } else { tat })
     }
     // reset and block never reach here (see `limit::step`)
-    Op::Peek | Op::Reset | Op::Block { .. } => {
+    Op::Peek | Op::Reset | Op::Block { .. } | Op::Throttle { .. } => {
       let wait_us = tat + weight * per_unit_us - now_us - p.interval_us;
       (wait_us <= 0.0, wait_us, tat)
     }

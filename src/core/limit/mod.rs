@@ -71,6 +71,14 @@ pub enum Op {
   /// a fresh key gets a state every algorithm reads as empty. Refused, remaining 0, retry and
   /// reset after the block's end. Decided by [`step`]; never reaches an algorithm's step.
   Block { us: f64 },
+  /// Window only, weight 1 (@nestjs/throttler's storage contract): counts the call while the
+  /// key is not blocked; the call that takes the count over the limit blocks the key for
+  /// `block_us` (refused, the count kept); calls while blocked are refused and not counted
+  /// (retry after = the block's end, reset after = the window's); the first call after a block
+  /// starts over (a new window, counting 1). A zero `block_us` blocks for no time: that call
+  /// starts over at once (counting 1 in the window in place), as the peer's storage does.
+  /// Decided by [`step`] ([`throttle`]); never reaches an algorithm's step.
+  Throttle { block_us: f64 },
 }
 
 /// Stored state: two numbers whose meaning depends on the kind.
@@ -152,6 +160,7 @@ pub fn step(kind: Kind, state: Option<State>, params: &Params, weight: f64, op: 
       let decision = Decision { allowed: false, remaining: 0.0, retry_after_us: left, reset_after_us: left };
       return Outcome { decision, save: Save::AtLeast(blocked, ttl_ms(left)) };
     }
+    Op::Throttle { block_us } => return throttle(state, params, block_us, now_us),
     _ => {}
   }
   let until = state.map_or(0.0, |s| s.blocked_until_us);
@@ -182,6 +191,34 @@ fn block(state: Option<State>, duration_us: f64, now_us: f64) -> (State, f64) {
   let s = state.unwrap_or(State { a: -1.0, b: 0.0, blocked_until_us: 0.0 });
   let until = s.blocked_until_us.max(now_us + duration_us);
   (State { blocked_until_us: until, ..s }, until)
+}
+
+/// [`Op::Throttle`] on a window's state (see there). Mirrored by `lua/limit.lua` (`throttle`).
+fn throttle(state: Option<State>, p: &Params, block_us: f64, now_us: f64) -> Outcome {
+  let until = state.map_or(0.0, |s| s.blocked_until_us);
+  // the window in place: a block that ended ends its window too (the count starts over)
+  let (start_us, used) = match state {
+    Some(s) if now_us < s.a + p.interval_us && (until <= 0.0 || until > now_us) => (s.a, s.b),
+    _ => (now_us, 0.0),
+  };
+  let end_us = start_us + p.interval_us;
+  let reset_after_us = (end_us - now_us).ceil();
+  if until > now_us {
+    let left = (until - now_us).ceil();
+    let decision = Decision { allowed: false, remaining: 0.0, retry_after_us: left, reset_after_us };
+    return Outcome { decision, save: Save::Keep };
+  }
+  let ttl = ttl_ms(end_us - now_us);
+  let counted = |b: f64| State { a: start_us, b, blocked_until_us: 0.0 };
+  if used + 1.0 <= p.limit || block_us <= 0.0 {
+    let after = if used + 1.0 <= p.limit { used + 1.0 } else { 1.0 };
+    let decision = Decision { allowed: true, remaining: p.limit - after, retry_after_us: 0.0, reset_after_us };
+    return Outcome { decision, save: Save::Set(counted(after), ttl) };
+  }
+  let blocked = State { blocked_until_us: now_us + block_us, ..counted(used + 1.0) };
+  let left = block_us.ceil();
+  let decision = Decision { allowed: false, remaining: 0.0, retry_after_us: left, reset_after_us };
+  Outcome { decision, save: Save::Set(blocked, ttl.max(ttl_ms(block_us))) }
 }
 
 fn kind_step(kind: Kind, state: Option<State>, params: &Params, weight: f64, op: Op, now_us: f64) -> Outcome {
@@ -215,7 +252,7 @@ pub(crate) fn counter_step(
       (allowed, if allowed { used + weight } else { used })
     }
     // reset and block never reach here (see `step`)
-    Op::Peek | Op::Reset | Op::Block { .. } => (used + weight <= p.limit, used),
+    Op::Peek | Op::Reset | Op::Block { .. } | Op::Throttle { .. } => (used + weight <= p.limit, used),
     // Backoff is the window's (core::window); on a calendar bucket the store refuses it
     Op::Adjust | Op::Backoff { .. } => (true, (used + weight).max(0.0)),
   };

@@ -204,7 +204,87 @@ prop_compose! {
   }
 }
 
+/// @nestjs/throttler's storage contract: counted while not blocked; the call over the limit
+/// blocks for the block's duration; refused and not counted while blocked; a new window after.
+#[test]
+fn throttle_counts_blocks_and_starts_over() {
+  let p = Params { limit: 2.0, interval_us: 10.0 * S };
+  let t = |block_s: f64| Op::Throttle { block_us: block_s * S };
+  let mut state = None;
+  let mut at = |now: f64, op: Op| call(Kind::Window, &mut state, &p, 1.0, op, now);
+  let first = at(0.0, t(30.0));
+  assert_eq!((first.allowed, first.remaining, first.reset_after_us), (true, 1.0, 10.0 * S));
+  assert!(at(S, t(30.0)).allowed);
+  let over = at(2.0 * S, t(30.0));
+  assert_eq!(
+    (over.allowed, over.retry_after_us, over.reset_after_us),
+    (false, 30.0 * S, 8.0 * S),
+    "blocked from the call over"
+  );
+  let during = at(15.0 * S, t(30.0));
+  // the window ended at 10 s: its reset reads a fresh one; the block is what is left of it
+  assert_eq!((during.allowed, during.retry_after_us, during.reset_after_us), (false, 17.0 * S, 10.0 * S));
+  assert!(!at(32.0 * S - 1.0, t(30.0)).allowed, "blocked until its end");
+  let after = at(32.0 * S, t(30.0));
+  assert_eq!((after.allowed, after.remaining, after.reset_after_us), (true, 1.0, 10.0 * S), "a new window counting 1");
+  assert!(at(33.0 * S, t(30.0)).allowed);
+  assert!(!at(34.0 * S, t(30.0)).allowed);
+}
+
+#[test]
+fn throttle_with_a_block_shorter_than_the_window_starts_the_count_over() {
+  let p = Params { limit: 1.0, interval_us: 60.0 * S };
+  let op = Op::Throttle { block_us: 5.0 * S };
+  let d = run(
+    Kind::Window,
+    p,
+    &[(0.0, 1.0, op), (S, 1.0, op), (6.0 * S - 1.0, 1.0, op), (6.0 * S, 1.0, op), (7.0 * S, 1.0, op)],
+  );
+  assert_eq!(allowed(&d), [true, false, false, true, false]);
+  assert_eq!(d[3].reset_after_us, 60.0 * S, "the block's end opened a new window");
+  assert_eq!(d[4].retry_after_us, 5.0 * S);
+}
+
+#[test]
+fn throttle_without_a_block_starts_over_at_once() {
+  // the peer's storage with blockDuration 0: the call over the limit counts 1 again
+  let p = Params { limit: 2.0, interval_us: 10.0 * S };
+  let op = Op::Throttle { block_us: 0.0 };
+  let d = run(Kind::Window, p, &[(0.0, 1.0, op), (1.0, 1.0, op), (2.0, 1.0, op), (3.0, 1.0, op)]);
+  assert_eq!(allowed(&d), [true, true, true, true]);
+  assert_eq!(d.iter().map(|d| d.remaining).collect::<Vec<_>>(), [1.0, 0.0, 1.0, 0.0]);
+  assert_eq!(d[2].reset_after_us, 10.0 * S - 2.0, "in the window in place");
+}
+
 proptest! {
+  /// A throttle admits at most `limit` per window it opens, and nothing while blocked.
+  #[test]
+  fn throttle_admits_at_most_the_limit_and_nothing_while_blocked(
+    limit in 1u32..6,
+    interval in 1u32..50,
+    block in 0u32..80,
+    gaps in prop::collection::vec(0u32..20, 1..300),
+  ) {
+    let p = Params { limit: limit as f64, interval_us: interval as f64 * 1000.0 };
+    let op = Op::Throttle { block_us: block as f64 * 1000.0 };
+    let mut state: Option<State> = None;
+    let (mut now, mut blocked_until) = (1e12, 0.0);
+    for gap in gaps {
+      now += gap as f64 * 500.0;
+      let before = state;
+      let d = call(Kind::Window, &mut state, &p, 1.0, op, now);
+      if now < blocked_until { prop_assert!(!d.allowed, "admitted while blocked"); }
+      if !d.allowed && before.is_none_or(|s| s.blocked_until_us <= now) {
+        blocked_until = now + block as f64 * 1000.0;
+        prop_assert_eq!(d.retry_after_us, block as f64 * 1000.0);
+      }
+      if let Some(s) = state {
+        prop_assert!(s.b <= p.limit + 1.0, "counted {} of {}", s.b, p.limit);
+        if d.allowed { prop_assert!(s.b <= p.limit); }
+      }
+    }
+  }
+
   /// Admitted weight over any span of length d never exceeds what the kind allows:
   /// 2·limit for the fixed windows (two adjacent intervals), limit + limit·d/interval for
   /// leaky.

@@ -9,7 +9,8 @@
 //! unconditional charge (weight may be negative), [`RESET`] to delete the key, [`BLOCK`] to
 //! admit nobody for `weight` µs, [`GROUP`] then [`MEMBER`]s for an all-or-nothing take,
 //! [`BACKOFF`] / [`CONTINUE`] (a window's) to count every call and double (restart) the window
-//! past the limit, [`TALLY`] (a window's, right after a call) to count that call's refusal.
+//! past the limit, [`TALLY`] (a window's, right after a call) to count that call's refusal,
+//! [`THROTTLE`] (a window's: @nestjs/throttler's count and block, the block's µs as weight).
 //! Results: [`LIMIT_RESULT_FIELDS`] numbers per entry: `allowed (0/1), remaining,
 //! retry_after_us, reset_after_us`; `remaining` is [`WRONG_TYPE`](super::WRONG_TYPE) when the
 //! key holds a value of another type (Redis).
@@ -75,6 +76,9 @@ pub const CONTINUE: f64 = -8.0;
 /// `max_wait_us` code of a tally of the refusal of the call (group) just before it (a window's:
 /// charged when that call was refused, else peeked).
 pub const TALLY: f64 = -9.0;
+/// `max_wait_us` code of a throttle (a window's, @nestjs/throttler's storage: see
+/// `limit::Op::Throttle`; the weight field holds the block's duration, µs, ≥ 0).
+pub const THROTTLE: f64 = -10.0;
 /// Most members of a group (they go in one script call).
 pub const MAX_GROUP: usize = 64;
 
@@ -234,6 +238,14 @@ pub fn decode_entry(f: &[f64]) -> Result<(limit::Kind, Params, f64, Action)> {
     }
     let op = Op::Backoff { doubling: max_wait_us == BACKOFF };
     return Ok((kind, Params { limit, interval_us }, weight, Action::Step(op)));
+  } else if max_wait_us == THROTTLE {
+    if kind != limit::Kind::Window {
+      return Err(Error::argument("malformed limiter call: a throttle is a window's"));
+    }
+    if !integer_in(weight, 0.0, MAX_INTERVAL_US) {
+      return Err(Error::argument(format!("a throttle's block must last whole µs in [0, 10 years], got {weight}")));
+    }
+    return Ok((kind, Params { limit, interval_us }, weight, Action::Step(Op::Throttle { block_us: weight })));
   } else if max_wait_us == GROUP || max_wait_us == MEMBER {
     Action::Group { opens: max_wait_us == GROUP }
   } else if max_wait_us == TALLY {
@@ -278,6 +290,7 @@ impl Kind for Limit {
     ("backoff", BACKOFF),
     ("continue", CONTINUE),
     ("tally", TALLY),
+    ("throttle", THROTTLE),
   ];
   const RESULTS: &'static [(&'static str, &'static [&'static str])] =
     &[("entry", &["allowed", "remaining", "retry_after_us", "reset_after_us"])];
@@ -394,6 +407,7 @@ impl RedisStore {
         Action::Step(Op::Peek) => PEEK,
         Action::Step(Op::Backoff { doubling: true }) => BACKOFF,
         Action::Step(Op::Backoff { doubling: false }) => CONTINUE,
+        Action::Step(Op::Throttle { .. }) => THROTTLE,
         Action::Step(Op::Take { max_wait_us }) => max_wait_us,
         Action::Group { opens: true } => GROUP,
         Action::Group { opens: false } => MEMBER,

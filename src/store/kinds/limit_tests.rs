@@ -25,7 +25,12 @@ fn rejects_bad_numbers_and_shapes() {
     [0.0, 1.0, 2.5, 1e6, 0.0],
     [0.0, 1.0, 5.0, 0.0, 0.0],
     [0.0, 1.0, 5.0, f64::NAN, 0.0],
-    [0.0, 1.0, 5.0, 1e6, -10.0], // -5 to -9: GROUP, MEMBER, BACKOFF, CONTINUE, TALLY
+    [0.0, 1.0, 5.0, 1e6, -11.0], // -5 to -10: GROUP, MEMBER, BACKOFF, CONTINUE, TALLY, THROTTLE
+    [0.0, 1.0, 5.0, 1e6, THROTTLE], // a bucket's
+    [2.0, 1.0, 5.0, 1e6, THROTTLE], // a leaky bucket's
+    [1.0, -1.0, 5.0, 1e6, THROTTLE], // a negative block
+    [1.0, 1.5, 5.0, 1e6, THROTTLE], // not whole µs
+    [1.0, 1e16, 5.0, 1e6, THROTTLE], // past 10 years
     [0.0, 1.0, 5.0, 1e6, TALLY], // a bucket's
     [0.0, 1.0, 5.0, 1e6, BACKOFF], // a bucket's
     [2.0, 1.0, 5.0, 1e6, BACKOFF], // a leaky bucket's
@@ -118,4 +123,12 @@ fn a_tally_counts_the_refusals_of_the_call_before_it() {
   let refused = group(t + 1.0);
   assert!(!refused[0].allowed && refused[1].allowed);
   assert_eq!(1e9 - refused[2].remaining, 1.0);
+}
+
+#[test]
+fn a_throttle_is_a_windows_with_its_block_as_weight() {
+  let b = LimitBatch::decode("1:a", &[WINDOW, 5e6, 3.0, 1e6, THROTTLE]).unwrap();
+  assert_eq!(b.entries[0].action, Action::Step(Op::Throttle { block_us: 5e6 }));
+  let zero = LimitBatch::decode("1:a", &[WINDOW, 0.0, 3.0, 1e6, THROTTLE]).unwrap();
+  assert_eq!(zero.entries[0].action, Action::Step(Op::Throttle { block_us: 0.0 }));
 }

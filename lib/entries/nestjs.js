@@ -1,0 +1,3 @@
+'use strict'
+// The package entry sluice/nestjs (CJS): the door, lib/doors/nestjs/.
+module.exports = require('../doors/nestjs')
