@@ -195,6 +195,19 @@ describe('issue-40-koa-ratelimit-names', () => {
       await get(`${thrown.url}/`)
       const t = await get(`${thrown.url}/`)
       expect([t.status, t.header('retry-after'), t.header('x-ratelimit-remaining')]).toEqual([429, '10', '0'])
+      // an object errorMessage thrown: the error's properties (http-errors'), as koa-ratelimit's
+      const props = await serve(door, {
+        store,
+        max: 1,
+        duration: 10_000,
+        identifier: 'thrown-object',
+        throw: true,
+        errorMessage: { expose: true, message: 'slow down' },
+      })
+      open.push(props)
+      await get(`${props.url}/`)
+      const p = await get(`${props.url}/`)
+      expect([p.status, p.body, p.header('retry-after')]).toEqual([429, 'slow down', '10'])
       expect(() => koaRateLimit({ store, max: 1, limit: 2 } as any)).toThrow(
         expect.objectContaining({ code: 'ERR_INVALID_CONFIG' }),
       )

@@ -149,6 +149,66 @@ describe.each(STORE_KINDS.filter((k) => k !== 'cluster'))('issue-40-ws on %s', (
     a.ws.close()
   })
 
+  it('a callback that throws fails its message or connection only: a warning, never an unhandled rejection', async () => {
+    const clock = new ManualClock(T0)
+    const s = await makeStore(kind, { clock })
+    open.push(s)
+    const warnings: string[] = []
+    const onWarning = (w: any) => w.code === 'SLUICE_CALLBACK_THREW' && warnings.push(w.message)
+    process.on('warning', onWarning)
+    try {
+      const server = await wsServer(
+        limitMessages({
+          store: s,
+          limit: 2,
+          windowMs: 1000,
+          key: (_socket, req) => {
+            if (req.headers['x-bad']) throw new Error('no user')
+            return req.headers['x-user'] ?? 'anon'
+          },
+          onLimit: () => {
+            throw new Error('app bug')
+          },
+        }),
+      )
+      open.push(server)
+      const bad = await client(server.url, { 'x-bad': '1' })
+      expect(await bad.closed).toBe(1011)
+      const a = await client(server.url)
+      await sendAll(a.ws, ['1', '2', '3', '4'])
+      await until(() => warnings.length === 3)
+      clock.advance(1000)
+      await sendAll(a.ws, ['5'])
+      await until(() => server.received.some((r) => r.includes('5')))
+      expect(server.received.find((r) => r.length > 0)).toEqual(['1', '2', '5'])
+      expect(warnings).toEqual([
+        'sluice/ws: key(socket, req) threw: no user',
+        'sluice/ws: onLimit threw: app bug',
+        'sluice/ws: onLimit threw: app bug',
+      ])
+      a.ws.close()
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
+  it('keys of any bytes are data: each its own count', async () => {
+    const s = await store()
+    // the key is the connection's path, decoded: any characters, a long one hashed
+    const key = (_socket: any, req: any) => decodeURIComponent(String(req.url).slice(1))
+    const server = await wsServer(limitMessages({ store: s, limit: 1, windowMs: 60_000, key, onLimit: 'drop' }))
+    open.push(server)
+    const users = ['a_b', 'a', 'b', '}{', '%7B', '', 'k'.repeat(3000), 'é€😀', 'a\u0000b']
+    for (const [i, user] of users.entries()) {
+      const c = await client(`${server.url}/${encodeURIComponent(user)}`)
+      await sendAll(c.ws, ['first', 'second'])
+      await until(() => server.received[i]?.length === 1)
+      c.ws.close()
+    }
+    await new Promise((r) => setTimeout(r, 100))
+    expect(server.received).toEqual(users.map(() => ['first']))
+  })
+
   it('bad options are ERR_INVALID_CONFIG at setup', async () => {
     const s = await store()
     for (const bad of [

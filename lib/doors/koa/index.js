@@ -41,7 +41,14 @@ function access(throws) {
       if (throws) (ctx[THROWN_HEADERS] ??= {})[name] = ctx.response.get(name)
     },
     refuse: (ctx, status, body) => {
-      if (throws) ctx.throw(status, typeof body === 'string' ? body : undefined, { headers: ctx[THROWN_HEADERS] })
+      if (throws) {
+        // as koa-ratelimit's ctx.throw(429, errorMessage): a string is the message, an object
+        // the error's properties (http-errors'), the door's headers kept either way
+        const headers = ctx[THROWN_HEADERS]
+        if (typeof body === 'string') ctx.throw(status, body, { headers })
+        if (body !== null && typeof body === 'object' && !Array.isArray(body)) ctx.throw(status, { ...body, headers })
+        ctx.throw(status, { headers })
+      }
       ctx.status = status
       ctx.body = body === undefined || body === null ? '' : body
     },

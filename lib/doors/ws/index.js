@@ -26,6 +26,8 @@ const DOOR_OPTIONS = ['store', 'limit', 'windowMs', 'limits', 'algorithm', 'iden
 const POLICY_VIOLATION = 1008
 /** Close code of a socket whose decision failed (a store failure): internal error. */
 const INTERNAL_ERROR = 1011
+/** The warning of a callback of the app that threw (`key`, `onLimit`). */
+const CALLBACK_WARNING = 'SLUICE_CALLBACK_THREW'
 
 /** The door of message limits `o`; `{ door, key, onLimit }`. */
 function messageDoor(o) {
@@ -45,6 +47,39 @@ function messageDoor(o) {
   return { door, key: o.key, onLimit }
 }
 
+/** What a callback of the app threw: a process warning (never an unhandled rejection), with its cause. */
+function warn(what, err) {
+  const warning = new Error(`sluice/ws: ${what} threw: ${err instanceof Error ? err.message : String(err)}`)
+  warning.name = 'SluiceWarning'
+  Object.assign(warning, { code: CALLBACK_WARNING, cause: err })
+  process.emitWarning(warning)
+}
+
+/**
+ * The key of a connection: `key(socket, req)`'s (a connection of its own without one), or null
+ * when it threw: that connection is ended with `end()` (the others go on) and a warning says why.
+ */
+function keyOf(key, socket, req, end) {
+  if (key === undefined) return randomUUID()
+  try {
+    return String(key(socket, req))
+  } catch (err) {
+    warn('key(socket, req)', err)
+    end()
+    return null
+  }
+}
+
+/** A refused message handed to the app's `onLimit`: one that throws drops that message only (a warning). */
+function refused(onLimit, socket, info) {
+  try {
+    const r = onLimit(socket, info)
+    if (r !== null && typeof r === 'object' && typeof r.then === 'function') r.then(undefined, (err) => warn('onLimit', err))
+  } catch (err) {
+    warn('onLimit', err)
+  }
+}
+
 /**
  * `wss.on('connection', limitMessages({ store, limit: 20, windowMs: 1000 }))` (or call the
  * function it returns with `(socket, req)` in your own connection handler, before adding
@@ -56,7 +91,8 @@ function messageDoor(o) {
 function limitMessages(o) {
   const { door, key, onLimit } = messageDoor(o)
   const attach = function sluiceLimitMessages(socket, req) {
-    const id = key === undefined ? randomUUID() : String(key(socket, req))
+    const id = keyOf(key, socket, req, () => socket.close(INTERNAL_ERROR, 'rate limit unavailable'))
+    if (id === null) return
     const emit = socket.emit
     /** @type {{ args: unknown[], o: any, err: unknown, done: boolean }[]} the messages awaiting their decision, in order */
     const queue = []
@@ -74,7 +110,7 @@ function limitMessages(o) {
           closed = true
           queue.length = 0
           socket.close(POLICY_VIOLATION, 'rate limit exceeded')
-        } else if (onLimit !== 'drop') onLimit(socket, door.info(m.o))
+        } else if (onLimit !== 'drop') refused(onLimit, socket, door.info(m.o))
       }
     }
     socket.emit = function (event, ...args) {
@@ -110,13 +146,14 @@ function limitMessages(o) {
 function limitEvents(o) {
   const { door, key, onLimit } = messageDoor(o)
   const attach = function sluiceLimitEvents(socket) {
-    const id = key === undefined ? randomUUID() : String(key(socket, socket.request))
+    const id = keyOf(key, socket, socket.request, () => socket.disconnect(true))
+    if (id === null) return
     socket.use((packet, next) => {
       door.decide(packet, socket, id).then(
         (d) => {
           if (d === null || d.allowed) return next()
           if (onLimit === 'close') socket.disconnect(true)
-          else if (onLimit !== 'drop') onLimit(socket, door.info(d))
+          else if (onLimit !== 'drop') refused(onLimit, socket, door.info(d))
         },
         (err) => next(err),
       )
