@@ -7,6 +7,7 @@
 # server's own sentinel mode, HTTP doors, sluice/bullmq) and the Rust conformance tests (every
 # kind's model against its Lua, standalone and cluster). Needs root (debootstrap, chroot apt-get). Prints per server what
 # passed. Measured here: debootstrap 82 s, the two packages 13 s, Valkey 60 s, Redis 8 115 s.
+# Then the sluice/nestjs suite on NestJS 11 (npm test runs it on 12): 17 s.
 #   npm run test:matrix            both servers
 #   SERVERS=valkey npm run test:matrix
 #   SLUICE_MATRIX_RETRY=1 npm run test:matrix   a failed test runs once more (.ci/run sets it)
@@ -59,6 +60,33 @@ WRAP
   js=$(sed 's/\x1b\[[0-9;]*m//g' "$WORK/$server/vitest.log" | grep -E '^ +Tests ' | sed 's/^ *//' || true)
   summary+=("$version: JS ${js:-(no summary)} (exit $status); Rust conformance $rust (exit $rstatus)")
 done
+# NestJS 11 (issue 40): `npm test` runs the sluice/nestjs suite on NestJS 12 (the lock file's);
+# here it runs on NestJS 11's packages, installed in place for the run (a few seconds from npm's
+# cache), and the lock file's versions are put back after, whatever the run gave. On this
+# machine's redis-server (Debian's), standalone and cluster.
+NEST_PACKAGES=(common core platform-express platform-fastify)
+nest_locked=()
+for p in "${NEST_PACKAGES[@]}"; do
+  nest_locked+=("@nestjs/$p@$(node -p "require('./node_modules/@nestjs/$p/package.json').version")")
+done
+restore_nest() { npm install --no-save --no-audit --no-fund "${nest_locked[@]}" >/dev/null 2>&1; }
+trap restore_nest EXIT
+npm install --no-save --no-audit --no-fund $(printf '@nestjs/%s@11 ' "${NEST_PACKAGES[@]}") >/dev/null
+nest=$(node -p "'NestJS ' + require('@nestjs/core/package.json').version")
+echo "== $nest"
+eval "$(node scripts/redis-servers.js start)"
+set +e
+NO_COLOR=1 npx vitest run ${SLUICE_MATRIX_RETRY:+--retry="$SLUICE_MATRIX_RETRY"} __tests__/doors-nestjs.test.ts 2>&1 |
+  tee "$WORK/nestjs11-vitest.log" | grep -E '×|Test Files|Tests '
+nstatus=${PIPESTATUS[0]}
+set -e
+node scripts/redis-servers.js stop
+restore_nest
+trap - EXIT
+[ "$nstatus" -eq 0 ] || failed=1
+js=$(sed 's/\x1b\[[0-9;]*m//g' "$WORK/nestjs11-vitest.log" | grep -E '^ +Tests ' | sed 's/^ *//' || true)
+summary+=("$nest (sluice/nestjs suite): JS ${js:-(no summary)} (exit $nstatus)")
+
 echo "== matrix"
 printf '%s\n' "${summary[@]}"
 exit $failed
