@@ -8,7 +8,7 @@ import 'reflect-metadata'
 import { fork } from 'node:child_process'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { Controller, Get, HttpException, Module, Req, UseGuards, type INestApplication } from '@nestjs/common'
+import { Controller, Get, HttpException, Module, Post, Req, UseGuards, type INestApplication } from '@nestjs/common'
 import { APP_GUARD, NestFactory } from '@nestjs/core'
 import { FastifyAdapter } from '@nestjs/platform-fastify'
 import { SkipThrottle, Throttle, ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler'
@@ -435,6 +435,170 @@ describe.each(['memory', ...REDIS_KINDS] as const)('issue-40-nestjs-throttler-st
       expect((await statuses(`${url}/custom`, 2))[1]).toBe(429)
     },
   )
+})
+
+/**
+ * @nestjs/throttler 6's own e2e tests (test/controller.e2e-spec.ts, test/multi/), with
+ * SluiceThrottlerStorage as the storage and the store's ManualClock for their sleeps.
+ */
+describe.each(['memory', 'redis'] as const)("issue-40-nestjs-throttler-e2e: the peer's e2e scenarios on %s", (kind) => {
+  const open: { close(): Promise<unknown> }[] = []
+  afterEach(async () => {
+    for (const o of open.splice(0).reverse()) await o.close()
+  })
+  const remaining = (r: any, name?: string) => r.header(`x-ratelimit-remaining${name ? `-${name}` : ''}`)
+  const limitOf = (r: any, name?: string) => r.header(`x-ratelimit-limit${name ? `-${name}` : ''}`)
+
+  it.each(PLATFORMS)(
+    '%s: controller and route overrides, module defaults, blockDuration, POST 1 a second',
+    async (platform) => {
+      const clock = new ManualClock(T0)
+      const store = await makeStore(kind, { clock })
+      open.push(store)
+      @Controller('limit')
+      @Throttle({ default: { limit: 2, ttl: 10_000, blockDuration: 5000 } })
+      class LimitController {
+        @Get()
+        throttled() {
+          return { success: true }
+        }
+        @Throttle({ default: { limit: 5, ttl: 10_000, blockDuration: 15_000 } })
+        @Get('higher')
+        higher() {
+          return { success: true }
+        }
+      }
+      @Controller('default')
+      class DefaultController {
+        @Get()
+        default() {
+          return { success: true }
+        }
+      }
+      @Controller('test/throttle')
+      class ThrottleTestController {
+        @Throttle({ default: { limit: 1, ttl: 1000, blockDuration: 1000 } })
+        @Post()
+        throttle() {
+          return { code: 'THROTTLE_TEST' }
+        }
+      }
+      @Module({
+        imports: [
+          ThrottlerModule.forRoot({
+            throttlers: [{ limit: 5, ttl: 60_000, blockDuration: 20_000 }],
+            storage: new SluiceThrottlerStorage(store),
+          }),
+        ],
+        controllers: [LimitController, DefaultController, ThrottleTestController],
+        providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }],
+      })
+      class ControllerModule {}
+      const { url, app } = await start(ControllerModule, platform)
+      open.push(app)
+      for (const [path, limit, blockDuration] of [
+        ['/limit', 2, 5000],
+        ['/limit/higher', 5, 15_000],
+        ['/default', 5, 20_000],
+      ] as const) {
+        for (let i = 0; i < limit; i++) {
+          const r = await get(`${url}${path}`)
+          expect([r.status, limitOf(r), remaining(r)]).toEqual([200, String(limit), String(limit - (i + 1))])
+          expect(r.header('x-ratelimit-reset')).toMatch(/^\d+$/)
+        }
+        const refused = await get(`${url}${path}`)
+        expect([refused.status, refused.json().message]).toEqual([429, 'ThrottlerException: Too Many Requests'])
+        expect(refused.header('retry-after')).toBe(String(blockDuration / 1000))
+        clock.advance(blockDuration)
+        // the block over: a new window, counting 1
+        const after = await get(`${url}${path}`)
+        expect([after.status, remaining(after)]).toEqual([200, String(limit - 1)])
+      }
+      const post = async () => (await fetch(`${url}/test/throttle`, { method: 'POST' })).status
+      expect(await post()).toBe(201)
+      clock.advance(1000)
+      expect([await post(), await post(), await post()]).toEqual([201, 429, 429])
+    },
+  )
+
+  it.each(PLATFORMS)('%s: three named throttlers (1/s, 2/5s, 5/min) and their skips', async (platform) => {
+    const clock = new ManualClock(T0)
+    const store = await makeStore(kind, { clock })
+    open.push(store)
+    @Controller()
+    class MultiThrottlerController {
+      @Get()
+      simple() {
+        return { success: true }
+      }
+      @SkipThrottle({ short: true })
+      @Get('skip-short')
+      skipShort() {
+        return { success: true }
+      }
+      @SkipThrottle({ default: true, long: true })
+      @Get('skip-default-and-long')
+      skipDefaultAndLong() {
+        return { success: true }
+      }
+    }
+    @Module({
+      imports: [
+        ThrottlerModule.forRoot({
+          throttlers: [
+            { ttl: 5000, limit: 2 },
+            { name: 'long', ttl: 60_000, limit: 5 },
+            { name: 'short', limit: 1, ttl: 1000 },
+          ],
+          storage: new SluiceThrottlerStorage(store),
+        }),
+      ],
+      controllers: [MultiThrottlerController],
+      providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }],
+    })
+    class MultiModule {}
+    const { url, app } = await start(MultiModule, platform)
+    open.push(app)
+    const root = () => get(`${url}/`)
+    // 2 requests within a second: the short one refuses
+    let r = await root()
+    expect([r.status, remaining(r, 'short'), limitOf(r, 'short')]).toEqual([200, '0', '1'])
+    r = await root()
+    expect([r.status, r.header('retry-after-short')]).toEqual([429, '1'])
+    clock.advance(1000)
+    // two more within the first five seconds: the default one refuses
+    r = await root()
+    expect([r.status, remaining(r), limitOf(r)]).toEqual([200, '0', '2'])
+    clock.advance(1000)
+    r = await root()
+    expect(r.status).toBe(429)
+    expect(r.header('retry-after')).toMatch(/^\d+$/)
+    clock.advance(5000)
+    // 4 more, smartly spaced, within the minute: the long one refuses the last
+    r = await root()
+    expect([r.status, limitOf(r, 'long'), remaining(r, 'long'), remaining(r, 'short')]).toEqual([200, '5', '2', '0'])
+    clock.advance(1000)
+    r = await root()
+    expect([r.status, remaining(r)]).toEqual([200, '0'])
+    clock.advance(5000)
+    r = await root()
+    expect([r.status, remaining(r, 'long'), remaining(r, 'short'), remaining(r)]).toEqual([200, '0', '0', '1'])
+    clock.advance(1000)
+    r = await root()
+    expect([r.status, r.header('retry-after-long')]).toEqual([429, '60'])
+    // skips
+    r = await get(`${url}/skip-short`)
+    expect([r.status, remaining(r)]).toEqual([200, '1'])
+    r = await get(`${url}/skip-short`)
+    expect([r.status, remaining(r)]).toEqual([200, '0'])
+    r = await get(`${url}/skip-default-and-long`)
+    expect([r.status, remaining(r, 'short'), remaining(r), remaining(r, 'long')]).toEqual([
+      200,
+      '0',
+      undefined,
+      undefined,
+    ])
+  })
 })
 
 describe.each(REDIS_KINDS)('issue-40-nestjs-throttler-storage across 4 processes on %s', (kind) => {
