@@ -12,7 +12,7 @@ import { Controller, Get, HttpException, Module, Post, Req, UseGuards, type INes
 import { APP_GUARD, NestFactory } from '@nestjs/core'
 import { FastifyAdapter } from '@nestjs/platform-fastify'
 import { SkipThrottle, Throttle, ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler'
-import { ManualClock, MemoryStore, type Store } from '../lib/entries/index.js'
+import { ManualClock, MemoryStore, RedisStore, type Store } from '../lib/entries/index.js'
 import {
   RateLimit,
   SkipRateLimit,
@@ -23,6 +23,7 @@ import {
 } from '../lib/entries/nestjs.js'
 import { REDIS_KINDS, clusterNodes, freshPrefix, makeStore, redisUrl } from './helpers/stores.js'
 import { get, limitHeaders } from './helpers/http.js'
+import { freePort, startRedis, stop } from './helpers/servers.js'
 
 const T0 = 1_800_000_000_000
 const PLATFORMS = ['express', 'fastify'] as const
@@ -229,6 +230,45 @@ describe.each(['memory', 'redis'] as const)('issue-40-nestjs on %s', (kind) => {
     expect((await get(`${url}/throws`, { 'x-bad': '1' })).status).toBe(500)
     expect(await statuses(`${url}/throws`, 5)).toEqual([200, 200, 200, 200, 429])
   })
+})
+
+describe('issue-40-nestjs-whendown: Redis killed', () => {
+  it.each(PLATFORMS)(
+    "%s: whenDown 'deny' refuses with 503, 'allow' and passOnStoreError let requests through, an error is a 500; the throttler storage blocks under 'deny'",
+    async (platform) => {
+      const port = await freePort()
+      const server = await startRedis(port)
+      const url = `redis://127.0.0.1:${port}`
+      const deny = await RedisStore.connect({ url, commandTimeoutMs: 300, whenDown: 'deny' })
+      const allow = await RedisStore.connect({ url, commandTimeoutMs: 300, whenDown: 'allow' })
+      const error = await RedisStore.connect({ url, commandTimeoutMs: 300 })
+      const apps: INestApplication[] = []
+      try {
+        const urls: string[] = []
+        for (const [store, defaults] of [
+          [deny, { limit: 5, windowMs: 60_000 }],
+          [allow, { limit: 5, windowMs: 60_000 }],
+          [error, { limit: 5, windowMs: 60_000 }],
+          [error, { limit: 5, windowMs: 60_000, passOnStoreError: true }],
+        ] as const) {
+          const { url: appUrl, app } = await start(appModule(store, defaults), platform)
+          apps.push(app)
+          urls.push(appUrl)
+        }
+        for (const u of urls) expect((await get(`${u}/plain`)).status).toBe(200)
+        await stop(server)
+        expect(await statuses(`${urls[0]}/plain`, 2)).toEqual([503, 503])
+        expect(await statuses(`${urls[1]}/plain`, 2)).toEqual([200, 200])
+        expect(await statuses(`${urls[2]}/plain`, 2)).toEqual([500, 500])
+        expect(await statuses(`${urls[3]}/plain`, 2)).toEqual([200, 200])
+        const blocked = await new SluiceThrottlerStorage(deny).increment('k', 60_000, 5, 60_000, 'default')
+        expect(blocked.isBlocked).toBe(true)
+      } finally {
+        for (const app of apps) await app.close()
+        for (const s of [deny, allow, error]) await s.close()
+      }
+    },
+  )
 })
 
 describe('issue-40-nestjs setup', () => {
