@@ -37,8 +37,22 @@ const isStore = (s) => s instanceof MemoryStore || s instanceof RedisStore
  * door's headers (Retry-After among them) are already on the response.
  */
 class SluiceRateLimitException extends common.HttpException {
-  constructor(body, status) {
+  /**
+   * @param {unknown} body the response (`message`, or what `handler` answered)
+   * @param {number} status
+   * @param {number} [retryAfterMs] when a request may be admitted again
+   */
+  constructor(body, status, retryAfterMs) {
     super(body === undefined || body === null ? DEFAULTS.message : body, status)
+    /**
+     * What a GraphQL server shows of the refusal (graphql-js copies an error's `extensions`):
+     * `code` 'RATE_LIMITED', the status, and the seconds to wait when known.
+     */
+    this.extensions = {
+      code: 'RATE_LIMITED',
+      status,
+      ...(retryAfterMs === undefined ? {} : { retryAfterSeconds: Math.ceil(retryAfterMs / 1000) }),
+    }
   }
 }
 
@@ -202,15 +216,22 @@ class SluiceRateLimits {
     })
   }
 
-  /** Makes the doors of every route of `controllers` (classes): bad options throw here. */
-  prepare(controllers) {
-    for (const cls of controllers) {
-      const proto = cls?.prototype
+  /**
+   * Makes the doors of every route of `classes`: bad options throw here. `marked`: only the
+   * methods with a @RateLimit of their own or of their class (a GraphQL resolver among the
+   * app's providers); else every method (a controller's routes, the defaults among them).
+   */
+  prepare(classes, marked = false) {
+    for (const cls of classes) {
+      const proto = typeof cls === 'function' ? cls.prototype : undefined
       if (!proto) continue
+      const classMarked = Reflect.getMetadata(RATE_LIMIT, cls) !== undefined
       for (const name of Object.getOwnPropertyNames(proto)) {
         if (name === 'constructor') continue
         const d = Object.getOwnPropertyDescriptor(proto, name)
-        if (d !== undefined && typeof d.value === 'function') this.doorsOf(cls, d.value)
+        if (d === undefined || typeof d.value !== 'function') continue
+        if (marked && !classMarked && Reflect.getMetadata(RATE_LIMIT, d.value) === undefined) continue
+        this.doorsOf(cls, d.value)
       }
     }
   }
@@ -255,6 +276,11 @@ async function rateLimitsOf(options, discovery) {
   const limits = new SluiceRateLimits(store, o.defaults ?? null, owned)
   try {
     limits.prepare(discovery.getControllers().map((w) => w.metatype))
+    // resolvers and other providers with a @RateLimit (GraphQL)
+    limits.prepare(
+      discovery.getProviders().map((w) => w.metatype),
+      true,
+    )
   } catch (err) {
     if (owned) await store.close()
     throw err
@@ -354,7 +380,7 @@ async function refuse(door, o, req, res) {
         ? await message(req, res)
         : message
   if (body instanceof common.HttpException) throw body
-  throw new SluiceRateLimitException(body, door.status(o))
+  throw new SluiceRateLimitException(body, door.status(o), o.retryAfterMs)
 }
 
 /**

@@ -76,7 +76,9 @@ export declare class SluiceGuard implements CanActivate {
 
 /** A refusal: status 429 (or `statusCode`; `downStatusCode` when refused for want of Redis), the headers already set. */
 export declare class SluiceRateLimitException extends HttpException {
-  constructor(body: unknown, status: number)
+  constructor(body: unknown, status: number, retryAfterMs?: number)
+  /** What a GraphQL server shows of the refusal in the error's extensions. */
+  readonly extensions: { code: 'RATE_LIMITED'; status: number; retryAfterSeconds?: number }
 }
 
 /** What @nestjs/throttler's ThrottlerStorage answers (its ThrottlerStorageRecord). */
