@@ -1,18 +1,20 @@
 'use strict'
 // The HTTP doors' decision path without HTTP: the sluice/express middleware, the sluice/fastify
-// hook and (in a tree that has them) the sluice/hono and sluice/koa middlewares called with
-// minimal request and response objects (a Hono context, a Koa context) on a MemoryStore, one
+// hook and (in a tree that has them) the sluice/hono and sluice/koa middlewares and the
+// sluice/nestjs guard called with minimal request and response objects (a Hono context, a Koa
+// context, a Nest ExecutionContext) on a MemoryStore, one
 // request at a time, every request admitted (limit 1e9), the key from a header (one of 10,000
 // clients at random). Measures the process's CPU per request (process.cpuUsage), so that a
 // change of the door's code can be compared before and after on a shared, noisy machine where
 // the HTTP suite (bench/doors.js) varies by more than the change.
 //   node bench/doors-path.js [root of a sluice tree (default: this one)] [requests (200000)]
+//   BENCH_DOORS=express,nestjs: only those doors, in that order
 //   BENCH_DOORS_ALGORITHM=fixed: the doors' algorithm (default: the tree's own default)
 //   BENCH_DOORS_REFUSED=1: a limit of 1, so after the warm-up every request is refused (the
 //   refusal path: headers, the 429 answer, and the count of a refusal where the door keeps one)
 //   BENCH_DOORS_REAL_RESPONSE=1: Hono's response a real Response (its Headers written by the door:
 //   undici's Headers.set is the framework's cost), not a stand-in as Express's and Koa's are
-// Prints one JSON line: { express, fastify, hono, koa: ns per request (null: not in the tree) }.
+// Prints one JSON line: { express, fastify, hono, koa, nestjs: ns per request (null: not in the tree) }.
 const path = require('node:path')
 
 const root = path.resolve(process.argv[2] || path.join(__dirname, '..'))
@@ -190,23 +192,51 @@ async function koa() {
   return ns
 }
 
+async function nestjs() {
+  if (!hasEntry('nestjs')) return null
+  require('reflect-metadata')
+  const store = new MemoryStore()
+  const { RateLimit, SluiceGuard, SluiceRateLimits } = inTree('lib/entries/nestjs.js', 'lib/entries/nestjs.js')
+  // a controller's route with @RateLimit, decided by the guard as Nest calls it (no Nest app:
+  // the guard alone, with an ExecutionContext of the Express platform's objects)
+  class Controller {
+    route() {}
+  }
+  const descriptor = Object.getOwnPropertyDescriptor(Controller.prototype, 'route')
+  RateLimit({
+    limit: LIMIT,
+    windowMs: 60_000,
+    standardHeaders: 'draft-7',
+    legacyHeaders: false,
+    keyGenerator,
+    ...algorithm,
+  })(Controller.prototype, 'route', descriptor)
+  const guard = new SluiceGuard(new SluiceRateLimits(store, null, false))
+  const res = response()
+  let req = null
+  const http = { getRequest: () => req, getResponse: () => res }
+  const context = { getClass: () => Controller, getHandler: () => descriptor.value, switchToHttp: () => http }
+  const ns = await timed((client) => {
+    req = { ip: '127.0.0.1', headers: { 'x-client': client } }
+    return guard.canActivate(context).catch((err) => {
+      if (!(REFUSED && err.getStatus?.() === 429)) throw err
+    })
+  })
+  await store.close()
+  return ns
+}
+
+const DOORS = { express, fastify, hono, koa, nestjs }
 ;(async () => {
-  const e = await express()
-  const f = await fastify()
-  const h = await hono()
-  const k = await koa()
-  const round = (x) => (x === null ? null : Math.round(x))
-  console.log(
-    JSON.stringify({
-      root,
-      algorithm: algorithm.algorithm ?? 'default',
-      refused: REFUSED,
-      express: Math.round(e),
-      fastify: Math.round(f),
-      hono: round(h),
-      koa: round(k),
-    }),
-  )
+  // BENCH_DOORS=nestjs,express: those doors only, in that order (a later door in one process
+  // runs with the earlier ones' garbage: alternate the order between rounds)
+  const names = process.env.BENCH_DOORS ? process.env.BENCH_DOORS.split(',') : Object.keys(DOORS)
+  const out = { root, algorithm: algorithm.algorithm ?? 'default', refused: REFUSED }
+  for (const name of names) {
+    const ns = await DOORS[name]()
+    out[name] = ns === null ? null : Math.round(ns)
+  }
+  console.log(JSON.stringify(out))
 })().catch((err) => {
   console.error(err)
   process.exit(1)

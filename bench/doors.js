@@ -3,9 +3,10 @@
 // sluice/fastify next to their peers and to no limiter at all, the servers (bench/doors-server.js)
 // and the load (autocannon, bench/doors-load.js) in separate processes, all on the run's Redis.
 //
-// Throughput: one Express 5 (or Fastify 5) server, GET / with a 2-byte body, behind sluice,
-// behind its peer (express-rate-limit + rate-limit-redis; @fastify/rate-limit), or behind
-// nothing; a limit nobody reaches (1e9 per minute), so every request is admitted and the cost
+// Throughput: one server of each framework (Express 5, Fastify 5, Hono 4, Koa 3, NestJS 12), GET /
+// with a 2-byte body, behind sluice, behind its usual Redis-backed limiter (express-rate-limit +
+// rate-limit-redis; @fastify/rate-limit; hono-rate-limiter's RedisStore; koa-ratelimit;
+// @nestjs/throttler + @nest-lab/throttler-storage-redis), or behind nothing; a limit nobody reaches (1e9 per minute), so every request is admitted and the cost
 // of the limiter is what is measured; the key is the `x-client` header, a client id drawn at
 // random among BENCH_DOORS_CLIENTS (10,000) for every request.
 //
@@ -32,7 +33,13 @@ const HOT_SERVERS = Number(process.env.BENCH_DOORS_HOT_SERVERS || 4)
 const HOT_LIMIT = 1000 // admissions per window of 1 s, on the hot key
 const BIG = 1e9 // a limit nobody reaches
 
-const PEER = { express: 'express-rate-limit + rate-limit-redis', fastify: '@fastify/rate-limit' }
+const PEER = {
+  express: 'express-rate-limit + rate-limit-redis',
+  fastify: '@fastify/rate-limit',
+  hono: 'hono-rate-limiter + its RedisStore',
+  koa: 'koa-ratelimit',
+  nestjs: '@nestjs/throttler + @nest-lab/throttler-storage-redis',
+}
 const throughput = (framework, impl) => ({
   id: `${framework}-${impl}`,
   group: 'throughput',
@@ -65,6 +72,7 @@ const ALL = [
   throughput('fastify', 'none'),
   throughput('fastify', 'peer'),
   throughput('fastify', 'sluice'),
+  ...['hono', 'koa', 'nestjs'].flatMap((f) => ['none', 'peer', 'sluice'].map((impl) => throughput(f, impl))),
   hot('hot-sluice', 'sluice', 'sluice/express', false),
   hot('hot-sluice-deny-cache', 'sluice', 'sluice/express, localDenyCache', true),
   hot('hot-peer', 'peer', PEER.express, false),
@@ -237,19 +245,26 @@ function doorsTables(results, fmt) {
   const tp = VARIANTS.filter((v) => v.group === 'throughput')
   if (tp.length) {
     lines.push(
-      `### HTTP doors: an Express 5 / Fastify 5 server, GET /, every request admitted (limit 1e9 per minute), the key from an x-client header (one of ${fmt(CLIENTS)} clients at random per request), ${CONNS} keep-alive connections from autocannon in a separate process, ${SECONDS} s per run`,
+      `### HTTP doors: a server of each framework, GET /, every request admitted (limit 1e9 per minute), the key from an x-client header (one of ${fmt(CLIENTS)} clients at random per request), ${CONNS} keep-alive connections from autocannon in a separate process, ${SECONDS} s per run`,
       '',
       '| framework | limiter | requests/s (median, min-max) | vs no limiter | vs peer | p50 ms | p99 ms | server CPU µs/request | Redis CPU µs/request | Redis script calls/request | Redis commands/request (in scripts too) | requests/native call | not 200 (max) |',
       '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     )
-    for (const framework of ['express', 'fastify']) {
+    const NAMES = {
+      express: 'Express 5',
+      fastify: 'Fastify 5',
+      hono: 'Hono 4 (node-server)',
+      koa: 'Koa 3',
+      nestjs: 'NestJS 12 (Express)',
+    }
+    for (const framework of Object.keys(NAMES)) {
       const of = (impl) => summary(ALL.find((v) => v.id === `${framework}-${impl}`))
       const none = of('none')
       const peer = of('peer')
       for (const v of tp.filter((x) => x.framework === framework)) {
         const m = summary(v)
         lines.push(
-          `| ${framework === 'express' ? 'Express 5' : 'Fastify 5'} | ${v.label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${ratio(m, none)} | ${ratio(m, peer)} | ${num(m.p50Ms, 2)} | ${num(m.p99Ms, 2)} | ${num(m.serverCpuUs, 1)} | ${num(m.redisCpuUs, 2)} | ${num(m.scriptCallsPerRequest, 3)} | ${num(m.commandsPerRequest, 3)} | ${num(m.perNativeCall, 1)} | ${fmt(m.others)} |`,
+          `| ${NAMES[framework]} | ${v.label} | ${fmt(m.rps)} (${fmt(m.min)}-${fmt(m.max)}) | ${ratio(m, none)} | ${ratio(m, peer)} | ${num(m.p50Ms, 2)} | ${num(m.p99Ms, 2)} | ${num(m.serverCpuUs, 1)} | ${num(m.redisCpuUs, 2)} | ${num(m.scriptCallsPerRequest, 3)} | ${num(m.commandsPerRequest, 3)} | ${num(m.perNativeCall, 1)} | ${fmt(m.others)} |`,
         )
       }
     }

@@ -93,9 +93,17 @@ function keyId(key) {
  * key, then its identifier (each part stays readable while it fits). Several windows add
  * `_<window>` (a second `_`: never the name of one window).
  */
+/** The last identifier escaped, and its escape: a door names all its counters with one (a one-entry cache). */
+let lastIdentifier = ''
+let lastEscaped = ''
+
 function nameOf(identifier, id) {
   const hashed = id.length > MAX_RAW_KEY_BYTES // a key kept as is has at most 64 code units
-  let idPart = escapeName(identifier)
+  if (identifier !== lastIdentifier) {
+    lastEscaped = escapeName(identifier)
+    lastIdentifier = identifier
+  }
+  let idPart = lastEscaped
   let keyPart = hashed ? id : escapeName(id)
   if (idPart.length + 1 + keyPart.length <= MAX_NAME) return `${idPart}_${keyPart}`
   if (!hashed) keyPart = hashName(id)

@@ -311,7 +311,8 @@ class SluiceGuard {
     return context.switchToHttp().getResponse()
   }
 
-  async canActivate(context) {
+  /** True (or a promise of it) to go on; a refusal rejects with a SluiceRateLimitException. */
+  canActivate(context) {
     const doors = this.limits.doorsOf(context.getClass(), context.getHandler())
     if (doors.length === 0) return true
     const req = this.getRequest(context)
@@ -321,21 +322,25 @@ class SluiceGuard {
   }
 }
 
-/** One door's decision of a request: true to go on; a refusal thrown. */
-async function admitOne(door, req, res) {
-  let o
-  try {
-    o = await door.decide(req, res)
-  } catch (err) {
-    if (door.passes(err)) return true
-    throw err
-  }
-  if (o === null) return true
-  door.attach(o, req)
-  door.writeHeaders(o, res)
-  door.settleAfter(o, req, res)
-  if (!o.allowed) await refuse(door, o, req, res)
-  return true
+/**
+ * One door's decision of a request: a promise of true to go on, rejected with the refusal.
+ * (Promise callbacks, not an async function: the common path, one door, kept as short as the
+ * Express door's.)
+ */
+function admitOne(door, req, res) {
+  return door.decide(req, res).then(
+    (o) => {
+      if (o === null) return true
+      door.attach(o, req)
+      door.writeHeaders(o, res)
+      door.settleAfter(o, req, res)
+      return o.allowed ? true : refuse(door, o, req, res)
+    },
+    (err) => {
+      if (door.passes(err)) return true
+      throw err
+    },
+  )
 }
 
 /**
