@@ -2,11 +2,12 @@
 // here as the peer states it (express-rate-limit 8.6.2's test/library, @fastify/rate-limit
 // 11.2.0's test/), run on sluice's door with a real server.
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { MemoryStore, SluiceError } from '../lib/entries/index.js'
+import { ManualClock, MemoryStore, RedisStore, SluiceError } from '../lib/entries/index.js'
 import { ConsoleLogger, ipKeyGenerator, rateLimit } from '../lib/entries/express.js'
 import Fastify from 'fastify'
 import sluiceFastify from '../lib/entries/fastify.js'
 import { get, serve, type Served } from './helpers/http.js'
+import { freePort, startRedis, stop } from './helpers/servers.js'
 
 describe('issue-40-drop-in express-rate-limit 8.6.2', () => {
   const open: { close(): Promise<unknown> }[] = []
@@ -142,5 +143,150 @@ describe('issue-40-drop-in @fastify/rate-limit 11.2.0', () => {
     })
     await fastify.close()
     await store.close()
+  })
+})
+
+/**
+ * @fastify/rate-limit 11.2.0's test/redis-rate-limit.test.js, the cases the issue names, on
+ * sluice's door with a sluice RedisStore on a real redis-server of the test's own (killed where
+ * the peer's test quits its client); the peer's sleeps on the store's ManualClock.
+ */
+describe('issue-40-drop-in @fastify/rate-limit 11.2.0 redis-rate-limit.test.js', () => {
+  const T0 = 1_800_000_000_000
+  /** A fastify app of `register` options on a RedisStore of its own Redis; kill() stops that Redis. */
+  async function app(register: object, route?: object) {
+    const port = await freePort()
+    const server = await startRedis(port)
+    const clock = new ManualClock(T0)
+    const store = await RedisStore.connect({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 300, clock })
+    const fastify = Fastify()
+    await fastify.register(sluiceFastify as any, { store, ...register })
+    fastify.get('/', route === undefined ? {} : { config: { rateLimit: route } }, async () => 'hello!')
+    const checkRateLimit = fastify.createRateLimit()
+    fastify.get('/peek', async (req: any) => checkRateLimit(req, { increment: false }))
+    return {
+      fastify,
+      clock,
+      inject: (url = '/') => fastify.inject(url),
+      kill: () => stop(server),
+      close: async () => {
+        await fastify.close()
+        await store.close()
+        if (server.exitCode === null) await stop(server)
+      },
+    }
+  }
+  const headers = (r: any) => [r.statusCode, r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining']]
+
+  it.each([
+    ['global', { max: 2, timeWindow: 1000, skipOnError: true }, undefined],
+    ['route', { global: false }, { max: 2, timeWindow: 1000, skipOnError: true }],
+  ] as const)(
+    "'Skip on redis error' (%s): the requests go on, with the headers of nothing counted",
+    async (_where, register, route) => {
+      const a = await app(register, route)
+      try {
+        expect(headers(await a.inject())).toEqual([200, '2', '1'])
+        await a.kill()
+        expect(headers(await a.inject())).toEqual([200, '2', '2'])
+        expect(headers(await a.inject())).toEqual([200, '2', '2'])
+      } finally {
+        await a.close()
+      }
+    },
+  )
+
+  it.each([
+    ['global', { max: 2, timeWindow: 1000, skipOnError: false }, undefined],
+    ['route', { global: false }, { max: 2, timeWindow: 1000, skipOnError: false }],
+  ] as const)("'Throw on redis error' (%s): a 500 from the error handler", async (_where, register, route) => {
+    const a = await app(register, route)
+    try {
+      const first = await a.inject()
+      expect([...headers(first), first.headers['x-ratelimit-reset']]).toEqual([200, '2', '1', '1'])
+      await a.kill()
+      const failed = await a.inject()
+      expect(failed.statusCode).toBe(500)
+      // the peer's body carries its client's message ("Connection is closed."); sluice's store its own
+      expect(failed.json()).toMatchObject({ statusCode: 500, error: 'Internal Server Error' })
+    } finally {
+      await a.close()
+    }
+  })
+
+  it("'With { increment: false } it throws on redis error': a 500", async () => {
+    const a = await app({ global: false, max: 2, timeWindow: 1000 })
+    try {
+      await a.kill()
+      const r = await a.inject('/peek')
+      expect([r.statusCode, r.json().error]).toEqual([500, 'Internal Server Error'])
+    } finally {
+      await a.close()
+    }
+  })
+
+  it.each([
+    ['global', { max: 1, timeWindow: 5000, continueExceeding: true }, undefined],
+    ['route', { global: false }, { timeWindow: 5000, max: 1, continueExceeding: true }],
+  ] as const)(
+    "'When continue exceeding is on (Redis)' (%s): the refusal restarts the window",
+    async (_where, register, route) => {
+      const a = await app(register, route)
+      try {
+        expect((await a.inject()).statusCode).toBe(200)
+        const second = await a.inject()
+        expect([...headers(second), second.headers['x-ratelimit-reset']]).toEqual([429, '1', '0', '5'])
+      } finally {
+        await a.close()
+      }
+    },
+  )
+
+  it("'When continue exceeding is off under route (Redis)': the route's false wins, the window runs on", async () => {
+    const a = await app(
+      { global: false, continueExceeding: true },
+      { timeWindow: 5000, max: 1, continueExceeding: false },
+    )
+    try {
+      const first = await a.inject()
+      const second = await a.inject()
+      a.clock.advance(2000)
+      const third = await a.inject()
+      expect(first.statusCode).toBe(200)
+      expect([...headers(second), second.headers['x-ratelimit-reset']]).toEqual([429, '1', '0', '5'])
+      expect([...headers(third), third.headers['x-ratelimit-reset']]).toEqual([429, '1', '0', '3'])
+    } finally {
+      await a.close()
+    }
+  })
+
+  it("'Redis with continueExceeding should not always return the timeWindow as ttl'", async () => {
+    const a = await app({ max: 2, timeWindow: 3000, continueExceeding: true })
+    try {
+      let r = await a.inject()
+      expect([...headers(r), r.headers['x-ratelimit-reset']]).toEqual([200, '2', '1', '3'])
+      a.clock.advance(1000)
+      r = await a.inject()
+      expect([...headers(r), r.headers['x-ratelimit-reset']]).toEqual([200, '2', '0', '2'])
+      r = await a.inject()
+      expect([...headers(r), r.headers['x-ratelimit-reset'], r.headers['retry-after']]).toEqual([
+        429,
+        '2',
+        '0',
+        '3',
+        '3',
+      ])
+      expect(r.headers['content-type']).toBe('application/json; charset=utf-8')
+      expect(r.json()).toEqual({
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: 'Rate limit exceeded, retry in 3 seconds',
+      })
+      a.clock.advance(1000)
+      r = await a.inject()
+      expect([...headers(r), r.headers['x-ratelimit-reset']]).toEqual([429, '2', '0', '3'])
+    } finally {
+      await a.close()
+    }
   })
 })

@@ -351,8 +351,27 @@ function hookFor(door, { options, peer }, ran) {
           done(err)
         }
       },
-      (err) => (door.passes(err) ? done() : done(err)),
+      (err) => {
+        if (!door.passes(err)) return done(err)
+        passed(request, reply).then(() => done(), done)
+      },
     )
+  }
+
+  /**
+   * skipOnError, a store failure let through: as the peer, the request goes on with the headers
+   * of a client with nothing counted (its whole limit left, reset 0) and onExceeding called.
+   */
+  async function passed(request, reply) {
+    const c = door.config
+    const w = c.windows === null ? null : c.windows[0]
+    if (w === null) return
+    const key = await door.keyOf(request, reply)
+    const limit = w.limit !== null ? w.limit : await c.limitFn(request, reply, key)
+    const windowMs = w.windowMs !== null ? w.windowMs : await c.windowFn(request, reply, key)
+    const windows = [{ name: w.name, limit, windowMs, remaining: limit, resetMs: 0 }]
+    door.writeHeaders(door.outcome(key, 1, windows, true, true, 0, null, door.now()), reply)
+    onExceeding(request, key)
   }
   Object.defineProperty(hook, DOOR, { value: door })
   return hook
