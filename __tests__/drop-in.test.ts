@@ -6,7 +6,9 @@ import { ManualClock, MemoryStore, RedisStore, SluiceError } from '../lib/entrie
 import { ConsoleLogger, ipKeyGenerator, rateLimit } from '../lib/entries/express.js'
 import Fastify from 'fastify'
 import sluiceFastify from '../lib/entries/fastify.js'
-import { get, serve, type Served } from './helpers/http.js'
+import http from 'node:http'
+import express from 'express'
+import { get, listen, serve, type Served } from './helpers/http.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 
 describe('issue-40-drop-in express-rate-limit 8.6.2', () => {
@@ -61,6 +63,52 @@ describe('issue-40-drop-in express-rate-limit 8.6.2', () => {
     open.push(legacy)
     await get(`${legacy.url}/`)
     expect((await get(`${legacy.url}/`)).header('retry-after')).toBe('60')
+  })
+
+  it("headers-test 'should send multiple headers correctly for the standard draft 8': five doors, one list each header, in order", async () => {
+    const store = new MemoryStore()
+    open.push(store)
+    const app = express()
+    const options = { store, standardHeaders: 'draft-8' as const, keyGenerator: () => 'foo' }
+    const windows = [
+      [5_000, 1],
+      [60_000, 5],
+      [3_600_000, 6],
+      [86_400_000, 7],
+      [172_800_000, 8],
+    ]
+    for (const [windowMs, limit] of windows) app.use(rateLimit({ ...options, windowMs, limit }))
+    app.get('/', (_req, res) => res.send('Hi there!'))
+    const server = await listen(http.createServer(app))
+    open.push(server)
+    const r = await get(`${server.url}/`)
+    // the peer's names are "1-in-5sec", "5-in-1min"...: sluice's policy names are a kept difference
+    const pk = 'pk=:MmMyNmI0NmI2OGZm:'
+    expect([r.status, r.body]).toEqual([200, 'Hi there!'])
+    // as Node (and supertest) read them: a field sent several times, its values joined
+    const joined = (name: string) =>
+      r.headers
+        .filter(([n]) => n === name)
+        .map(([, v]) => v)
+        .join(', ')
+    expect(joined('ratelimit-policy')).toBe(
+      [
+        `"1-per-5s"; q=1; w=5; ${pk}`,
+        `"5-per-60s"; q=5; w=60; ${pk}`,
+        `"6-per-3600s"; q=6; w=3600; ${pk}`,
+        `"7-per-86400s"; q=7; w=86400; ${pk}`,
+        `"8-per-172800s"; q=8; w=172800; ${pk}`,
+      ].join(', '),
+    )
+    expect(joined('ratelimit')).toBe(
+      [
+        '"1-per-5s"; r=0; t=5',
+        '"5-per-60s"; r=4; t=60',
+        '"6-per-3600s"; r=5; t=3600',
+        '"7-per-86400s"; r=6; t=86400',
+        '"8-per-172800s"; r=7; t=172800',
+      ].join(', '),
+    )
   })
 
   it('ip-key-generator-test: ipv6Subnet applies to an IPv6 address that merely ends in dotted-quad notation', () => {

@@ -14,22 +14,9 @@ import { ManualClock, type Store } from '../lib/entries/index.js'
 import { SluiceStore } from '../lib/entries/express.js'
 import { SluiceStore as HonoSluiceStore } from '../lib/entries/hono.js'
 import { STORE_KINDS, makeStore, makeStores } from './helpers/stores.js'
-import { get } from './helpers/http.js'
+import { get, listen } from './helpers/http.js'
 
 const T0 = 1_800_000_000_000
-
-async function listen(server: http.Server) {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
-}
 
 describe.each(STORE_KINDS)('issue-40-sluice-store on %s', (kind) => {
   const open: { close(): Promise<unknown> }[] = []

@@ -131,6 +131,13 @@ async function serveKoa(Koa: any, options: any, routes?: (app: any) => void): Pr
   return { url: `http://127.0.0.1:${port}`, middleware, close: () => closeServer(server) }
 }
 
+/** `server` listening on a free loopback port: its URL, and close() that ends its connections too. */
+export async function listen(server: http.Server): Promise<Served> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}`, close: () => closeServer(server) }
+}
+
 export interface Reply {
   status: number
   /** [lower-case name, value] as sent, in order */
