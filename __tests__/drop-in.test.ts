@@ -171,6 +171,49 @@ describe('issue-40-drop-in @fastify/rate-limit 11.2.0', () => {
     await store.close()
   })
 
+  it("create-rate-limit.test.js 'With { increment: false } and exponentialBackoff': the peek reads the backoff as the peer's Redis store keeps it (a kept difference from its local store)", async () => {
+    // the peer's local store only tells the longer wait (it lets the key go one timeWindow after
+    // the last refusal, and its peek says so: ttl 900, then a clean state); its Redis store
+    // enforces it (PEXPIRE), and its read is the key's PTTL. sluice enforces it on every store.
+    const clock = new ManualClock(0)
+    const store = new MemoryStore({ clock })
+    const fastify = Fastify()
+    await fastify.register(sluiceFastify as any, {
+      store,
+      global: false,
+      max: 1,
+      timeWindow: 1000,
+      exponentialBackoff: true,
+    })
+    const check = fastify.createRateLimit()
+    fastify.get('/peek', async (req: any) => check(req, { increment: false }))
+    fastify.get('/consume', async (req: any) => check(req))
+    for (let i = 0; i < 3; i++) {
+      await fastify.inject('/consume') // counts 1, 2 (backoff 1 s), 3 (backoff 2 s, from t = 200)
+      clock.advance(100)
+    }
+    const base = { isAllowed: false, key: '127.0.0.1', max: 1, timeWindow: 1000, isBanned: false }
+    expect((await fastify.inject('/peek')).json()).toEqual({
+      ...base,
+      remaining: 0,
+      ttl: 1900,
+      ttlInSeconds: 2,
+      isExceeded: true,
+    })
+    clock.advance(1000) // past the base window, within the backoff: still exceeded (the peer's local store: clean)
+    expect((await fastify.inject('/peek')).json()).toMatchObject({ remaining: 0, ttl: 900, isExceeded: true })
+    clock.advance(900) // the backoff over: a clean state
+    expect((await fastify.inject('/peek')).json()).toEqual({
+      ...base,
+      remaining: 1,
+      ttl: 0,
+      ttlInSeconds: 0,
+      isExceeded: false,
+    })
+    await fastify.close()
+    await store.close()
+  })
+
   it("exponential-backoff.test.js 'MAx safe Exponential Backoff': a window of 285,421 years is clamped (10 years), never an error", async () => {
     const store = new MemoryStore()
     const fastify = Fastify()
