@@ -78,16 +78,16 @@ async function admit(door, req, res) {
   door.writeHeaders(o, res)
   door.settleAfter(o, req, res)
   if (o.allowed) return true
-  const c = door.config
-  const message = c.message
-  const body =
-    typeof c.handler === 'function'
-      ? await c.handler(req, res)
-      : typeof message === 'function'
-        ? await message(req, res)
-        : message
-  accessOf(door).refuse(res, door.status(o), body)
+  accessOf(door).refuse(res, door.status(o), await refusalBody(door, req, res))
   return false
 }
 
-module.exports = { settleAfter, admit, accessOf }
+/** The body of a refusal: what `handler(req, res)` answers, else `message` (or `message(req, res)`'s). */
+async function refusalBody(door, req, res) {
+  const c = door.config
+  const message = c.message
+  if (typeof c.handler === 'function') return c.handler(req, res)
+  return typeof message === 'function' ? message(req, res) : message
+}
+
+module.exports = { settleAfter, admit, accessOf, refusalBody }

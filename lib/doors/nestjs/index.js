@@ -14,6 +14,7 @@ const common = require('@nestjs/common')
 const { Door } = require('../http/door')
 const { doorConfig } = require('../http/options')
 const { onNodeEnd } = require('../http/node-http')
+const { refusalBody } = require('../http/respond')
 const { MemoryStore, RedisStore } = require('../../store')
 const { invalidConfig, knownOptions } = require('../../base/errors')
 const { SluiceThrottlerStorage } = require('./throttler-storage')
@@ -376,14 +377,7 @@ async function admitAll(doors, req, res) {
 
 /** Throws the refusal of outcome `o`: `handler`'s answer (an HttpException is thrown as it is) or `message`. */
 async function refuse(door, o, req, res) {
-  const c = door.config
-  const message = c.message
-  const body =
-    typeof c.handler === 'function'
-      ? await c.handler(req, res)
-      : typeof message === 'function'
-        ? await message(req, res)
-        : message
+  const body = await refusalBody(door, req, res)
   if (body instanceof common.HttpException) throw body
   throw new SluiceRateLimitException(body, door.status(o), o.retryAfterMs)
 }
