@@ -355,6 +355,33 @@ describe('issue-40-nestjs setup', () => {
     }
   })
 
+  it("a handler a subclass inherits is a route of its own there: its controller's limits, its own counters", async () => {
+    @Controller('base')
+    @RateLimit({ limit: 1, windowMs: 60_000 })
+    class BaseController {
+      @Get()
+      list() {
+        return 'ok'
+      }
+    }
+    @Controller('derived')
+    @RateLimit({ limit: 3, windowMs: 60_000 })
+    class DerivedController extends BaseController {}
+    @Module({
+      imports: [SluiceModule.forRoot({ store: () => new MemoryStore() })],
+      controllers: [BaseController, DerivedController],
+      providers: [{ provide: APP_GUARD, useClass: SluiceGuard }],
+    })
+    class InheritModule {}
+    const { url, app } = await start(InheritModule, 'express')
+    try {
+      expect(await statuses(`${url}/base`, 2)).toEqual([200, 429])
+      expect(await statuses(`${url}/derived`, 4)).toEqual([200, 200, 200, 429])
+    } finally {
+      await app.close()
+    }
+  })
+
   it('a refusal is an HttpException the app can catch (SluiceRateLimitException)', () => {
     const e = new SluiceRateLimitException('slow', 429)
     expect(e).toBeInstanceOf(HttpException)

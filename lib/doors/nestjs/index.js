@@ -173,7 +173,7 @@ class SluiceRateLimits {
     this.store = store
     this.defaults = defaults
     this.owned = owned
-    /** handler -> its doors ([] : not limited); bounded by the app's code */
+    /** controller -> handler -> its doors ([]: not limited); bounded by the app's code */
     this._routes = new Map()
   }
 
@@ -184,10 +184,13 @@ class SluiceRateLimits {
    * @returns {Door[]}
    */
   doorsOf(cls, handler) {
-    let doors = this._routes.get(handler)
+    // by controller too: a handler a subclass inherits is a route of its own there
+    let routes = this._routes.get(cls)
+    if (routes === undefined) this._routes.set(cls, (routes = new Map()))
+    let doors = routes.get(handler)
     if (doors === undefined) {
       doors = this._make(cls, handler)
-      this._routes.set(handler, doors)
+      routes.set(handler, doors)
     }
     return doors
   }
@@ -227,12 +230,17 @@ class SluiceRateLimits {
       const proto = typeof cls === 'function' ? cls.prototype : undefined
       if (!proto) continue
       const classMarked = Reflect.getMetadata(RATE_LIMIT, cls) !== undefined
-      for (const name of Object.getOwnPropertyNames(proto)) {
-        if (name === 'constructor') continue
-        const d = Object.getOwnPropertyDescriptor(proto, name)
-        if (d === undefined || typeof d.value !== 'function') continue
-        if (marked && !classMarked && Reflect.getMetadata(RATE_LIMIT, d.value) === undefined) continue
-        this.doorsOf(cls, d.value)
+      // its own methods and those it inherits (a subclass's routes)
+      const seen = new Set()
+      for (let p = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+        for (const name of Object.getOwnPropertyNames(p)) {
+          if (name === 'constructor' || seen.has(name)) continue
+          seen.add(name)
+          const d = Object.getOwnPropertyDescriptor(p, name)
+          if (d === undefined || typeof d.value !== 'function') continue
+          if (marked && !classMarked && Reflect.getMetadata(RATE_LIMIT, d.value) === undefined) continue
+          this.doorsOf(cls, d.value)
+        }
       }
     }
   }
