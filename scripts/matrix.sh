@@ -69,9 +69,11 @@ nest_locked=()
 for p in "${NEST_PACKAGES[@]}"; do
   nest_locked+=("@nestjs/$p@$(node -p "require('./node_modules/@nestjs/$p/package.json').version")")
 done
-restore_nest() { npm install --no-save --no-audit --no-fund "${nest_locked[@]}" >/dev/null 2>&1; }
+# --legacy-peer-deps: @nestjs/graphql and @nestjs/apollo (devDependencies of NestJS 12's GraphQL
+# test, not run here) ask for NestJS 12 as a peer
+restore_nest() { npm install --no-save --no-audit --no-fund --legacy-peer-deps "${nest_locked[@]}" >/dev/null 2>&1; }
 trap restore_nest EXIT
-npm install --no-save --no-audit --no-fund $(printf '@nestjs/%s@11 ' "${NEST_PACKAGES[@]}") >/dev/null
+npm install --no-save --no-audit --no-fund --legacy-peer-deps $(printf '@nestjs/%s@11 ' "${NEST_PACKAGES[@]}") >/dev/null
 nest=$(node -p "'NestJS ' + require('@nestjs/core/package.json').version")
 echo "== $nest"
 eval "$(node scripts/redis-servers.js start)"
