@@ -27,7 +27,9 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 // (vs rate-limiter-flexible and redis-semaphore), and the sliding windows (multi-window check vs
 // a two-window sliding log in Lua; checkAndUseQuotas vs Sentry's sliding-window quotas)
 // and the HTTP doors (sluice/express and sluice/fastify vs their peers, bench/doors.js)
-const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair,budget,fetch').split(',')
+// and issue 41's shape (bench/one-in-flight.js: a decision per event-loop turn, a limiter cached
+// per key, 1 and 256 in flight, 10,000 keys and a hot key, an ioredis + EVALSHA floor)
+const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair,budget,fetch,one').split(',')
 const LIMITER_IMPLS = (
   process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
 ).split(',')
@@ -172,6 +174,7 @@ async function main() {
   }
   const redis = await startRedis()
   let fetchLines = null
+  let oneLines = null
   const client = new Redis(redis.url)
   client.benchUrl = redis.url
   const only = (s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`)
@@ -283,6 +286,14 @@ async function main() {
     }
     // sluice/fetch: once, not per round (minutes of a fleet against a fake upstream, bench/fetch.js)
     if (SUITES.includes('fetch')) fetchLines = await runFetch(redis.url)
+    // issue 41's shape: its own rounds, alternated, on this run's Redis (bench/one-in-flight.js)
+    if (SUITES.includes('one')) {
+      oneLines = execFileSync(process.execPath, [path.join(__dirname, 'one-in-flight.js')], {
+        encoding: 'utf8',
+        env: { ...process.env, SLUICE_REDIS_URL: redis.url, ONE_ROUNDS: String(ROUNDS) },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      })
+    }
   } finally {
     client.disconnect()
     redis.stop()
@@ -325,7 +336,9 @@ async function main() {
     )
   }
   if (fetchLines) lines.push(...fetchLines, '')
-  for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs', 'fair', 'budget', 'fetch'].includes(x))
+  if (oneLines)
+    lines.push('### One decision per event-loop turn, a limiter cached per key (issue 41)', '', oneLines, '')
+  for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs', 'fair', 'budget', 'fetch', 'one'].includes(x))
     ? PATTERNS
     : []) {
     const of = (list) => list.filter((s) => s.pattern === pattern)
