@@ -81,9 +81,22 @@ export async function startSentinelSetup(options: { password?: string; sentinelP
     options.sentinelPassword ? `requirepass ${options.sentinelPassword}` : '',
     options.sentinelPassword ? `sentinel sentinel-pass ${options.sentinelPassword}` : '',
   ].join('\n')
-  const sentinelPorts = [await freePort(), await freePort(), await freePort()]
+  const sentinelPorts: number[] = []
   const sentinels: ChildProcess[] = []
-  for (const p of sentinelPorts) sentinels.push(await startSentinel(p, masterPort, extra))
+  for (let i = 0; i < 3; i++) {
+    // a port freePort() found may be taken before the sentinel binds it (other test files start
+    // servers at the same time): a sentinel that exits at its start is started on another port
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort()
+      try {
+        sentinels.push(await startSentinel(port, masterPort, extra))
+        sentinelPorts.push(port)
+        break
+      } catch (err) {
+        if (attempt >= 3) throw err
+      }
+    }
+  }
   const sentinelCli = (port: number, ...args: string[]) =>
     cli(port, ...(options.sentinelPassword ? ['-a', options.sentinelPassword, '--no-auth-warning'] : []), ...args)
   const ready = () =>
