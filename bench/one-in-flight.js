@@ -12,9 +12,7 @@
 //   node bench/one-in-flight.js            (its own redis-server on a free port, or SLUICE_REDIS_URL)
 //   ONE_ROUNDS=3  ONE_SHAPES=10000x1,10000x256,1x1,1x256  ONE_IMPLS=ioredis-evalsha,...
 // Prints a markdown table per shape (medians over the rounds, min-max of decisions/s).
-const { fork, spawn } = require('node:child_process')
-const fs = require('node:fs')
-const net = require('node:net')
+const { fork } = require('node:child_process')
 const os = require('node:os')
 const path = require('node:path')
 const Redis = require('ioredis')
@@ -28,39 +26,7 @@ const IMPLS = (
 /** Decisions per run: 20,000 one at a time (the issue's), 100,000 at 256 in flight. */
 const countOf = (inflight) => (inflight === 1 ? 20_000 : 100_000)
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-async function startRedis() {
-  if (process.env.SLUICE_REDIS_URL) return { url: process.env.SLUICE_REDIS_URL, stop: () => {} }
-  const port = await freePort()
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-one-'))
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
-  )
-  await new Promise((resolve) => child.stdout.on('data', (d) => String(d).includes('Ready to accept') && resolve()))
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    stop: () => {
-      child.kill()
-      fs.rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-async function redisCpuUs(client) {
-  const info = await client.info('cpu')
-  const get = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)[1])
-  return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
-}
+const { startRedis, redisCpuUs } = require('./local-redis')
 
 /** One run in a fresh process: its figures, Redis CPU over its measured window. */
 async function runOne(client, cfg) {

@@ -9,9 +9,8 @@
 // INFO commandstats, native calls per decision from the sluice store's batching counters.
 // BENCH_SUITES=http,pacer,limiters,sliding,doors,jobs,fair,fetch,stats  BENCH_PATTERNS=server,tick  BENCH_ROUNDS=3
 // BENCH_SCENARIOS=10000x256,1x1 (keys x in flight)  SLUICE_BENCH_NO_BUILD=1 (skip the build)
-const { execFileSync, fork, spawn } = require('node:child_process')
+const { execFileSync, fork } = require('node:child_process')
 const fs = require('node:fs')
-const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
 const Redis = require('ioredis')
@@ -37,39 +36,7 @@ const SEMAPHORE_IMPLS = (process.env.BENCH_SEMAPHORE_IMPLS || 'sluice-concurrent
 const SLIDING_IMPLS = (process.env.BENCH_SLIDING_IMPLS || 'sluice-sliding,sliding-log-lua').split(',')
 const QUOTA_IMPLS = (process.env.BENCH_QUOTA_IMPLS || 'sluice-quota,sentry-quota').split(',')
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-async function startRedis() {
-  if (process.env.SLUICE_REDIS_URL) return { url: process.env.SLUICE_REDIS_URL, stop: () => {} }
-  const port = await freePort()
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'))
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
-  )
-  await new Promise((resolve) => child.stdout.on('data', (d) => String(d).includes('Ready to accept') && resolve()))
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    stop: () => {
-      child.kill()
-      fs.rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-async function redisCpuUs(client) {
-  const info = await client.info('cpu')
-  const get = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)[1])
-  return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
-}
+const { startRedis, redisCpuUs } = require('./local-redis')
 
 /** One run in a fresh process; Redis CPU and script calls counted over its measured window only. */
 async function runOne(client, cfg, script = 'scenario.js') {
