@@ -63,6 +63,9 @@ describe.each(STORE_KINDS)('statistics on %s', (kind) => {
       // the rate limiters honour store.rules: what shadow mode admitted, what a rule denied
       shadowRefused: 0,
       denied: 0,
+      // and lease (DESIGN §11): lease calls made, tokens given back
+      leaseCalls: 0,
+      returned: 0,
       admitted: 2,
       refused: 1,
       admittedWeight: 8,

@@ -28,16 +28,22 @@
 --   hgetall KEYS[a]: its fields and values
 --   since   KEYS[a] (the sorted set) and KEYS[b] (the hash): <min score>: the members used at or
 --           after it, each as <member> <score> <options json>
+--   lease   KEYS[a] (a sorted set: the tokens a limiter's processes hold on lease, member
+--           '<process id>,<tokens>', score = when that holding ends, ms): <now ms> <ttl ms> <old
+--           member> <new member>: ZREM old (unless ''), ZADD new at <now ms> + <ttl ms> (unless
+--           ''), then the holdings ended by <now ms> go (a killed process's within its ttl), PEXPIRE
+--   leases  KEYS[a] (as lease): <now ms>: the members of holdings not ended by then (every part a
+--           number the writer made: the reader sums the tokens)
 -- Returns   one array per operation (empty for writes); { 'WRONGTYPE' } for an operation one of
 --           whose keys holds another type (another writer under sluice's prefix): that operation
 --           is skipped, nothing of it written, and the others run (no other reply has length 1:
---           hgetall's is even, since's a multiple of 3, a registry's members hold a colon)
+--           hgetall's is even, since's a multiple of 3, a registry's members hold a colon, leases' a comma)
 -- Notes     every key written gets a TTL; all KEYS share one hash slot (the caller groups).
 
 -- the counters, in lib/store/stats.js' ALL_FIELDS order (FIELDS, then the EXTRA_FIELDS some kinds count)
 local FIELDS = {
   'admitted', 'refused', 'admittedWeight', 'refusedWeight', 'nearLimit', 'waited', 'waitTimeMs',
-  'degraded', 'rescheduled', 'throttled', 'blocks', 'shadowRefused', 'denied',
+  'degraded', 'rescheduled', 'throttled', 'blocks', 'shadowRefused', 'denied', 'leaseCalls', 'returned',
 }
 
 -- the type each operation's keys must have (or none: not there yet), checked by a read of that
@@ -46,6 +52,7 @@ local FIELDS = {
 local TYPES = {
   incr = { 'hash' }, del = { 'hash' }, hgetall = { 'hash' },
   registry = { 'zset', 'hash', 'zset', 'zset', 'hash' }, since = { 'zset', 'hash' },
+  lease = { 'zset' }, leases = { 'zset' },
 }
 -- @include wrong_type
 local function holds(key, t)
@@ -209,6 +216,14 @@ while i <= n do
       reply[#reply + 1] = members[j + 1]
       reply[#reply + 1] = redis.call('HGET', keys[2], members[j]) or '{}'
     end
+  elseif op == 'lease' then
+    local now, ttl = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+    if ARGV[a + 2] ~= '' then redis.call('ZREM', keys[1], ARGV[a + 2]) end
+    if ARGV[a + 3] ~= '' then redis.call('ZADD', keys[1], now + ttl, ARGV[a + 3]) end
+    redis.call('ZREMRANGEBYSCORE', keys[1], '-inf', now)
+    redis.call('PEXPIRE', keys[1], ttl)
+  elseif op == 'leases' then
+    reply = redis.call('ZRANGEBYSCORE', keys[1], '(' .. ARGV[a], '+inf')
   else
     error('stats: unknown operation')
   end

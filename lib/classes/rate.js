@@ -15,7 +15,9 @@ const {
   REFUND_MARGIN_MS,
 } = require('./base')
 const { invalidArgument } = require('../base/errors')
-const { modeOption, ruledCall, unruled } = require('./ruled')
+const { modeOption, ruledCall, unruled, ruleOf } = require('./ruled')
+const { Lease, leaseOption } = require('./lease')
+const { MemoryStore } = require('../store/memory')
 const LIMIT = require('../kinds/limit')
 const { allowed: ALLOWED, remaining: REMAINING, retry_after_us: RETRY_US, reset_after_us: RESET_US } = LIMIT.RESULT
 
@@ -33,7 +35,7 @@ class RateLimiter extends Limiter {
 
   constructor(store, options) {
     const { _segment: segment, _limitName: limitName } = new.target
-    const common = limiterOptions(store, options, [limitName, 'interval', 'mode'])
+    const common = limiterOptions(store, options, [limitName, 'interval', 'mode', 'lease'])
     super(store, common, segment)
     this._limit = checkInteger(limitName, common.options[limitName], 1, MAX_LIMIT)
     this._intervalMs = intervalMs(common.options.interval)
@@ -43,6 +45,12 @@ class RateLimiter extends Limiter {
     this._limitName = limitName
     /** 'enforce', or 'shadow': decided and counted, a refusal admitted (a rule's mode wins) */
     this._mode = modeOption(common.options.mode)
+    const lease = leaseOption(common.options.lease, this._limit)
+    /** lease mode (lib/classes/lease.js); null when off, and on a MemoryStore (one process: nothing to lease) */
+    this._leased =
+      lease === null || store instanceof MemoryStore ? null : new Lease(this, lease, () => elapsedMs(store))
+    /** whether its tokens belong to a window that ends (a lease's run ends with it) */
+    this._counter = this._kind !== KIND.leaky
   }
 
   /**
@@ -109,14 +117,64 @@ class RateLimiter extends Limiter {
     return this._store._call(LIMIT, new LIMIT.Call(this, 1, maxWaitUs, false, limit))
   }
 
-  /** @internal a take (see Limiter) */
+  /** @internal a take (see Limiter): from the lease when leasing, unless a rule or shadow mode applies */
   _take(weight, maxWaitUs, count) {
-    return this._call(weight, maxWaitUs, count)
+    const lease = this._leased
+    if (lease === null || maxWaitUs !== 0) return this._call(weight, maxWaitUs, count)
+    if (!unruled(this) && (this._mode === 'shadow' || ruleOf(this) !== undefined)) {
+      // a rule (or shadow mode) decides every call as it says: the lease ends (DESIGN §11)
+      if (lease.held > 0) lease.end()
+      return this._call(weight, 0, count)
+    }
+    return lease.take(weight, count)
   }
 
   /** @internal another operation (see Limiter): its code goes in the max-wait field */
   _op(name, weight) {
+    const lease = this._leased
+    // a reset or a block ends this process's lease first (its tokens go back, then the op)
+    if (lease !== null && (name === 'reset' || name === 'block') && lease.held > 0) {
+      return lease.end().then(() => this._call(weight, OP[name]))
+    }
     return this._call(weight, OP[name])
+  }
+
+  /** @internal a lease call: a take of `weight`, uncounted, straight to the store (lib/classes/lease.js) */
+  _leaseCall(weight) {
+    return this._store._call(LIMIT, new LIMIT.Call(this, weight, 0, false))
+  }
+
+  /** @internal a take with no lease (the store is down: whenDown decides it) */
+  _exactTake(weight, count) {
+    return this._call(weight, 0, count)
+  }
+
+  /** @internal gives `n` leased tokens back (an adjust of -n) */
+  _returnTokens(n) {
+    return this._call(-n, OP.adjust)
+  }
+
+  /** @internal counts `n` of statistics field `field` (leaseCalls, returned) */
+  _leaseEvent(field, n) {
+    const book = this._store._stats
+    if (book !== null && this._statsAs !== null) book.event(this, field, n)
+  }
+
+  /**
+   * Statistics (see Limiter), and when leasing: `leased` (tokens this process holds now) and
+   * `leasedOutstanding` (held by every process, as their last statistics flush wrote it).
+   */
+  async stats() {
+    const s = await super.stats()
+    const lease = this._leased
+    if (lease !== null) {
+      const all = await this._store._leasedOutstanding(this._statsKind, this._statsName)
+      // this process's part as held now, not as its last flush wrote it
+      const flushed = lease.member === '' ? 0 : Number(lease.member.split(',')[1])
+      s.leased = lease.held
+      s.leasedOutstanding = Math.max(0, all - flushed) + lease.held
+    }
+    return s
   }
 
   /** @internal the decision at `out[o..]` (the limit kind's `RESULT`); `degraded`: answered without Redis */

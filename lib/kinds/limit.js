@@ -358,7 +358,7 @@ const limit = {
   RESULT,
   Call: LimitCall,
   statsKinds: ['bucket', 'window', 'leaky', 'points'],
-  statsFields: ['shadowRefused', 'denied'],
+  statsFields: ['shadowRefused', 'denied', 'leaseCalls', 'returned'],
   lifetimeMs: (o) => Number(o.intervalMs) || 0,
 
   memory(store, c, degraded) {

@@ -22,7 +22,7 @@ const { RedisWaiters } = require('./waiters')
 const { Spares } = require('./spares')
 const { StatsWriter } = require('./stats-writer')
 const { MemoryStore } = require('./memory')
-const { closedError, atServer } = require('./errors')
+const { closedError, atServer, statsOffError } = require('./errors')
 const slots = require('./slots')
 
 /** @typedef {import('./store').RedisStoreInternals} RedisStoreInternals the store interface this store implements */
@@ -76,6 +76,10 @@ class RedisStore extends EventEmitter {
     /** The operators' rules (DESIGN §9): in Redis, cached in this process. */
     this.rules = new RedisRules(this)
     this._spares = new Spares() // slots given back in this process (lib/store/spares.js)
+    /** the leases of this process's limiters that hold tokens or must say they hold none (lib/classes/lease.js) */
+    this._leases = new Set()
+    /** this process's id in the lease gauges (see StatsWriter._leaseGauges) */
+    this._processId = Math.floor(Math.random() * 2 ** 48).toString(36)
     // the circuit breaker and the store-down policy
     const policy = new WhenDown(o.whenDown, o.probeIntervalMs, {
       // whenDown 'local': counts from zero for the outage; its grants wake this store's waiters
@@ -306,6 +310,12 @@ class RedisStore extends EventEmitter {
     return this._statsWriter.registryKeys()
   }
 
+  /** @internal the tokens every process holds on lease for `kind:name` (their last flush's) */
+  _leasedOutstanding(kind, name) {
+    if (this._stats === null) return Promise.reject(statsOffError())
+    return this._statsWriter.leased(kind, name)
+  }
+
   /** @internal the statistics of `kind:name`: the store's, plus this process's unwritten counts */
   async _statsOf(kind, name) {
     return (await this._statsWriter.detail([{ kind, name }]))[0].stats
@@ -344,6 +354,8 @@ class RedisStore extends EventEmitter {
 
   async _close() {
     if (this._closed) return
+    // the tokens held on lease go back first, then the statistics (the gauges say none is held)
+    await Promise.all([...this._leases].map((l) => l.end()))
     await this._statsWriter.close()
     this._closed = true
     this.rules._close()

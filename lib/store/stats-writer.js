@@ -72,7 +72,7 @@ class StatsWriter {
     if (book === null) return Promise.resolve()
     if (this._flushing !== null) return this._flushing
     const taken = book.take()
-    if (taken.length === 0) return Promise.resolve()
+    if (taken.length === 0 && store._leases.size === 0) return Promise.resolve()
     if (store.status === 'down') {
       book.giveBack(taken)
       return Promise.resolve()
@@ -125,6 +125,7 @@ class StatsWriter {
       )
       refreshed.push(e)
     }
+    this._leaseGauges(ops, now)
     const keys = this.registryKeys()
     const zset = keys[0]
     if (registry.length > 4) ops.push('registry', '5', ...keys, String(registry.length), ...registry)
@@ -160,6 +161,40 @@ class StatsWriter {
         this._flushing = null
       })
     return this._flushing
+  }
+
+  /** The key of the tokens `kind:name`'s processes hold on lease (a sorted set; see lua/stats.lua). */
+  leaseKey(kind, name) {
+    return taggedKey(this._store, 'stats', `${kind}:${escapeKey(name)}`, 0, ['leases'])
+  }
+
+  /**
+   * Adds to `ops` the tokens each lease of this process holds (lib/classes/lease.js), as this
+   * process's member of the limiter's gauge, ending `maxAgeMs` and two flush periods from `now`
+   * (a killed process's leave by then); a lease that holds none is written once more (its
+   * member removed), then forgotten.
+   */
+  _leaseGauges(ops, now) {
+    const store = this._store
+    for (const l of store._leases) {
+      const member = l.held > 0 ? `${store._processId},${l.held}` : ''
+      if (member === '') store._leases.delete(l)
+      if (member === '' && l.member === '') continue
+      const ttl = String(l.maxAgeMs + 2 * this._flushMs)
+      const o = l.owner
+      ops.push('lease', '1', this.leaseKey(o._statsKind, o._statsName), '4', String(now), ttl, l.member, member)
+      l.member = member
+    }
+  }
+
+  /** The tokens every process holds on lease for `kind:name` now (their last flush's). */
+  async leased(kind, name) {
+    const store = this._store
+    if (store._closed) throw closedError()
+    const reply = await this._run(['leases', '1', this.leaseKey(kind, name), '1', String(store._nowMsLocal())])
+    let sum = 0
+    for (const m of reply[0]) sum += Number(String(m).split(',')[1]) || 0
+    return sum
   }
 
   /** Deletes the statistics hashes of registry members (`<kind>:<name>`) the registry dropped. */

@@ -33,10 +33,11 @@ const FIELDS = [
 /**
  * Counters only some kinds report (a kind lists them in `statsFields`, lib/kinds/): the
  * outgoing door's answers 429/503 and the blocks it recorded (sluice/fetch); the refusals a
- * shadow mode admitted and the calls a rule denied (store.rules, the kinds that honour them). Every entry
+ * shadow mode admitted and the calls a rule denied (store.rules, the kinds that honour them);
+ * the lease calls a leasing rate limiter made and the tokens it gave back (lib/classes/lease.js). Every entry
  * holds room for them after FIELDS; a kind without them never counts them nor shows them.
  */
-const EXTRA_FIELDS = ['throttled', 'blocks', 'shadowRefused', 'denied']
+const EXTRA_FIELDS = ['throttled', 'blocks', 'shadowRefused', 'denied', 'leaseCalls', 'returned']
 const ALL_FIELDS = [...FIELDS, ...EXTRA_FIELDS]
 const INDEX = Object.fromEntries(ALL_FIELDS.map((f, i) => [f, i]))
 /** The fields `kind`'s statistics show: FIELDS and the extra ones it names. */
@@ -328,13 +329,13 @@ class StatsBook {
     if (this.onWait !== null) this.onWait(e.kind, e.name, ms)
   }
 
-  /** One event of `owner` counted in `field`, one of EXTRA_FIELDS (its kind lists it in `statsFields`). */
-  event(owner, field) {
+  /** `n` (default 1) events of `owner` counted in `field`, one of EXTRA_FIELDS (its kind lists it in `statsFields`). */
+  event(owner, field, n = 1) {
     const e = this._entry(owner)
     if (e === null) return
     const i = INDEX[field]
-    e.counts[i]++
-    if (e.totals !== e.counts) e.totals[i]++
+    e.counts[i] += n
+    if (e.totals !== e.counts) e.totals[i] += n
   }
 
   /** A job of `owner` was moved back to delayed (sluice/bullmq). */

@@ -115,10 +115,30 @@ export interface RateLimiter<P extends LimiterPolicy = LimiterPolicy> {
 // option given ('raise' when there is none, as the default); as a type annotation,
 // `BucketLimiter` alone means any policy (`BucketLimiter<'raise'>`: one that raises).
 
+/**
+ * Lease mode (DESIGN §11): this process takes a run of tokens in one store call (charged in the
+ * store at once) and admits from it with no round trip; what is left goes back when the lease
+ * ends (`maxAgeMs`, its window ending, `close()`, a rule, `reset()`, `block()`). Never admits more
+ * than the limit; the cost is refusals in one process while another holds unused tokens (at
+ * most `stats().leasedOutstanding`). `true`: the adaptive size (what this process asks in
+ * `maxAgeMs`, at most a quarter of the limit) and `maxAgeMs` 50. A no-op on a MemoryStore.
+ * `withinLimit` of a Leaky or Points limiter, whose waits reserve a later slot, does not lease.
+ */
+export type LeaseOption =
+  | boolean
+  | {
+      /** The size of every lease, in [1, limit] (default: adaptive). */
+      maxTokens?: number
+      /** How long a lease's tokens are admitted from before what is left goes back, ms in [1, 60000], default 50. */
+      maxAgeMs?: number
+    }
+
 /** Options of Bucket, Window and Leaky limiters. */
 export type CountLimiterOptions<P extends LimiterPolicy = LimiterPolicy> = LimiterOptions<P> & {
   limit: number
   interval: Interval
+  /** Lease mode (see LeaseOption); default off. */
+  lease?: LeaseOption
 }
 
 /** At most `limit` per calendar-aligned interval: 5/second admits 5 at :51.999 and 5 at :52.000. */
@@ -170,7 +190,7 @@ export interface PointsLimiter<P extends LimiterPolicy = LimiterPolicy> extends 
 export declare const PointsLimiter: {
   new <P extends LimiterPolicy = 'raise'>(
     store: Store,
-    options: LimiterOptions<P> & { points: number; interval: Interval },
+    options: LimiterOptions<P> & { points: number; interval: Interval; lease?: LeaseOption },
   ): PointsLimiter<P>
   readonly prototype: PointsLimiter
 }

@@ -41,6 +41,17 @@ export interface LimiterStats {
   shadowRefused?: number
   /** Those kinds: calls a `deny` rule of `store.rules` refused (counted in `refused` too). */
   denied?: number
+  /** The rate limiters (bucket, window, leaky, points): lease calls made (`lease` option), every process. */
+  leaseCalls?: number
+  /** The rate limiters: leased tokens given back unused, every process. */
+  returned?: number
+  /** A leasing rate limiter on a RedisStore: tokens this process holds now. */
+  leased?: number
+  /**
+   * A leasing rate limiter on a RedisStore: tokens every process holds now (other processes'
+   * as their last statistics flush wrote it, within statsFlushMs).
+   */
+  leasedOutstanding?: number
 }
 
 /** A limiter a store has seen (`store.limiters()`). */

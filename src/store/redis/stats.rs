@@ -21,7 +21,8 @@ pub struct StatsOp {
   pub args: Vec<String>,
 }
 
-const OPS: [(&str, usize); 5] = [("incr", 1), ("registry", 5), ("del", 1), ("hgetall", 1), ("since", 2)];
+const OPS: [(&str, usize); 7] =
+  [("incr", 1), ("registry", 5), ("del", 1), ("hgetall", 1), ("since", 2), ("lease", 1), ("leases", 1)];
 
 /// Decodes the flat list (one string crosses from Node, not one per part, in the encoding of
 /// [`crate::codec`], so no byte of a name is read as structure): per operation
