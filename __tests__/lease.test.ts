@@ -11,11 +11,13 @@ import {
   LeakyLimiter,
   ManualClock,
   MemoryStore,
+  RedisStore,
   PointsLimiter,
   type Store,
   WindowLimiter,
 } from '../lib/entries/index.js'
-import { REDIS_KINDS, makeStores } from './helpers/stores.js'
+import { REDIS_KINDS, freshPrefix, makeStores } from './helpers/stores.js'
+import { freePort, startRedis, stop } from './helpers/servers.js'
 
 const T0 = 1_800_000_000_000
 type Kind = 'bucket' | 'window' | 'leaky' | 'points'
@@ -258,4 +260,39 @@ describe.each(REDIS_KINDS)('issue-41-lease on %s', (redis) => {
     expect((await l.check()).allowed).toBe(false)
     expect(((await l.stats()) as any).leased).toBe(0)
   })
+})
+
+describe('issue-41-lease-whendown', () => {
+  it("Redis killed: the tokens held still admit, then no lease is taken and 'local' decides each call", async () => {
+    const port = await freePort()
+    const server = await startRedis(port)
+    const store = await RedisStore.connect({
+      url: `redis://127.0.0.1:${port}`,
+      keyPrefix: freshPrefix(),
+      whenDown: 'local',
+      commandTimeoutMs: 300,
+      probeIntervalMs: 60_000,
+    })
+    try {
+      const l = new BucketLimiter(store, {
+        name: 'down',
+        limit: 100,
+        interval: 'hour',
+        lease: { maxTokens: 10, maxAgeMs: 60_000 },
+      })
+      expect((await l.check()).allowed).toBe(true)
+      await stop(server)
+      const held = await Promise.all(Array.from({ length: 9 }, () => l.check()))
+      expect(held.every((d) => d.allowed && !d.degraded)).toBe(true)
+      // down: each call decided on the embedded store, counting from zero in this process
+      const down = []
+      for (let i = 0; i < 150; i++) down.push(await l.check())
+      expect(down.every((d) => d.degraded)).toBe(true)
+      expect(down.filter((d) => d.allowed).length).toBe(100)
+      expect(store.status).toBe('down')
+    } finally {
+      await store.close()
+      await stop(server)
+    }
+  }, 30_000)
 })

@@ -28,7 +28,10 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 // and the HTTP doors (sluice/express and sluice/fastify vs their peers, bench/doors.js)
 // and issue 41's shape (bench/one-in-flight.js: a decision per event-loop turn, a limiter cached
 // per key, 1 and 256 in flight, 10,000 keys and a hot key, an ioredis + EVALSHA floor)
-const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair,budget,fetch,one').split(',')
+// and lease mode against exact mode on one hot key (bench/lease.js: 4 processes x 64 and x 1)
+const SUITES = (process.env.BENCH_SUITES || 'http,pacer,limiters,sliding,doors,jobs,fair,budget,fetch,one,lease').split(
+  ',',
+)
 const LIMITER_IMPLS = (
   process.env.BENCH_LIMITER_IMPLS || 'sluice-bucket,sluice-window,sluice-leaky,rate-limiter-flexible'
 ).split(',')
@@ -142,6 +145,7 @@ async function main() {
   const redis = await startRedis()
   let fetchLines = null
   let oneLines = null
+  let leaseLines = null
   const client = new Redis(redis.url)
   client.benchUrl = redis.url
   const only = (s) => !ONLY || ONLY.includes(`${s.keys}x${s.inflight}`)
@@ -261,6 +265,14 @@ async function main() {
         stdio: ['ignore', 'pipe', 'inherit'],
       })
     }
+    // lease mode against exact mode, one hot key, several processes (bench/lease.js)
+    if (SUITES.includes('lease')) {
+      leaseLines = execFileSync(process.execPath, [path.join(__dirname, 'lease.js')], {
+        encoding: 'utf8',
+        env: { ...process.env, SLUICE_REDIS_URL: redis.url, LEASE_ROUNDS: String(ROUNDS) },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      })
+    }
   } finally {
     client.disconnect()
     redis.stop()
@@ -305,6 +317,7 @@ async function main() {
   if (fetchLines) lines.push(...fetchLines, '')
   if (oneLines)
     lines.push('### One decision per event-loop turn, a limiter cached per key (issue 41)', '', oneLines, '')
+  if (leaseLines) lines.push('### Lease mode against exact mode, one hot key (DESIGN §11)', '', leaseLines, '')
   for (const pattern of SUITES.some((x) => !['http', 'doors', 'jobs', 'fair', 'budget', 'fetch', 'one'].includes(x))
     ? PATTERNS
     : []) {

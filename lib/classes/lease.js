@@ -156,17 +156,22 @@ class Lease {
     return d
   }
 
-  /** The next lease's size: the asks of `maxAgeMs` at the measured rate, within [need, cap]. */
-  size(now, need) {
+  /**
+   * The next lease's size: the asks of `maxAgeMs` at the measured rate, or what the callers
+   * waiting need, at most `cap`; at least `shortfall` (the first waiter's).
+   */
+  size(now, shortfall, waiting) {
+    // the rate is measured over a millisecond or more: a limiter made for one call (a
+    // per-request limiter) leases what its callers wait for, and nothing more
     const span = now - this.since
-    if (span >= 1 || this.rate === 0) {
-      const r = this.asked / Math.max(1, span)
+    if (span >= 1) {
+      const r = this.asked / span
       this.rate = this.rate === 0 ? r : 0.5 * this.rate + 0.5 * r
       this.asked = 0
       this.since = now
     }
     const want = this.adaptive ? Math.ceil(this.rate * this.maxAgeMs) : this.cap
-    return Math.max(need, Math.min(this.cap, want))
+    return Math.max(shortfall, Math.min(this.cap, Math.max(want, waiting)))
   }
 
   /** Starts a lease call unless one is in flight; `size`: its weight (default: see `size`). */
@@ -175,8 +180,7 @@ class Lease {
     let waiting = 0
     for (const q of this.queue) waiting += q.weight
     const shortfall = Math.max(0, (this.queue.length > 0 ? this.queue[0].weight : 0) - this.held)
-    const need = Math.max(shortfall, waiting - this.held)
-    const n = size ?? this.size(now, need)
+    const n = size ?? this.size(now, shortfall, waiting - this.held)
     if (n <= 0) return
     this.calls++
     this.owner._leaseEvent('leaseCalls', 1)
@@ -191,7 +195,11 @@ class Lease {
     const now = this.now()
     this.pending = null
     this.rttMs = 0.8 * this.rttMs + 0.2 * Math.max(0, now - at)
-    if (d.degraded) return this.exactly()
+    if (d.degraded) {
+      // the store is down: no lease (what whenDown 'local' charged for it goes back first)
+      if (d.allowed) this.owner._returnTokens(n).catch(() => undefined)
+      return this.exactly()
+    }
     this.remaining = d.remaining
     this.resetAtMs = at + d.resetAfterMs
     if (d.allowed) {

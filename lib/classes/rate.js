@@ -120,7 +120,10 @@ class RateLimiter extends Limiter {
   /** @internal a take (see Limiter): from the lease when leasing, unless a rule or shadow mode applies */
   _take(weight, maxWaitUs, count) {
     const lease = this._leased
-    if (lease === null || maxWaitUs !== 0) return this._call(weight, maxWaitUs, count)
+    // no lease while the store is down: whenDown decides each call (the tokens held still admit)
+    if (lease === null || maxWaitUs !== 0 || (this._store.status === 'down' && lease.held < weight)) {
+      return this._call(weight, maxWaitUs, count)
+    }
     if (!unruled(this) && (this._mode === 'shadow' || ruleOf(this) !== undefined)) {
       // a rule (or shadow mode) decides every call as it says: the lease ends (DESIGN §11)
       if (lease.held > 0) lease.end()
