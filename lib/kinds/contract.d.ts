@@ -196,12 +196,21 @@ export interface DoorAlgorithm {
   readonly refunds: boolean
   /** Optional, default true: false when a door of it has no `resetKey` (its counters cannot be named back). */
   readonly resettable?: boolean
+  /** Optional, default false: a door of one window of it may lease (the door's `lease` option, DESIGN §11). */
+  readonly leases?: boolean
   /**
    * The limiter (or an object holding several) of counter `name` for a door key of `windows`
    * (1..16, each `{ limit, windowMs }`), on `store`. Each limiter object made (`members`) has
-   * `_uncounted()`: the door keeps its clients' counters out of statistics.
+   * `_uncounted()`: the door keeps its clients' counters out of statistics. `lease`: the door's
+   * (`{ maxTokens (null: adaptive), maxAgeMs }`) when it leases, given to an algorithm that `leases`.
    */
-  make(classes: Classes, store: Store, name: string, windows: { limit: number; windowMs: number }[]): Limiter
+  make(
+    classes: Classes,
+    store: Store,
+    name: string,
+    windows: { limit: number; windowMs: number }[],
+    lease?: { maxTokens: number | null; maxAgeMs: number } | null,
+  ): Limiter
   /** Optional: the limiter objects `make` made (what a cache entry holds); default: the limiter itself. */
   members?(limiter: Limiter): Limiter[]
   /** Decides a request of `weight` on `limiter`: fills each window's `remaining` and `resetMs`. */

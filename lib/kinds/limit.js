@@ -252,7 +252,9 @@ const groupKey = (store, segment, name, i) => storeKey(store, segment, name, 2, 
 const counters = (statsKind, order) => ({
   order,
   refunds: true,
-  make(classes, store, name, windows) {
+  /** a door of one window may lease (its options' `lease`: see lib/doors/http/options.js) */
+  leases: true,
+  make(classes, store, name, windows, lease = null) {
     const made = windows.map((w, i) => {
       const l = new classes[CLASS[statsKind]](store, {
         // `_<window>`: a second `_`, so never the name of one window of another key
@@ -260,6 +262,14 @@ const counters = (statsKind, order) => ({
         limit: w.limit,
         interval: w.windowMs,
         waitTimeoutMs: 0,
+        // a lease's size is at most the counter's limit (a limit given per request may be small)
+        lease:
+          lease === null
+            ? undefined
+            : {
+                maxAgeMs: lease.maxAgeMs,
+                maxTokens: lease.maxTokens === null ? undefined : Math.min(lease.maxTokens, w.limit),
+              },
       })
       // several windows: keys under one hash tag (statistics keep the window's name)
       return windows.length > 1 ? l._asWindow(name, i) : l
@@ -276,8 +286,8 @@ const counters = (statsKind, order) => ({
     if (tallied !== null) return checkTallied(door, limiter, key, weight, windows, at, tallied)
     if (limiter instanceof LimitGroup) return checkGroup(door, limiter, key, weight, windows, at)
     // one counter: the common case, kept short (the weight is checked: straight to the
-    // store), and counted in the store's statistics as check() counts
-    const d = await limiter._call(weight, 0, true)
+    // store, or to its lease), and counted in the store's statistics as check() counts
+    const d = await limiter._take(weight, 0, true)
     fromDecision(windows[0], d)
     const refund = door.refundOf(limiter, weight, d, at)
     return door.outcome(key, weight, windows, d.allowed, d.degraded, d.retryAfterMs, refund, at)

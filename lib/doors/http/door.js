@@ -167,6 +167,8 @@ class Door {
       const [oldest, old] = this._limiters.entries().next().value
       this._limiters.delete(oldest)
       this._cacheBytes -= old.bytes
+      // an evicted counter's lease ends: what it holds goes back
+      if (old.limiter._leased) old.limiter._leased.end()
     }
     this._limiters.set(cacheKey, { limiter, bytes })
     this._cacheBytes += bytes
@@ -186,7 +188,7 @@ class Door {
         windowMs: w.windowMs === null ? windowMs : w.windowMs,
       }))
     const algorithm = algorithmOf(c)
-    const limiter = algorithm.make(classes, c.store, nameOf(c.counter, id), windows)
+    const limiter = algorithm.make(classes, c.store, nameOf(c.counter, id), windows, c.lease)
     uncounted(algorithm.members ? algorithm.members(limiter) : Array.isArray(limiter) ? limiter : [limiter])
     return limiter
   }

@@ -56,6 +56,7 @@ const COMMON_OPTIONS = [
   'cacheBytes',
   'mode',
   'ban',
+  'lease',
 ]
 
 /** Most refusals a `ban` may wait for. */
@@ -77,6 +78,28 @@ function banOption(ban) {
 }
 
 const { modeOption } = require('../../classes/ruled')
+const { leaseOption } = require('../../classes/lease')
+
+/**
+ * `lease` checked against the door's config (DESIGN §11): null, or the lease of each client's
+ * counter (its maxTokens at most that counter's limit: see lib/kinds/limit.js). One window of a
+ * counter algorithm the door makes, no `ban` (each refusal is tallied in its decision's script call).
+ */
+function doorLease(o, config) {
+  if (o.lease === undefined || o.lease === false) return null
+  const lease = leaseOption(o.lease, MAX_LIMIT)
+  if (config.algorithm === null)
+    throw invalidConfig('lease takes a door that makes its limiters: with limiter(req), give lease to that limiter')
+  if (!algorithmOf(config).leases) {
+    const names = [...ALGORITHMS].filter(([, a]) => a.leases).map(([n]) => n)
+    throw invalidConfig(`lease takes algorithm ${quotedEither(names)}, got '${config.algorithm}'`)
+  }
+  if (config.windows.length > 1)
+    throw invalidConfig('lease takes one window (several are decided all or nothing in one call)')
+  if (config.ban !== null)
+    throw invalidConfig("lease is not taken with ban (each refusal is tallied in its decision's call)")
+  return lease
+}
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 function checkLimit(name, value, min = 1, max = MAX_LIMIT) {
@@ -268,6 +291,8 @@ function doorConfig(options, adapter = {}) {
     }
   }
   config.refunds = config.skipFailedRequests || config.skipSuccessfulRequests
+  /** each client's counter leases (lib/classes/lease.js), or null */
+  config.lease = doorLease(o, config)
   const subnet = config.ipv6Subnet
   const access = adapter.access ?? null
   config.access = access

@@ -9,6 +9,7 @@ import type {
   PointsLimiter,
   SlidingWindowLimiter,
   SlidingCounterLimiter,
+  LeaseOption,
 } from '../../entries/types/limiters.js'
 import type { DistributedPacer, PacerComposite } from '../../entries/types/pacer.js'
 
@@ -102,6 +103,13 @@ export interface DoorOptions<Req, Res> {
    * one window; the oldest are dropped first and remade when needed; 0: none kept).
    */
   cacheBytes?: number
+  /**
+   * Lease mode for each client's counter (DESIGN §11, see LeaseOption): a client's requests are
+   * decided from a run of tokens this process took in one store call, with no round trip; never
+   * more than the limit. For a door of one window of algorithm 'fixed', 'window' or 'leaky',
+   * without `ban`; a counter dropped from the cache (cacheBytes) gives back what it holds.
+   */
+  lease?: LeaseOption
   /**
    * 'shadow': every request decided and counted as if enforced, but a would-be refusal goes
    * through (its headers as usual, no 429; counted in the door's `shadowRefused`); default
