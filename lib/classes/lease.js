@@ -132,7 +132,9 @@ class Lease {
       this.pending === null &&
       this.adaptive &&
       this.held < this.rate * (2 * this.rttMs + 1) &&
-      (this.deny === null || this.deny.untilMs <= now)
+      (this.deny === null || this.deny.untilMs <= now) &&
+      // not when the window ends before another lease could be used in it (its tokens spent)
+      !(this.owner._counter && this.resetAtMs - now <= 2 * this.rttMs + 1)
     )
       this.fill(now)
     return d
@@ -204,12 +206,18 @@ class Lease {
     this.resetAtMs = at + d.resetAfterMs
     if (d.allowed) {
       this.deny = null
+      // runs whose time is up go first; then the callers waiting are served from the new run
+      // even if its window ended meanwhile (the store decided within it: an exact call's
+      // answer arrives the same way), and what is left of it then ends with the others
+      if (this.runs.length > 0 && this.runs[0].endMs <= now) this.expire(now)
       // the run is spent by its window's end (the store's, reached no earlier than at + reset)
       const windowEndMs = this.owner._counter ? at + d.resetAfterMs - 1 : Infinity
       this.runs.push({ tokens: n, endMs: Math.min(at + this.maxAgeMs, windowEndMs), windowEndMs })
       this.held += n
       this.store._leases.add(this)
+      this.serve(now, true)
       this.arm()
+      return
     } else if (d.remaining >= Math.max(1, shortfall) && d.remaining < n) {
       // too large for what is left: once more at what is left (the store's remaining fits it)
       return this.fill(now, d.remaining)
@@ -237,8 +245,8 @@ class Lease {
   }
 
   /** Serves the callers waiting, in order, from the runs held and the refusal known; the rest ask again. */
-  serve(now) {
-    if (this.runs.length > 0 && this.runs[0].endMs <= now) this.expire(now)
+  serve(now, fresh = false) {
+    if (!fresh && this.runs.length > 0 && this.runs[0].endMs <= now) this.expire(now)
     while (this.queue.length > 0) {
       const q = this.queue[0]
       let d
@@ -250,6 +258,7 @@ class Lease {
       this.queue.shift()
       q.resolve(d)
     }
+    if (fresh && this.runs.length > 0 && this.runs[0].endMs <= now) this.expire(now)
     if (this.queue.length > 0) this.fill(now)
   }
 
