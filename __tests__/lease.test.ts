@@ -16,7 +16,9 @@ import {
   type Store,
   WindowLimiter,
 } from '../lib/entries/index.js'
-import { REDIS_KINDS, freshPrefix, makeStores } from './helpers/stores.js'
+import { fork } from 'node:child_process'
+import { join } from 'node:path'
+import { REDIS_KINDS, clusterNodes, freshPrefix, makeStores, redisUrl } from './helpers/stores.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
 
 const T0 = 1_800_000_000_000
@@ -261,6 +263,49 @@ describe.each(REDIS_KINDS)('issue-41-lease on %s', (redis) => {
     expect(((await l.stats()) as any).leased).toBe(0)
   })
 })
+
+describe.each(REDIS_KINDS)('issue-41-lease-sigkill on %s', (redis) => {
+  it('a process killed with SIGKILL loses what its lease held, until the window ends; nothing more', async () => {
+    const T = T0 + 123
+    const prefix = freshPrefix()
+    const target = redis === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
+    const lease = { maxTokens: 30, maxAgeMs: 60_000 }
+    const child = fork(join(__dirname, 'helpers', 'lease-worker.js'), [
+      JSON.stringify({ ...target, prefix, at: T, name: 'killed', limit: 100, intervalMs: 3_600_000, lease, take: 5 }),
+    ])
+    const report: any = await new Promise((resolve, reject) => {
+      child.once('message', resolve)
+      child.once('exit', (code) => reject(new Error(`worker exited with ${code}`)))
+    })
+    expect(report).toEqual({ admitted: 5, held: 25 })
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve())
+      child.kill('SIGKILL')
+    })
+    const clock = new ManualClock(T)
+    const [store] = await makeStoresAt(redis, prefix, clock)
+    try {
+      const l = make('bucket', store, 'killed', 100, 3_600_000, lease)
+      let n = 0
+      for (let i = 0; i < 120; i++) if ((await l.check()).allowed) n++
+      // 5 admitted and 25 held by the killed process: 70 left in this window
+      expect(n).toBe(70)
+      // the next window: the whole limit
+      clock.advance(3_600_000)
+      n = 0
+      for (let i = 0; i < 120; i++) if ((await l.check()).allowed) n++
+      expect(n).toBe(100)
+    } finally {
+      await store.close()
+    }
+  }, 30_000)
+})
+
+/** A store (a process) on `prefix` and `clock`. */
+async function makeStoresAt(redis: 'redis' | 'cluster', prefix: string, clock: ManualClock) {
+  const o = redis === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
+  return [await RedisStore.connect({ ...o, keyPrefix: prefix, clock })]
+}
 
 describe('issue-41-lease-whendown', () => {
   it("Redis killed: the tokens held still admit, then no lease is taken and 'local' decides each call", async () => {
