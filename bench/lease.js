@@ -24,8 +24,8 @@ const MODES = ['exact', 'lease']
 const NEVER = 1e9
 
 /** P worker processes started together on one limit; their reports and Redis CPU per decision. */
-async function fleet(client, url, procs, inflight, lease, limit, prefix) {
-  const cfg = { url, prefix, inflight, lease, limit, seconds: SECONDS }
+async function fleet(client, url, procs, inflight, lease, limit, prefix, more = {}) {
+  const cfg = { url, prefix, inflight, lease, limit, seconds: SECONDS, ...more }
   const children = Array.from({ length: procs }, () =>
     fork(path.join(__dirname, 'lease-worker.js'), [JSON.stringify(cfg)]),
   )
@@ -38,10 +38,10 @@ async function fleet(client, url, procs, inflight, lease, limit, prefix) {
       }),
   )
   await Promise.all(warm)
-  const cpu0 = await redisCpuUs(client)
+  const cpu0 = client ? await redisCpuUs(client) : NaN
   children.forEach((c) => c.send('go'))
   const reports = await Promise.all(done)
-  const cpu = (await redisCpuUs(client)) - cpu0
+  const cpu = client ? (await redisCpuUs(client)) - cpu0 : NaN
   const decisions = reports.reduce((a, r) => a + r.decisions, 0)
   const seconds = Math.max(...reports.map((r) => r.seconds))
   const perSecond = {}
@@ -62,6 +62,7 @@ async function fleet(client, url, procs, inflight, lease, limit, prefix) {
     p50Us: mid((r) => r.p50Us),
     p99Us: mid((r) => r.p99Us),
     callsPerDecision: reports.reduce((a, r) => a + r.leaseCalls, 0) / decisions,
+    perSecond: whole.map((s) => perSecond[s]),
   }
 }
 
@@ -140,7 +141,11 @@ async function main() {
   console.log(lines.join('\n'))
 }
 
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
-})
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err)
+    process.exit(1)
+  })
+}
+
+module.exports = { fleet }

@@ -132,6 +132,7 @@ class Lease {
       this.pending === null &&
       this.adaptive &&
       this.held < this.rate * (2 * this.rttMs + 1) &&
+      this.rate * this.maxAgeMs >= 2 &&
       (this.deny === null || this.deny.untilMs <= now) &&
       // not when the window ends before another lease could be used in it (its tokens spent)
       !(this.owner._counter && this.resetAtMs - now <= 2 * this.rttMs + 1)
@@ -167,12 +168,17 @@ class Lease {
     // per-request limiter) leases what its callers wait for, and nothing more
     const span = now - this.since
     if (span >= 1) {
+      // smoothed over about maxAgeMs: a span that long replaces the rate (a burst that ended
+      // leaves no large lease behind)
       const r = this.asked / span
-      this.rate = this.rate === 0 ? r : 0.5 * this.rate + 0.5 * r
+      const a = this.rate === 0 ? 1 : Math.min(1, span / this.maxAgeMs)
+      this.rate = (1 - a) * this.rate + a * r
       this.asked = 0
       this.since = now
     }
-    const want = this.adaptive ? Math.ceil(this.rate * this.maxAgeMs) : this.cap
+    // a lease that would not serve two calls in its lifetime is not worth its give-back
+    const use = this.rate * this.maxAgeMs
+    const want = !this.adaptive ? this.cap : use >= 2 ? Math.ceil(use) : 0
     return Math.max(shortfall, Math.min(this.cap, Math.max(want, waiting)))
   }
 
@@ -182,7 +188,10 @@ class Lease {
     let waiting = 0
     for (const q of this.queue) waiting += q.weight
     const shortfall = Math.max(0, (this.queue.length > 0 ? this.queue[0].weight : 0) - this.held)
-    const n = size ?? this.size(now, shortfall, waiting - this.held)
+    let n = size ?? this.size(now, shortfall, waiting - this.held)
+    // after a refusal (the store had too little), first ask exactly what the caller lacks: a
+    // larger ask would be refused again and asked once more
+    if (size === undefined && this.deny !== null && shortfall > 0) n = shortfall
     if (n <= 0) return
     this.calls++
     this.owner._leaseEvent('leaseCalls', 1)
