@@ -27,18 +27,21 @@ async function main() {
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   const end = t0 + cfg.seconds * 1000
+  /** one decision `d` of a call made at `start`: its latency, and its admission's second */
+  const record = (start, d) => {
+    latencies.push(performance.now() - start)
+    decisions++
+    if (d.allowed) {
+      admitted++
+      const s = Math.floor(Date.now() / 1000)
+      perSecond[s] = (perSecond[s] || 0) + 1
+    }
+  }
   async function loop() {
     while (performance.now() < end) {
       await turn()
       const start = performance.now()
-      const d = await limiter.check()
-      latencies.push(performance.now() - start)
-      decisions++
-      if (d.allowed) {
-        admitted++
-        const s = Math.floor(Date.now() / 1000)
-        perSecond[s] = (perSecond[s] || 0) + 1
-      }
+      record(start, await limiter.check())
     }
   }
   /** cfg.rate: this process's calls a second, issued on time each turn (none awaited), or 0 */
@@ -51,13 +54,7 @@ async function main() {
         issued++
         const start = performance.now()
         const p = limiter.check().then((d) => {
-          latencies.push(performance.now() - start)
-          decisions++
-          if (d.allowed) {
-            admitted++
-            const s = Math.floor(Date.now() / 1000)
-            perSecond[s] = (perSecond[s] || 0) + 1
-          }
+          record(start, d)
           pending.delete(p)
         })
         pending.add(p)
