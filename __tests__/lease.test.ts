@@ -241,6 +241,21 @@ describe.each(REDIS_KINDS)('issue-41-lease on %s', (redis) => {
     expect(((await lb.stats()) as any).leasedOutstanding).toBe(90 + 65)
   })
 
+  it('with statistics off the store forgets a lease once it holds nothing (no flush writes its gauge)', async () => {
+    const clock = new ManualClock(T0)
+    const o = redis === 'redis' ? { url: redisUrl() } : { cluster: clusterNodes() }
+    const store = await RedisStore.connect({ ...o, keyPrefix: freshPrefix(), clock, stats: false })
+    open.push(store)
+    const ls = Array.from({ length: 50 }, (_, i) =>
+      make('bucket', store, `off:${i}`, 100, 3_600_000, { maxTokens: 10, maxAgeMs: 50 }),
+    )
+    for (const l of ls) expect((await l.check()).allowed).toBe(true)
+    expect((store as any)._leases.size).toBe(50)
+    clock.advance(50)
+    await new Promise((r) => setTimeout(r, 20))
+    expect((store as any)._leases.size).toBe(0)
+  })
+
   it('a rule applies to leased admissions at once; a reset and a block end the lease', async () => {
     const clock = new ManualClock(T0)
     const [a] = await fleet(1, clock)

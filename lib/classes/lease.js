@@ -118,6 +118,7 @@ class Lease {
       if (run.tokens === 0) this.runs.shift()
     }
     this.held -= weight
+    if (this.held === 0) this.settled()
     const d = {
       allowed: true,
       limit: this.owner._limit,
@@ -294,7 +295,13 @@ class Lease {
       this.held -= run.tokens
       if (run.windowEndMs - now > WINDOW_MARGIN_MS) back += run.tokens
     }
+    this.settled()
     if (back > 0) this.giveBack(back)
+  }
+
+  /** With statistics off no flush writes this lease's gauge: the store forgets it once it holds nothing. */
+  settled() {
+    if (this.held === 0 && this.store._stats === null) this.store._leases.delete(this)
   }
 
   /** Gives `n` tokens back to the store (a failure keeps them spent: admits less, never more). */
@@ -306,6 +313,9 @@ class Lease {
 
   /** Arms the timer of the oldest run's end (a ManualClock's when the store has one). */
   arm() {
+    // runs already ended go now (a ManualClock would fire a timer of 0 ms inside this call)
+    const now = this.now()
+    if (this.runs.length > 0 && this.runs[0].endMs <= now) this.expire(now)
     const at = this.runs.length > 0 ? this.runs[0].endMs : Infinity
     if (at >= this.timerAt) return
     if (this.cancelTimer !== null) this.cancelTimer()
@@ -314,10 +324,9 @@ class Lease {
       () => {
         this.cancelTimer = null
         this.timerAt = Infinity
-        this.expire(this.now())
         this.arm()
       },
-      Math.max(0, at - this.now()),
+      at - now,
       { clock: this.store.clock, unref: true },
     )
   }
@@ -339,6 +348,7 @@ class Lease {
     if (this.cancelTimer !== null) this.cancelTimer()
     this.cancelTimer = null
     this.timerAt = Infinity
+    this.settled()
     return back > 0 ? this.giveBack(back) : Promise.resolve()
   }
 }
