@@ -17,6 +17,8 @@ import {
   WindowLimiter,
 } from '../lib/entries/index.js'
 import { fork } from 'node:child_process'
+import { Registry } from 'prom-client'
+import { collectMetrics } from '../lib/entries/metrics.js'
 import { join } from 'node:path'
 import { REDIS_KINDS, clusterNodes, freshPrefix, makeStores, redisUrl } from './helpers/stores.js'
 import { freePort, startRedis, stop } from './helpers/servers.js'
@@ -239,6 +241,16 @@ describe.each(REDIS_KINDS)('issue-41-lease on %s', (redis) => {
     expect(s.leaseCalls).toBe(2)
     await lb.check(5)
     expect(((await lb.stats()) as any).leasedOutstanding).toBe(90 + 65)
+    // and in the metrics (this process's counts)
+    const registry = new Registry()
+    const m = collectMetrics(a, { registry })
+    try {
+      const text = await registry.metrics()
+      expect(text).toContain('sluice_lease_calls_total{limiter="gauge",kind="bucket"} 1')
+      expect(text).toContain('sluice_lease_returned_total{limiter="gauge",kind="bucket"} 0')
+    } finally {
+      m.close()
+    }
   })
 
   it('with statistics off the store forgets a lease once it holds nothing (no flush writes its gauge)', async () => {

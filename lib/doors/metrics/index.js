@@ -188,7 +188,9 @@ async function tenantUse(store, limiterLabel) {
  * `sluice.budget.used`, `sluice.budget.reserved`, `sluice.budget.excess`, `sluice.budget.tenant.used`), `sluice_throttled_total{limiter,kind}` and `sluice_blocks_total{limiter,kind}`
  * (sluice/fetch: answers 429/503 seen and blocks recorded, per key), `sluice_shadow_refused_total{limiter,kind}`
  * and `sluice_denied_total{limiter,kind}` (store.rules: refusals shadow mode admitted, calls a
- * rule denied; OpenTelemetry `sluice.shadow_refused`, `sluice.denied`), `sluice_paced_rate{limiter}`
+ * rule denied; OpenTelemetry `sluice.shadow_refused`, `sluice.denied`), `sluice_lease_calls_total`
+ * and `sluice_lease_returned_total{limiter,kind}` (lease mode; `sluice.lease.calls`,
+ * `sluice.lease.returned`), `sluice_paced_rate{limiter}`
  * and `sluice_paced_learned_rate{limiter}` (sluice/fetch: the rate a key is paced at now and
  * the rate its upstream stated, per second, as this process last heard), `sluice_waiters` (this process's queued
  * waiters) and `sluice_store_up` (1 while the store reaches Redis). The `limiter` label is
@@ -267,6 +269,18 @@ function collectMetrics(store, options) {
     extra('shadowRefused'),
   )
   counter('denied_total', 'Calls a rule of store.rules denied.', ['limiter', 'kind'], extra('denied'))
+  counter(
+    'lease_calls_total',
+    'Lease calls a leasing rate limiter made (lease mode: a run of tokens taken in one store call).',
+    ['limiter', 'kind'],
+    extra('leaseCalls'),
+  )
+  counter(
+    'lease_returned_total',
+    'Leased tokens given back unused (lease mode).',
+    ['limiter', 'kind'],
+    extra('returned'),
+  )
   for (const [name, help, at] of [
     ['paced_rate', 'Outgoing calls per second a key is paced at now, over the fleet (sluice/fetch).', 1],
     ['paced_learned_rate', 'Calls per second the upstream stated for a key, while remembered (sluice/fetch).', 2],
@@ -387,6 +401,8 @@ function openTelemetry(store, o) {
   const blocks = counter('sluice.fetch.blocks', 'Blocks recorded from answers (sluice/fetch), per key.')
   const shadowRefused = counter('sluice.shadow_refused', 'Refusals that shadow mode admitted (store.rules, a mode option).')
   const denied = counter('sluice.denied', 'Calls a rule of store.rules denied.')
+  const leaseCalls = counter('sluice.lease.calls', 'Lease calls a leasing rate limiter made (lease mode).')
+  const leaseReturned = counter('sluice.lease.returned', 'Leased tokens given back unused (lease mode).')
   const rate = gauge('sluice.fetch.rate', 'Outgoing calls per second a key is paced at now (sluice/fetch).')
   const learnedRate = gauge(
     'sluice.fetch.learned_rate',
@@ -411,6 +427,8 @@ function openTelemetry(store, o) {
       if (counts(f.kind, 'blocks')) result.observe(blocks, f.totals[INDEX.blocks], attrs)
       if (counts(f.kind, 'shadowRefused')) result.observe(shadowRefused, f.totals[INDEX.shadowRefused], attrs)
       if (counts(f.kind, 'denied')) result.observe(denied, f.totals[INDEX.denied], attrs)
+      if (counts(f.kind, 'leaseCalls')) result.observe(leaseCalls, f.totals[INDEX.leaseCalls], attrs)
+      if (counts(f.kind, 'returned')) result.observe(leaseReturned, f.totals[INDEX.returned], attrs)
     }
     for (const [limiter, qps, learnedQps] of pacedRates(store, o.limiterLabel)) {
       if (qps !== null) result.observe(rate, qps, { limiter })
@@ -431,6 +449,7 @@ function openTelemetry(store, o) {
       result.observe(tenantUsed, used, { limiter, tenant, dimension })
   }
   const observables = [decisions, weight, waiters, up, throttled, blocks, shadowRefused, denied, rate, learnedRate]
+  observables.push(leaseCalls, leaseReturned)
   observables.push(budgetUsed, budgetReserved, budgetExcess, tenantUsed)
   meter.addBatchObservableCallback(callback, observables)
   return {

@@ -21,7 +21,8 @@ export interface CollectMetricsOptions {
  * `sluice_rescheduled_total`, the `sluice_wait_seconds` histogram, `sluice_leases_held{limiter}`,
  * `sluice_budget_used` / `sluice_budget_reserved` / `sluice_budget_excess{limiter,dimension}`, sluice/fetch's
  * `sluice_throttled_total{limiter,kind}`, `sluice_blocks_total{limiter,kind}`, store.rules'
- * `sluice_shadow_refused_total{limiter,kind}` and `sluice_denied_total{limiter,kind}`,
+ * `sluice_shadow_refused_total{limiter,kind}` and `sluice_denied_total{limiter,kind}`, lease mode's
+ * `sluice_lease_calls_total{limiter,kind}` and `sluice_lease_returned_total{limiter,kind}`,
  * `sluice_paced_rate{limiter}` and `sluice_paced_learned_rate{limiter}` (per key),
  * `sluice_waiters` and `sluice_store_up`; and the same through OpenTelemetry when available.
  */
