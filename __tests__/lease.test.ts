@@ -268,6 +268,22 @@ describe.each(REDIS_KINDS)('issue-41-lease on %s', (redis) => {
     expect((store as any)._leases.size).toBe(0)
   })
 
+  it('withinLimit waits on a leased refusal until its window turns, then runs from a lease', async () => {
+    const clock = new ManualClock(T0)
+    const [a, b] = await fleet(2, clock)
+    const la = make('bucket', a, 'wait', 10, 1000, true)
+    const lb = make('bucket', b, 'wait', 10, 1000, true)
+    for (let i = 0; i < 10; i++) expect((await lb.check()).allowed).toBe(true)
+    let ran = 0
+    const waiting = la.withinLimit(() => ++ran)
+    await new Promise((r) => setTimeout(r, 20))
+    expect(ran).toBe(0)
+    // the refusal's retry is the window's end: at it, the wait's take is admitted
+    clock.advance(1000 - (T0 % 1000))
+    expect(await waiting).toBe(1)
+    expect(((await la.stats()) as any).waited).toBe(1)
+  })
+
   it('a rule applies to leased admissions at once; a reset and a block end the lease', async () => {
     const clock = new ManualClock(T0)
     const [a] = await fleet(1, clock)
