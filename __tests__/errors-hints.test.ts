@@ -249,7 +249,7 @@ describe('unknown options name the closest known one', () => {
 
   it('issue-38-errors-sweep-known: a name close to none lists the known ones (short lists)', async () => {
     expect(await messageOf(() => new BucketLimiter(store, { name: 'a', limit: 1, interval: 1, zzz: 1 } as never))).toBe(
-      'unknown limiter option "zzz" (known: name, waitTimeoutMs, policy, ttlMs, limit, interval, mode)',
+      'unknown limiter option "zzz" (known: name, waitTimeoutMs, policy, ttlMs, limit, interval, mode, lease)',
     )
     expect(await messageOf(() => budget.reserve({ cals: 1 } as never), 'ERR_INVALID_ARGUMENT')).toContain(
       'unknown dimension "cals" in amounts (did you mean "calls"?)',
